@@ -1,0 +1,132 @@
+// Command deckhand runs the Deckhand manager: the SidecarSet, PodSet,
+// WebServer and RestartSchedule controllers and their admission webhooks.
+// This file holds flags and wiring only; behaviour lives in internal/.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/operator"
+)
+
+var (
+	scheme   = runtime.NewScheme()
+	setupLog = ctrl.Log.WithName("setup")
+)
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(deckhandv1alpha1.AddToScheme(scheme))
+}
+
+// options are the manager's command-line settings.
+type options struct {
+	metricsAddr          string
+	secureMetrics        bool
+	probeAddr            string
+	enableLeaderElection bool
+	leaderElectionNS     string
+	webhookHost          string
+	webhookPort          int
+	webhookCertDir       string
+	enableHTTP2          bool
+	operator             operator.Options
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
+		"Address the metrics endpoint binds to (\":8443\" serves HTTPS, \"0\" turns metrics off).")
+	flag.BoolVar(&o.secureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS with Kubernetes authentication and authorization. Off only for local debugging.")
+	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the healthz/readyz endpoints bind to.")
+	flag.BoolVar(&o.enableLeaderElection, "leader-elect", true,
+		"Elect a leader so that only one replica reconciles at a time. Every replica serves webhooks.")
+	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the leader-election Lease (default: the manager's own namespace).")
+	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds to (default: all interfaces).")
+	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
+	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"Directory holding tls.crt and tls.key for the webhook server; reloaded when they change.")
+	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Serve HTTP/2 on the webhook and metrics servers. Off by default because of the HTTP/2 rapid-reset exposure (CVE-2023-44487).")
+	o.operator = operator.DefaultOptions()
+	flag.StringVar(&o.operator.DefaultRestartSchedule, "default-restart-schedule", o.operator.DefaultRestartSchedule,
+		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if err := run(o); err != nil {
+		setupLog.Error(err, "manager exited with an error")
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	var tlsOpts []func(*tls.Config)
+	tlsOpts = append(tlsOpts, func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 })
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+
+	metricsOpts := metricsserver.Options{
+		BindAddress:   o.metricsAddr,
+		SecureServing: o.secureMetrics,
+		TLSOpts:       tlsOpts,
+	}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsOpts,
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    o.webhookHost,
+			Port:    o.webhookPort,
+			CertDir: o.webhookCertDir,
+			TLSOpts: tlsOpts,
+		}),
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.enableLeaderElection,
+		LeaderElectionID:              "deckhand.apps.deckhand.dev",
+		LeaderElectionNamespace:       o.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         operator.CacheOptions(),
+	})
+	if err != nil {
+		return err
+	}
+
+	if err := operator.Setup(mgr, o.operator); err != nil {
+		return err
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	// Ready only once the webhook server is serving, so that a Service never
+	// routes admission requests to a replica that cannot answer them.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return err
+	}
+
+	setupLog.Info("starting manager")
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
