@@ -1,0 +1,189 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels, annotations and condition types of the WebServer kind.
+const (
+	// WebServerLabelName is the selector label every WebServer's pods carry,
+	// with the value WebServerLabelNameValue.
+	WebServerLabelName = "app.kubernetes.io/name"
+	// WebServerLabelNameValue is the value of WebServerLabelName.
+	WebServerLabelNameValue = "webserver"
+	// WebServerLabelInstance is the selector label that tells the pods of one
+	// WebServer from another's; its value is the WebServer's name, which can
+	// never change, so the Deployment's immutable selector never has to.
+	WebServerLabelInstance = "app.kubernetes.io/instance"
+
+	// WebServerAnnotationAppliedHash is set on the Deployment and Service a
+	// WebServer owns: a hash of the configuration Deckhand last applied. It
+	// lets the controller skip applies that would change nothing.
+	WebServerAnnotationAppliedHash = "apps.deckhand.dev/webserver-applied-hash"
+	// WebServerAnnotationOwnsReplicas is set to "true" on a Deployment while
+	// Deckhand owns its spec.replicas (because the WebServer sets
+	// spec.replicas). When the user unsets spec.replicas, Deckhand hands the
+	// field over to WebServerReplicasHandoffManager so that the Deployment
+	// keeps its size instead of falling back to the default of 1.
+	WebServerAnnotationOwnsReplicas = "apps.deckhand.dev/webserver-owns-replicas"
+	// WebServerReplicasHandoffManager is the field manager that holds a
+	// Deployment's spec.replicas after Deckhand let go of it. Whoever scales
+	// the Deployment next (kubectl scale, an autoscaler) takes it over.
+	WebServerReplicasHandoffManager = "deckhand-replicas-handoff"
+
+	// WebServerContainerName is the name of the web server container in the
+	// pod template.
+	WebServerContainerName = "web"
+	// WebServerPortName is the name of the container port and Service port.
+	WebServerPortName = "http"
+
+	// WebServerConditionAvailable is True when the Deployment reports
+	// minimum availability and the Service exists.
+	WebServerConditionAvailable = "Available"
+	// WebServerConditionProgressing is True while a rollout of the
+	// Deployment is under way.
+	WebServerConditionProgressing = "Progressing"
+	// WebServerConditionDegraded is True when something needs attention: a
+	// name conflict, a failed apply, a stuck rollout or failing replicas.
+	WebServerConditionDegraded = "Degraded"
+)
+
+// WebServerSpec is the desired state of a WebServer.
+// +kubebuilder:validation:XValidation:rule="!has(self.podLabels) || !self.podLabels.exists(k, k == 'app.kubernetes.io/name' || k == 'app.kubernetes.io/instance' || k == 'app.kubernetes.io/managed-by')",message="podLabels must not set app.kubernetes.io/name, app.kubernetes.io/instance or app.kubernetes.io/managed-by: Deckhand sets them",fieldPath=".podLabels"
+type WebServerSpec struct {
+	// Image is the container image to serve, as a reference such as
+	// "nginx", "nginx:1.27" or "registry.example.com/team/site@sha256:<digest>".
+	// Changing it rolls the Deployment out.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^(?:(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*|\[(?:[a-fA-F0-9:]+)\])(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$')`,message="must be a valid image reference such as nginx, nginx:1.27 or registry.example.com/team/site@sha256:<digest> (lower-case repository, optional :tag and @digest)"
+	Image string `json:"image"`
+
+	// Port is the TCP port the server listens on; the container port, the
+	// Service port and the default readiness probe all use it.
+	// +optional
+	// +kubebuilder:default=80
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port,omitempty"`
+
+	// Replicas is the number of pods. Leave it unset to start with 1 and let
+	// something else decide the size: `kubectl scale deployment/<name>`, or a
+	// HorizontalPodAutoscaler targeting the Deployment. When set, Deckhand
+	// owns the Deployment's replicas and restores them if they are changed
+	// there; scale the WebServer itself (its /scale subresource) instead.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// ServiceType is the type of the Service in front of the pods.
+	// +optional
+	// +kubebuilder:default=ClusterIP
+	// +kubebuilder:validation:Enum=ClusterIP;NodePort;LoadBalancer
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+
+	// Env is the environment of the web server container.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Resources are the compute resources of the web server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// PodAnnotations are added to the pod template's annotations. Changing
+	// them rolls the Deployment out.
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// PodLabels are added to the pod template's labels. They cannot replace
+	// the selector labels app.kubernetes.io/name and app.kubernetes.io/instance,
+	// nor app.kubernetes.io/managed-by.
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+
+	// ReadinessProbe replaces the default readiness probe, a TCP connect to
+	// Port every 10 seconds.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+}
+
+// WebServerStatus is the observed state of a WebServer.
+type WebServerStatus struct {
+	// ObservedGeneration is the generation of the spec the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of pods the Deployment has (any version).
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// ReadyReplicas is the number of Ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// AvailableReplicas is the number of pods Ready for at least
+	// minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas"`
+
+	// URL is the in-cluster address of the Service:
+	// http://<name>.<namespace>.svc:<port>.
+	// +optional
+	URL string `json:"url,omitempty"`
+
+	// Selector is the label selector of the pods, in string form, for the
+	// /scale subresource (and so for HorizontalPodAutoscalers).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// Conditions are Available, Progressing and Degraded, derived from the
+	// Deployment's own conditions.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// WebServer runs a container image behind a Service: Deckhand keeps an owned
+// Deployment and Service of the same name in line with the spec, and leaves
+// alone the fields others own (kubectl rollout restart annotations,
+// allocated Service IPs and node ports, replicas when spec.replicas is unset).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:scope=Namespaced,shortName=ws;web,categories=deckhand
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type WebServer struct {
+	metav1.TypeMeta `json:",inline"`
+	// ObjectMeta is the standard object metadata. The name must be a DNS-1035
+	// label (it names the Service).
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	// +required
+	Spec WebServerSpec `json:"spec"`
+	// Status is the observed state, written by Deckhand.
+	// +optional
+	Status WebServerStatus `json:"status,omitempty"`
+}
+
+// WebServerList is a list of WebServers.
+// +kubebuilder:object:root=true
+type WebServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// ListMeta is the standard list metadata.
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the WebServers.
+	Items []WebServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WebServer{}, &WebServerList{})
+}
