@@ -1,0 +1,308 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Annotations Deckhand writes on the pods a SidecarSet injected.
+const (
+	// AnnotationSidecarSetInjected lists, comma-separated and sorted, the
+	// names of the SidecarSets whose containers were injected into the pod.
+	AnnotationSidecarSetInjected = "apps.deckhand.dev/sidecarsets"
+	// AnnotationSidecarSetHash is a JSON object mapping each injected
+	// SidecarSet's name to the revision (hash of everything it injects,
+	// images included) the pod carries and the sidecar containers it added.
+	AnnotationSidecarSetHash = "apps.deckhand.dev/sidecarset-hash"
+	// AnnotationSidecarSetHashWithoutImage is a JSON object mapping each
+	// injected SidecarSet's name to the hash of everything it injects with
+	// the images left out. Two revisions with equal hashes here differ only
+	// in images, which is what allows an in-place update.
+	AnnotationSidecarSetHashWithoutImage = "apps.deckhand.dev/sidecarset-hash-without-image"
+	// AnnotationSidecarSetSkipInjection on a pod set to "true" makes the
+	// SidecarSet webhook leave the pod alone. Deckhand sets it on the
+	// synthetic pods it dry-runs to validate a SidecarSet's containers.
+	AnnotationSidecarSetSkipInjection = "apps.deckhand.dev/sidecarset-skip-injection"
+)
+
+// PodInjectPolicy says where a sidecar goes relative to the pod's own containers.
+// +kubebuilder:validation:Enum=BeforeAppContainer;AfterAppContainer
+type PodInjectPolicy string
+
+const (
+	// BeforeAppContainer puts the sidecar before the pod's own containers
+	// (or init containers), so that it starts first.
+	BeforeAppContainer PodInjectPolicy = "BeforeAppContainer"
+	// AfterAppContainer puts the sidecar after the pod's own containers
+	// (or init containers).
+	AfterAppContainer PodInjectPolicy = "AfterAppContainer"
+)
+
+// ShareVolumePolicyType turns the sharing of the app containers' volume mounts on or off.
+// +kubebuilder:validation:Enum=enabled;disabled
+type ShareVolumePolicyType string
+
+const (
+	// ShareVolumePolicyEnabled mounts every volumeMount of the pod's own
+	// containers into the sidecar too.
+	ShareVolumePolicyEnabled ShareVolumePolicyType = "enabled"
+	// ShareVolumePolicyDisabled gives the sidecar only its own volumeMounts.
+	ShareVolumePolicyDisabled ShareVolumePolicyType = "disabled"
+)
+
+// ShareVolumePolicy says whether a sidecar also mounts the app containers' volumes.
+type ShareVolumePolicy struct {
+	// Type is "enabled" (the sidecar gets every volumeMount of the pod's own
+	// containers whose mountPath and volume it does not mount already) or
+	// "disabled" (the default).
+	// +kubebuilder:default=disabled
+	// +optional
+	Type ShareVolumePolicyType `json:"type,omitempty"`
+}
+
+// TransferEnvVar copies one environment variable of an app container into the sidecar.
+type TransferEnvVar struct {
+	// SourceContainerName is the name of the pod's own container (or init
+	// container) whose variable is copied.
+	// +kubebuilder:validation:MinLength=1
+	SourceContainerName string `json:"sourceContainerName"`
+	// EnvName is the name of the variable to copy. The whole definition is
+	// copied (a value or a valueFrom) and replaces a variable of the same
+	// name in the sidecar. Nothing is copied when the source container or
+	// variable does not exist.
+	// +kubebuilder:validation:MinLength=1
+	EnvName string `json:"envName"`
+}
+
+// SidecarContainer is a container injected into matching pods, with the
+// policies that say where and how.
+type SidecarContainer struct {
+	// Container is the container to inject: every field of a pod's container.
+	corev1.Container `json:",inline"`
+
+	// PodInjectPolicy puts the sidecar before (the default) or after the
+	// pod's own containers; for init containers, before or after the pod's
+	// own init containers.
+	// +kubebuilder:default=BeforeAppContainer
+	// +optional
+	PodInjectPolicy PodInjectPolicy `json:"podInjectPolicy,omitempty"`
+
+	// ShareVolumePolicy says whether the sidecar also mounts the volumes the
+	// pod's own containers mount (for example, to read their log files).
+	// +optional
+	ShareVolumePolicy ShareVolumePolicy `json:"shareVolumePolicy,omitempty"`
+
+	// TransferEnv copies environment variables from the pod's own
+	// containers into the sidecar when it is injected.
+	// +listType=atomic
+	// +optional
+	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
+}
+
+// SidecarSetUpdateStrategyType says whether injected pods follow SidecarSet image changes.
+// +kubebuilder:validation:Enum=RollingUpdate;NotUpdate
+type SidecarSetUpdateStrategyType string
+
+const (
+	// RollingUpdateSidecarSetStrategy updates sidecar images on running pods
+	// in place, a few pods at a time.
+	RollingUpdateSidecarSetStrategy SidecarSetUpdateStrategyType = "RollingUpdate"
+	// NotUpdateSidecarSetStrategy never touches running pods: changes reach
+	// only pods created afterwards.
+	NotUpdateSidecarSetStrategy SidecarSetUpdateStrategyType = "NotUpdate"
+)
+
+// SidecarSetUpdateStrategy says how sidecar image changes roll out to running pods.
+// +kubebuilder:validation:XValidation:rule="!(has(self.partition) && has(self.selector))",message="partition and selector are mutually exclusive"
+type SidecarSetUpdateStrategy struct {
+	// Type is RollingUpdate (the default: image changes are applied in place
+	// to running pods) or NotUpdate (running pods are never changed).
+	// +kubebuilder:default=RollingUpdate
+	// +optional
+	Type SidecarSetUpdateStrategyType `json:"type,omitempty"`
+
+	// Paused stops the rollout where it is; pods already updated stay updated.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+
+	// Selector, if set, limits the rollout to the injected pods it matches.
+	// Cannot be combined with partition.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Partition is the number (or percentage, rounded up, of the pods that
+	// carry this SidecarSet) of pods kept on their old revision: the rollout
+	// stops once all but this many pods are updated. Default 0.
+	// Cannot be combined with selector.
+	// +kubebuilder:validation:XIntOrString
+	// +optional
+	Partition *intstr.IntOrString `json:"partition,omitempty"`
+
+	// MaxUnavailable is the number (or percentage, rounded up, of the pods
+	// that carry this SidecarSet) of pods that may be not ready or in the
+	// middle of an update at any time. Default 1; must be at least 1 (or 1%).
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:default=1
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// SidecarSetInjectionStrategy says whether new pods are injected.
+type SidecarSetInjectionStrategy struct {
+	// Paused stops injection into new pods. Pods already injected keep their
+	// sidecars and still follow image updates.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// SidecarSetSpec is the desired state of a SidecarSet.
+type SidecarSetSpec struct {
+	// Selector chooses the pods to inject by label. Required and must not be
+	// empty (an empty selector would match every pod in the cluster).
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must not be empty"
+	Selector *metav1.LabelSelector `json:"selector"`
+
+	// Namespace, if set, limits the SidecarSet to the pods of this namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// NamespaceSelector, if set, limits the SidecarSet to the pods of the
+	// namespaces whose labels it matches. With namespace, both must match.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// InitContainers are injected as init containers. An init container with
+	// restartPolicy: Always is a Kubernetes native sidecar: it starts before
+	// the pod's own containers and stops after them.
+	// +listType=atomic
+	// +optional
+	InitContainers []SidecarContainer `json:"initContainers,omitempty"`
+
+	// Containers are injected as containers. At least one container or init
+	// container is required; names are unique across both lists.
+	// +listType=atomic
+	// +optional
+	Containers []SidecarContainer `json:"containers,omitempty"`
+
+	// Volumes are added to the pod; a volume of the same name the pod
+	// already has wins.
+	// +listType=atomic
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// ImagePullSecrets are added to the pod's imagePullSecrets; an entry of
+	// the same name the pod already has wins.
+	// +listType=atomic
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// UpdateStrategy says how image changes roll out to running pods.
+	// +kubebuilder:default={}
+	// +optional
+	UpdateStrategy SidecarSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// InjectionStrategy says whether new pods are injected.
+	// +optional
+	InjectionStrategy SidecarSetInjectionStrategy `json:"injectionStrategy,omitempty"`
+}
+
+// SidecarSet condition types.
+const (
+	// SidecarSetConditionPodsInjected is True when every pod the SidecarSet
+	// selects carries its sidecars, False when some do not (they were created
+	// while the webhook was unavailable, while injection was paused, or before
+	// the SidecarSet existed).
+	SidecarSetConditionPodsInjected = "PodsInjected"
+	// SidecarSetConditionPodsUpdated is True when every injected pod runs the
+	// latest revision, False while a rollout is in progress, paused, held by
+	// partition or selector, disabled (NotUpdate), or blocked.
+	SidecarSetConditionPodsUpdated = "PodsUpdated"
+	// SidecarSetConditionInPlaceUpdatable is False when some injected pods
+	// carry a revision that differs from the latest in more than images:
+	// such changes reach only pods created afterwards.
+	SidecarSetConditionInPlaceUpdatable = "InPlaceUpdatable"
+)
+
+// SidecarSetStatus is the observed state of a SidecarSet, computed from the pods it selects.
+type SidecarSetStatus struct {
+	// ObservedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// MatchedPods is the number of active pods the SidecarSet selects that
+	// carry its sidecars.
+	MatchedPods int32 `json:"matchedPods"`
+
+	// UpdatedPods is the number of matched pods on the latest revision whose
+	// sidecar containers report the latest image and are ready.
+	UpdatedPods int32 `json:"updatedPods"`
+
+	// ReadyPods is the number of matched pods that are Ready.
+	ReadyPods int32 `json:"readyPods"`
+
+	// UpdatedReadyPods is the number of updated pods that are Ready.
+	UpdatedReadyPods int32 `json:"updatedReadyPods"`
+
+	// NotInjectedPods is the number of active pods the SidecarSet selects
+	// that do not carry its sidecars: created while the pod webhook was
+	// unavailable, while injection was paused, or before the SidecarSet
+	// existed. Recreate them to inject them.
+	// +optional
+	NotInjectedPods int32 `json:"notInjectedPods"`
+
+	// NotUpdatablePods is the number of matched pods whose revision differs
+	// from the latest in more than images; they are updated only by
+	// recreating them.
+	// +optional
+	NotUpdatablePods int32 `json:"notUpdatablePods,omitempty"`
+
+	// LatestRevision is the hash of everything the SidecarSet injects
+	// (containers, init containers, volumes, image pull secrets); injected
+	// pods record it in the apps.deckhand.dev/sidecarset-hash annotation.
+	// +optional
+	LatestRevision string `json:"latestRevision,omitempty"`
+
+	// Conditions are PodsInjected, PodsUpdated and InPlaceUpdatable.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SidecarSet injects sidecar containers into the pods its selector matches
+// when they are created, and rolls sidecar image changes out to running pods
+// in place.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=scs
+// +kubebuilder:printcolumn:name="MATCHED",type="integer",JSONPath=".status.matchedPods",description="Pods selected that carry the sidecars"
+// +kubebuilder:printcolumn:name="UPDATED",type="integer",JSONPath=".status.updatedPods",description="Matched pods running the latest revision"
+// +kubebuilder:printcolumn:name="READY",type="integer",JSONPath=".status.readyPods",description="Matched pods that are Ready"
+// +kubebuilder:printcolumn:name="NOT-INJECTED",type="integer",JSONPath=".status.notInjectedPods",priority=1,description="Pods selected that do not carry the sidecars"
+// +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
+type SidecarSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state.
+	Spec SidecarSetSpec `json:"spec"`
+	// Status is the observed state.
+	// +optional
+	Status SidecarSetStatus `json:"status,omitempty"`
+}
+
+// SidecarSetList is a list of SidecarSets.
+//
+// +kubebuilder:object:root=true
+type SidecarSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the SidecarSets.
+	Items []SidecarSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SidecarSet{}, &SidecarSetList{})
+}
