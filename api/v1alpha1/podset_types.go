@@ -1,0 +1,246 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Labels, annotations and condition types of PodSet.
+const (
+	// PodSetRevisionLabel is set on every pod a PodSet creates. Its value is
+	// the hash of the pod template the pod was created (or last updated in
+	// place) from; status.updateRevision holds the hash of the current template.
+	PodSetRevisionLabel = "apps.deckhand.dev/podset-revision"
+
+	// PodSetInPlaceHashAnnotation is set on every pod a PodSet creates. Its
+	// value is the hash of the pod template with every container image left
+	// out: two revisions whose templates have the same value differ only in
+	// container images, so a pod can move between them by an in-place image
+	// update.
+	PodSetInPlaceHashAnnotation = "apps.deckhand.dev/podset-inplace-hash"
+
+	// PodSetInPlaceUpdateAnnotation is set on a pod while an in-place image
+	// update is in progress. Its value is a JSON object recording the target
+	// revision, the time of the update and the image ID each updated
+	// container reported before the update. The pod counts as unavailable
+	// until the kubelet reports the new images and the pod is Ready again.
+	PodSetInPlaceUpdateAnnotation = "apps.deckhand.dev/podset-inplace-update"
+
+	// PodDeletionCostAnnotation is the well-known annotation
+	// (controller.kubernetes.io/pod-deletion-cost) that ranks pods on
+	// scale-down: pods with a lower cost are deleted first.
+	PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
+
+	// PodSetConditionAvailable is True when at least
+	// spec.replicas - maxUnavailable pods are available.
+	PodSetConditionAvailable = "Available"
+	// PodSetConditionProgressing reports whether the PodSet is still scaling
+	// or rolling out its template (reason Scaling or Updating) or has
+	// converged (reason Complete).
+	PodSetConditionProgressing = "Progressing"
+	// PodSetConditionReplicaFailure is True when the last sync failed to
+	// create (reason FailedCreate) or delete (reason FailedDelete) pods. It
+	// is removed on the next sync that succeeds.
+	PodSetConditionReplicaFailure = "ReplicaFailure"
+)
+
+// PodSetUpdateStrategyType names how a PodSet replaces pods after its
+// template changes.
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+type PodSetUpdateStrategyType string
+
+const (
+	// RollingUpdatePodSetStrategyType replaces old-revision pods
+	// automatically, within maxUnavailable and maxSurge, in place when only
+	// container images changed and inPlaceIfPossible is true.
+	RollingUpdatePodSetStrategyType PodSetUpdateStrategyType = "RollingUpdate"
+	// OnDeletePodSetStrategyType never touches existing pods: a pod moves to
+	// the new template only when it is deleted (by a user) and recreated.
+	OnDeletePodSetStrategyType PodSetUpdateStrategyType = "OnDelete"
+)
+
+// PodSetUpdateStrategy says how a template change reaches existing pods.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !(string(self.maxUnavailable) in ['0', '0%'] && string(self.maxSurge) in ['0', '0%'])",message="maxUnavailable and maxSurge must not both be zero"
+type PodSetUpdateStrategy struct {
+	// Type is RollingUpdate (the default: the PodSet replaces old pods
+	// itself) or OnDelete (old pods are replaced only when deleted).
+	// +kubebuilder:default=RollingUpdate
+	// +optional
+	Type PodSetUpdateStrategyType `json:"type,omitempty"`
+
+	// MaxUnavailable is the number (e.g. 2) or percentage of spec.replicas
+	// (e.g. "25%", rounded down) of pods that may be unavailable during a
+	// rolling update. Defaults to 25%. Must not be zero when maxSurge is zero.
+	// +kubebuilder:default="25%"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9][0-9]|[0-9])%$')",message="must be a non-negative integer or a percentage between 0% and 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MaxSurge is the number (e.g. 1) or percentage of spec.replicas (e.g.
+	// "25%", rounded up) of pods that may be created above spec.replicas
+	// during a rolling update that recreates pods. Defaults to 25%.
+	// Terminating pods count against it.
+	// +kubebuilder:default="25%"
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative integer or a percentage such as 25%"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+
+	// Partition is the number of pods the rolling update leaves on old
+	// revisions: the update stops once at most this many old-revision pods
+	// remain. New pods are always created from the current template.
+	// Defaults to 0 (update every pod).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Partition *int32 `json:"partition,omitempty"`
+
+	// InPlaceIfPossible, when true (the default), updates a pod in place
+	// (patching its container images, keeping its name, UID, IP and node)
+	// when the only difference between its template and the current one is
+	// container images. Any other change recreates the pod.
+	// +kubebuilder:default=true
+	// +optional
+	InPlaceIfPossible *bool `json:"inPlaceIfPossible,omitempty"`
+}
+
+// PodSetSpec is the desired state of a PodSet.
+// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || self.selector.matchLabels.all(k, has(self.template.metadata.labels) && k in self.template.metadata.labels && self.template.metadata.labels[k] == self.selector.matchLabels[k])",message="selector.matchLabels must match template.metadata.labels",fieldPath=".template.metadata.labels"
+// +kubebuilder:validation:XValidation:rule="!has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always'",message="only \"Always\" is supported",fieldPath=".template.spec.restartPolicy"
+type PodSetSpec struct {
+	// Replicas is the number of pods the PodSet keeps running. Defaults to 1.
+	// Changed through the scale subresource by `kubectl scale` and the
+	// HorizontalPodAutoscaler.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Selector is a label query over the pods the PodSet owns. It must match
+	// the template's labels and cannot be changed after creation. Matching
+	// pods without a controller are adopted; owned pods that stop matching
+	// are released.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="selector is immutable"
+	// +required
+	Selector *metav1.LabelSelector `json:"selector"`
+
+	// Template describes the pods the PodSet creates. A change to it is
+	// rolled out according to updateStrategy. Its restartPolicy must be Always.
+	// +required
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// MinReadySeconds is how long a pod must be Ready, without any of its
+	// containers crashing, before it counts as available. Defaults to 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
+
+	// UpdateStrategy says how a template change reaches existing pods.
+	// +kubebuilder:default={}
+	// +optional
+	UpdateStrategy PodSetUpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// PodSetStatus is the observed state of a PodSet.
+type PodSetStatus struct {
+	// Replicas is the number of active (not terminating, not finished) pods
+	// the PodSet owns.
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// FullyLabeledReplicas is the number of active pods whose labels include
+	// every label of the template.
+	// +optional
+	FullyLabeledReplicas int32 `json:"fullyLabeledReplicas,omitempty"`
+
+	// ReadyReplicas is the number of active pods with the Ready condition.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// AvailableReplicas is the number of active pods Ready for at least
+	// spec.minReadySeconds and not in the middle of an in-place update.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// TerminatingReplicas is the number of owned pods being deleted. They are
+	// not counted in replicas.
+	// +optional
+	TerminatingReplicas int32 `json:"terminatingReplicas,omitempty"`
+
+	// UpdatedReplicas is the number of active pods on updateRevision.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// PodNames lists the names of the active pods, sorted.
+	// +optional
+	// +listType=set
+	PodNames []string `json:"podNames,omitempty"`
+
+	// Selector is spec.selector in its string form (e.g. "app=web"), used by
+	// the scale subresource and the HorizontalPodAutoscaler.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// CurrentRevision is the revision every pod had when the last rollout
+	// completed. It becomes updateRevision once every pod is updated.
+	// +optional
+	CurrentRevision string `json:"currentRevision,omitempty"`
+
+	// UpdateRevision is the hash of the current template; pods created or
+	// updated from it carry it in the apps.deckhand.dev/podset-revision label.
+	// +optional
+	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// ObservedGeneration is the metadata.generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Available, Progressing and (on failure) ReplicaFailure.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PodSet keeps a number of pods running from a template, like a ReplicaSet,
+// and rolls template changes out to them itself: recreating pods within
+// maxUnavailable/maxSurge, or patching container images in place.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=pset,categories=all
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=".spec.replicas",description="Number of pods wanted"
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=".status.replicas",description="Number of active pods"
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas",description="Number of Ready pods"
+// +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=".status.updatedReplicas",description="Number of pods on the current template"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
+type PodSet struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the PodSet.
+	// +required
+	Spec PodSetSpec `json:"spec"`
+
+	// Status is the observed state of the PodSet, written by Deckhand.
+	// +optional
+	Status PodSetStatus `json:"status,omitempty"`
+}
+
+// PodSetList is a list of PodSets.
+// +kubebuilder:object:root=true
+type PodSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the PodSets.
+	Items []PodSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PodSet{}, &PodSetList{})
+}
