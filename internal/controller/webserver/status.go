@@ -1,0 +1,163 @@
+package webserver
+
+import (
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Condition reasons, stable for users' automation.
+const (
+	ReasonNameConflict             = "NameConflict"
+	ReasonApplyFailed              = "ApplyFailed"
+	ReasonDeploymentPending        = "DeploymentPending"
+	ReasonServicePending           = "ServicePending"
+	ReasonRollingOut               = "RollingOut"
+	ReasonRolloutComplete          = "RolloutComplete"
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	ReasonReplicaFailure           = "ReplicaFailure"
+	ReasonAsExpected               = "AsExpected"
+)
+
+// observed is what one reconcile found and did; computeStatus turns it into
+// the WebServer's status.
+type observed struct {
+	deployment *appsv1.Deployment // nil when missing or in conflict
+	service    *corev1.Service    // nil when missing or in conflict
+	// conflicts describes the objects of our name that this WebServer does
+	// not control, e.g. "Deployment web/site exists and is not controlled by
+	// this WebServer".
+	conflicts []string
+	// applyErrs are the failures of this reconcile's applies.
+	applyErrs []string
+}
+
+// computeStatus derives the status from the Deployment and Service. It keeps
+// the last transition times of conditions whose status did not change.
+func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.WebServerStatus {
+	st := *ws.Status.DeepCopy()
+	st.ObservedGeneration = ws.Generation
+	st.Selector = labels.SelectorFromSet(selectorLabels(ws.Name)).String()
+	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0
+	st.URL = ""
+	if d := o.deployment; d != nil {
+		st.Replicas = d.Status.Replicas
+		st.ReadyReplicas = d.Status.ReadyReplicas
+		st.AvailableReplicas = d.Status.AvailableReplicas
+	}
+	if o.service != nil {
+		st.URL = URL(ws)
+	}
+
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: ws.Generation,
+		})
+	}
+	conflictMsg := ""
+	if len(o.conflicts) > 0 {
+		conflictMsg = strings.Join(o.conflicts, "; ") +
+			"; Deckhand leaves it untouched: delete or rename it, or give the WebServer another name"
+	}
+
+	// Available
+	switch d := o.deployment; {
+	case conflictMsg != "" && d == nil:
+		set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, ReasonNameConflict, conflictMsg)
+	case d == nil:
+		set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, ReasonDeploymentPending, "the Deployment does not exist yet")
+	default:
+		c := deploymentCondition(d, appsv1.DeploymentAvailable)
+		switch {
+		case c == nil:
+			set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, ReasonDeploymentPending, "the Deployment reports no availability yet")
+		case c.Status == corev1.ConditionTrue && o.service == nil:
+			reason, msg := ReasonServicePending, "the Service does not exist yet"
+			if conflictMsg != "" {
+				reason, msg = ReasonNameConflict, conflictMsg
+			}
+			set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, reason, msg)
+		default:
+			set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionStatus(c.Status), c.Reason,
+				fmt.Sprintf("%d/%d replicas available: %s", d.Status.AvailableReplicas, desiredReplicas(d), c.Message))
+		}
+	}
+
+	// Progressing
+	switch d := o.deployment; {
+	case d == nil && conflictMsg != "":
+		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonNameConflict, conflictMsg)
+	case d == nil:
+		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionTrue, ReasonDeploymentPending, "creating the Deployment")
+	case deadlineExceeded(d) != nil:
+		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonProgressDeadlineExceeded, deadlineExceeded(d).Message)
+	case rolloutComplete(d):
+		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete,
+			fmt.Sprintf("%d/%d replicas updated and available", d.Status.AvailableReplicas, desiredReplicas(d)))
+	default:
+		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionTrue, ReasonRollingOut,
+			fmt.Sprintf("%d/%d replicas updated, %d available", d.Status.UpdatedReplicas, desiredReplicas(d), d.Status.AvailableReplicas))
+	}
+
+	// Degraded: the first problem found, in order of how much the user must act.
+	var rf *appsv1.DeploymentCondition
+	if o.deployment != nil {
+		if c := deploymentCondition(o.deployment, appsv1.DeploymentReplicaFailure); c != nil && c.Status == corev1.ConditionTrue {
+			rf = c
+		}
+	}
+	switch {
+	case conflictMsg != "":
+		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonNameConflict, conflictMsg)
+	case len(o.applyErrs) > 0:
+		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonApplyFailed, strings.Join(o.applyErrs, "; "))
+	case o.deployment != nil && deadlineExceeded(o.deployment) != nil:
+		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonProgressDeadlineExceeded, deadlineExceeded(o.deployment).Message)
+	case rf != nil:
+		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonReplicaFailure, rf.Message)
+	default:
+		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "")
+	}
+	return st
+}
+
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func deadlineExceeded(d *appsv1.Deployment) *appsv1.DeploymentCondition {
+	c := deploymentCondition(d, appsv1.DeploymentProgressing)
+	if c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+		return c
+	}
+	return nil
+}
+
+func desiredReplicas(d *appsv1.Deployment) int32 {
+	if d.Spec.Replicas == nil {
+		return 1
+	}
+	return *d.Spec.Replicas
+}
+
+// rolloutComplete is kubectl rollout status's test: the controller has seen
+// the latest spec and every replica is updated and available.
+func rolloutComplete(d *appsv1.Deployment) bool {
+	want := desiredReplicas(d)
+	return d.Status.ObservedGeneration >= d.Generation &&
+		d.Status.UpdatedReplicas == want &&
+		d.Status.Replicas == want &&
+		d.Status.AvailableReplicas == want
+}

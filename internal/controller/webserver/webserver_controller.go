@@ -1,0 +1,301 @@
+package webserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Event reasons.
+const (
+	EventDeploymentCreated = "DeploymentCreated"
+	EventDeploymentUpdated = "DeploymentUpdated"
+	EventServiceCreated    = "ServiceCreated"
+	EventServiceUpdated    = "ServiceUpdated"
+	EventReplicasReleased  = "ReplicasReleased"
+	EventNameConflict      = "NameConflict"
+	EventApplyFailed       = "ApplyFailed"
+)
+
+// Reconciler keeps a WebServer's Deployment and Service in line with its
+// spec through server-side apply under the "deckhand" field manager.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server directly; used only to confirm
+	// that a child is really missing before creating it.
+	APIReader client.Reader
+	// Recorder emits Events on WebServers.
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers/status,verbs=patch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller: it watches WebServers, the
+// Deployments and Services they own, and Deployments and Services that carry
+// a WebServer's name without being owned by it (so that a name conflict
+// clears as soon as the other object goes away).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("deckhand-webserver")
+	}
+	notOwned := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		ref := metav1.GetControllerOf(o)
+		return ref == nil || ref.APIVersion != deckhandv1alpha1.GroupVersion.String() || ref.Kind != "WebServer"
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("webserver").
+		For(&deckhandv1alpha1.WebServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
+		Complete(r)
+}
+
+// sameNameWebServer maps a Deployment or Service that no WebServer controls
+// to the WebServer of the same name, if there is one.
+func (r *Reconciler) sameNameWebServer(ctx context.Context, o client.Object) []reconcile.Request {
+	key := client.ObjectKeyFromObject(o)
+	if err := r.Client.Get(ctx, key, &deckhandv1alpha1.WebServer{}); err != nil {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// scope is the state of one reconcile.
+type scope struct {
+	ws       *deckhandv1alpha1.WebServer
+	observed observed
+}
+
+// Reconcile applies the Deployment, then the Service, then writes the status
+// once. It is level-based: it never depends on which event woke it, and a
+// second run right after the first sends no writes at all.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ws := &deckhandv1alpha1.WebServer{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ws); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ws.DeletionTimestamp.IsZero() {
+		// The garbage collector removes the owned Deployment and Service.
+		return ctrl.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("webserver", klog.KObj(ws)))
+	s := &scope{ws: ws}
+
+	var errs []error
+	for _, phase := range []func(context.Context, *scope) error{
+		r.reconcileDeployment,
+		r.reconcileService,
+	} {
+		if err := phase(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := r.patchStatus(ctx, s); err != nil {
+		errs = append(errs, err)
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// reconcileDeployment applies the Deployment unless another object holds
+// its name or it already matches.
+func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
+	ws := s.ws
+	live := &appsv1.Deployment{}
+	exists, err := r.getChild(ctx, ws, "Deployment", live, &s.observed)
+	if err != nil || (exists && !metav1.IsControlledBy(live, ws)) {
+		return err
+	}
+	desired, err := desiredDeployment(ws)
+	if err != nil {
+		return r.applyFailed(s, "Deployment", err)
+	}
+	if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] == "true" {
+		if err := r.releaseReplicas(ctx, ws, live); err != nil {
+			return r.applyFailed(s, "Deployment", err)
+		}
+	}
+	applied := &appsv1.Deployment{}
+	changed, err := r.apply(ctx, s, "Deployment", exists, live, desired, applied)
+	if err != nil {
+		return err
+	}
+	if changed {
+		s.observed.deployment = applied
+	} else {
+		s.observed.deployment = live
+	}
+	return nil
+}
+
+// releaseReplicas hands a Deployment's spec.replicas, which Deckhand owned
+// while the WebServer set spec.replicas, to a holding field manager. Without
+// it, Deckhand's next apply (which no longer mentions replicas) would remove
+// the field and the Deployment would shrink to the default of 1. The apply is
+// not forced: if someone else changed replicas meanwhile, it conflicts and the
+// reconcile is retried with fresher data.
+func (r *Reconciler) releaseReplicas(ctx context.Context, ws *deckhandv1alpha1.WebServer, live *appsv1.Deployment) error {
+	n := desiredReplicas(live)
+	hold := appsv1ac.Deployment(live.Name, live.Namespace).WithSpec(appsv1ac.DeploymentSpec().WithReplicas(n))
+	if err := r.Client.Apply(ctx, hold, client.FieldOwner(deckhandv1alpha1.WebServerReplicasHandoffManager)); err != nil {
+		return fmt.Errorf("releasing spec.replicas of Deployment %s: %w", klog.KObj(live), err)
+	}
+	r.Recorder.Eventf(ws, live, corev1.EventTypeNormal, EventReplicasReleased, "ReleaseReplicas",
+		"spec.replicas is unset: Deployment %s keeps %d replicas and Deckhand no longer manages them", live.Name, n)
+	return nil
+}
+
+// reconcileService applies the Service unless another object holds its name
+// or it already matches.
+func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
+	ws := s.ws
+	live := &corev1.Service{}
+	exists, err := r.getChild(ctx, ws, "Service", live, &s.observed)
+	if err != nil || (exists && !metav1.IsControlledBy(live, ws)) {
+		return err
+	}
+	desired, err := desiredService(ws)
+	if err != nil {
+		return r.applyFailed(s, "Service", err)
+	}
+	applied := &corev1.Service{}
+	changed, err := r.apply(ctx, s, "Service", exists, live, desired, applied)
+	if err != nil {
+		return err
+	}
+	if changed {
+		s.observed.service = applied
+	} else {
+		s.observed.service = live
+	}
+	return nil
+}
+
+// getChild reads the child of the WebServer's name. A miss in the cache is
+// confirmed against the API server, so that an object created a moment ago
+// by someone else is never taken over by an apply. A child not controlled by
+// the WebServer is recorded as a conflict.
+func (r *Reconciler) getChild(ctx context.Context, ws *deckhandv1alpha1.WebServer, kind string, obj client.Object, o *observed) (bool, error) {
+	key := types.NamespacedName{Namespace: ws.Namespace, Name: ws.Name}
+	err := r.Client.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, obj)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		o.applyErrs = append(o.applyErrs, fmt.Sprintf("reading %s: %v", kind, err))
+		return false, err
+	}
+	if !metav1.IsControlledBy(obj, ws) {
+		o.conflicts = append(o.conflicts, fmt.Sprintf("%s %s/%s exists and is not controlled by this WebServer", kind, ws.Namespace, ws.Name))
+		conflictsTotal.WithLabelValues(kind).Inc()
+	}
+	return true, nil
+}
+
+// apply server-side applies desired unless live already holds all of it.
+// It reports whether the object changed, and decodes the API server's answer
+// into applied. Events are emitted only for real changes and failures.
+func (r *Reconciler) apply(ctx context.Context, s *scope, kind string, exists bool, live client.Object,
+	desired runtime.ApplyConfiguration, applied client.Object) (bool, error) {
+	if exists {
+		ok, err := upToDate(desired, live)
+		if err != nil {
+			return false, r.applyFailed(s, kind, err)
+		}
+		if ok {
+			appliesTotal.WithLabelValues(kind, "skipped").Inc()
+			return false, nil
+		}
+	}
+	if err := r.Client.Apply(ctx, desired, client.FieldOwner(deckhandv1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		return false, r.applyFailed(s, kind, err)
+	}
+	if err := convert(desired, applied); err != nil { // Apply decoded the answer into desired
+		return false, r.applyFailed(s, kind, err)
+	}
+	logger := log.FromContext(ctx)
+	switch {
+	case !exists:
+		appliesTotal.WithLabelValues(kind, "created").Inc()
+		logger.Info("created", "kind", kind)
+		r.Recorder.Eventf(s.ws, applied, corev1.EventTypeNormal, kind+"Created", "Create", "Created %s %s", kind, applied.GetName())
+	case applied.GetResourceVersion() != live.GetResourceVersion():
+		appliesTotal.WithLabelValues(kind, "updated").Inc()
+		what := "applied the WebServer's spec"
+		if live.GetAnnotations()[deckhandv1alpha1.WebServerAnnotationAppliedHash] == applied.GetAnnotations()[deckhandv1alpha1.WebServerAnnotationAppliedHash] {
+			what = "restored fields Deckhand owns that were changed by hand"
+		}
+		logger.Info("updated", "kind", kind, "reason", what)
+		r.Recorder.Eventf(s.ws, applied, corev1.EventTypeNormal, kind+"Updated", "Update", "Updated %s %s: %s", kind, applied.GetName(), what)
+	default:
+		// The API server found nothing to change (for example only the
+		// order of a list differed): no event.
+		appliesTotal.WithLabelValues(kind, "unchanged").Inc()
+	}
+	return true, nil
+}
+
+func (r *Reconciler) applyFailed(s *scope, kind string, err error) error {
+	appliesTotal.WithLabelValues(kind, "error").Inc()
+	s.observed.applyErrs = append(s.observed.applyErrs, fmt.Sprintf("applying %s: %v", kind, err))
+	r.Recorder.Eventf(s.ws, nil, corev1.EventTypeWarning, EventApplyFailed, "Apply", "Applying %s %s failed: %v", kind, s.ws.Name, err)
+	return fmt.Errorf("applying %s: %w", kind, err)
+}
+
+// patchStatus writes the status if it changed, and announces a new name
+// conflict once (not on every reconcile while it lasts).
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	ws := s.ws
+	st := computeStatus(ws, s.observed)
+	before := meta.FindStatusCondition(ws.Status.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
+	after := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
+	if after != nil && after.Reason == ReasonNameConflict && (before == nil || before.Reason != ReasonNameConflict || before.Message != after.Message) {
+		r.Recorder.Eventf(ws, nil, corev1.EventTypeWarning, EventNameConflict, "Reconcile", "%s", after.Message)
+	}
+	if equality.Semantic.DeepEqual(ws.Status, st) {
+		return nil
+	}
+	orig := ws.DeepCopy()
+	ws.Status = st
+	if err := r.Client.Status().Patch(ctx, ws, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
