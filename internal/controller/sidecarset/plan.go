@@ -1,0 +1,215 @@
+package sidecarset
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// podState is what the controller knows about one pod the SidecarSet selects.
+type podState struct {
+	pod *corev1.Pod
+	// injected: the pod's annotations record this SidecarSet.
+	injected bool
+	// ready: the pod's Ready condition is True.
+	ready bool
+	// revisionCurrent: the pod's annotations carry the latest revision.
+	revisionCurrent bool
+	// updated: revisionCurrent, and every sidecar container reports the
+	// latest image and is ready.
+	updated bool
+	// upgradable: the pod's revision differs from the latest in images at
+	// most, so an in-place update can bring it to the latest.
+	upgradable bool
+	// inScope: updateStrategy.selector (if any) selects the pod.
+	inScope bool
+	// pending: the controller updated the pod and its cache has not caught up.
+	pending bool
+}
+
+// unavailable reports whether the pod counts against maxUnavailable: not
+// ready, or in the middle of an update.
+func (p *podState) unavailable() bool {
+	return !p.ready || p.pending || (p.revisionCurrent && !p.updated)
+}
+
+// planUpdates chooses the injected pods to update in place now, in order.
+// At most maxUnavailable pods may be unavailable (not ready or mid-update) at
+// once, counting the ones that already are; updating a pod that is already
+// not ready does not make things worse, so not-ready pods go first and
+// do not use the budget. partition pods are kept on their old revision.
+func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
+	total, atLatest, unavailable := 0, 0, 0
+	var candidates []*podState
+	for _, p := range pods {
+		if !p.injected {
+			continue
+		}
+		total++
+		if p.revisionCurrent || p.pending {
+			atLatest++
+		}
+		if p.unavailable() {
+			unavailable++
+		}
+		if !p.revisionCurrent && !p.pending && p.upgradable && p.inScope {
+			candidates = append(candidates, p)
+		}
+	}
+	allowed := total - partition - atLatest
+	if allowed <= 0 || len(candidates) == 0 {
+		return nil
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		if candidates[i].ready != candidates[j].ready {
+			return !candidates[i].ready
+		}
+		a, b := candidates[i].pod, candidates[j].pod
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	var out []*podState
+	for _, p := range candidates {
+		if allowed == 0 {
+			break
+		}
+		if p.ready {
+			if unavailable >= maxUnavailable {
+				break
+			}
+			unavailable++
+		}
+		out = append(out, p)
+		allowed--
+	}
+	return out
+}
+
+// scaled resolves an int-or-percent against total, rounding percentages up.
+func scaled(v *intstr.IntOrString, total, def int) int {
+	if v == nil {
+		return def
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, true)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// classify computes the podState of pod for SidecarSet s (compiled as c).
+func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *corev1.Pod) *podState {
+	st := &podState{pod: pod, ready: podReady(pod), inScope: true}
+	st.injected = sidecarcontrol.IsInjected(pod.Annotations, s.Name)
+	if !st.injected {
+		return st
+	}
+	rec := sidecarcontrol.ParsePodRecord(pod.Annotations)
+	st.revisionCurrent = rec.Hash[s.Name].Hash == c.Hash
+	st.upgradable = st.revisionCurrent || rec.HashWithoutImage[s.Name].Hash == c.HashWithoutImage
+	if c.UpdateSelector != nil {
+		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
+	}
+	if st.revisionCurrent {
+		st.updated = sidecarsRunLatest(s, pod)
+	}
+	return st
+}
+
+// sidecarsRunLatest reports whether every sidecar container of s in pod (and
+// every native sidecar init container) has the SidecarSet's image in its
+// spec and reports it, ready, in its status. Regular init containers have
+// already run and are not checked.
+func sidecarsRunLatest(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	for i := range s.Spec.Containers {
+		if !containerRuns(&s.Spec.Containers[i], pod.Spec.Containers, pod.Status.ContainerStatuses) {
+			return false
+		}
+	}
+	for i := range s.Spec.InitContainers {
+		sc := &s.Spec.InitContainers[i]
+		if isNativeSidecar(&sc.Container) && !containerRuns(sc, pod.Spec.InitContainers, pod.Status.InitContainerStatuses) {
+			return false
+		}
+	}
+	return true
+}
+
+func containerRuns(sc *deckhandv1alpha1.SidecarContainer, specs []corev1.Container, statuses []corev1.ContainerStatus) bool {
+	found := false
+	for i := range specs {
+		if specs[i].Name == sc.Name {
+			if specs[i].Image != sc.Image {
+				return false
+			}
+			found = true
+			break
+		}
+	}
+	if !found {
+		return true // the pod had its own container of that name; nothing to roll
+	}
+	for i := range statuses {
+		if statuses[i].Name == sc.Name {
+			return statuses[i].Ready && sameImage(sc.Image, statuses[i].Image, statuses[i].ImageID)
+		}
+	}
+	return false
+}
+
+func isNativeSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// sameImage reports whether a container status's image is the spec image.
+// Runtimes report fully qualified references ("docker.io/library/nginx:1.27"
+// for "nginx:1.27"), so both are normalised; a digest in the spec matches
+// the status imageID.
+func sameImage(spec, status, imageID string) bool {
+	if spec == status {
+		return true
+	}
+	if i := strings.Index(spec, "@"); i >= 0 && strings.HasSuffix(imageID, spec[i:]) {
+		return true
+	}
+	return normalizeImage(spec) == normalizeImage(status)
+}
+
+func normalizeImage(ref string) string {
+	name, rest := ref, ""
+	if i := strings.Index(ref, "@"); i >= 0 {
+		name, rest = ref[:i], ref[i:]
+	} else if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		name, rest = ref[:i], ref[i:]
+	} else {
+		rest = ":latest"
+	}
+	first, _, hasSlash := strings.Cut(name, "/")
+	if !hasSlash || (!strings.ContainsAny(first, ".:") && first != "localhost") {
+		if !hasSlash {
+			name = "library/" + name
+		}
+		name = "docker.io/" + name
+	}
+	return name + rest
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podActive(pod *corev1.Pod) bool {
+	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}

@@ -1,0 +1,85 @@
+package sidecarcontrol
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// HashEntry is one SidecarSet's entry in the
+// apps.deckhand.dev/sidecarset-hash annotation.
+type HashEntry struct {
+	// Hash is the revision the pod carries.
+	Hash string `json:"hash"`
+	// Containers are the names of the containers and init containers the
+	// SidecarSet injected (or found already present) in the pod.
+	Containers []string `json:"containers,omitempty"`
+}
+
+// HashWithoutImageEntry is one SidecarSet's entry in the
+// apps.deckhand.dev/sidecarset-hash-without-image annotation.
+type HashWithoutImageEntry struct {
+	// Hash is the revision the pod carries with images left out.
+	Hash string `json:"hash"`
+}
+
+// PodRecord is what the annotations of a pod say about its injections.
+type PodRecord struct {
+	Hash             map[string]HashEntry
+	HashWithoutImage map[string]HashWithoutImageEntry
+}
+
+// ParsePodRecord reads the injection annotations of a pod. Malformed
+// annotations read as empty.
+func ParsePodRecord(annotations map[string]string) PodRecord {
+	var r PodRecord
+	if v := annotations[deckhandv1alpha1.AnnotationSidecarSetHash]; v != "" {
+		_ = json.Unmarshal([]byte(v), &r.Hash)
+	}
+	if v := annotations[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage]; v != "" {
+		_ = json.Unmarshal([]byte(v), &r.HashWithoutImage)
+	}
+	return r
+}
+
+// InjectedNames returns the SidecarSet names in a pod's
+// apps.deckhand.dev/sidecarsets annotation.
+func InjectedNames(annotations map[string]string) []string {
+	v := annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// IsInjected reports whether a pod's annotations record an injection by
+// the SidecarSet called name.
+func IsInjected(annotations map[string]string, name string) bool {
+	v := annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]
+	for v != "" {
+		i := strings.IndexByte(v, ',')
+		if i < 0 {
+			return v == name
+		}
+		if v[:i] == name {
+			return true
+		}
+		v = v[i+1:]
+	}
+	return false
+}
+
+// Annotations renders r as the three annotation values (injected list,
+// hash, hash without image).
+func (r PodRecord) Annotations() (injected, hash, hashWithoutImage string) {
+	names := make([]string, 0, len(r.Hash))
+	for n := range r.Hash {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h, _ := json.Marshal(r.Hash)
+	w, _ := json.Marshal(r.HashWithoutImage)
+	return strings.Join(names, ","), string(h), string(w)
+}

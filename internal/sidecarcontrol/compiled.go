@@ -1,0 +1,154 @@
+package sidecarcontrol
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Compiled is what a SidecarSet's spec implies, computed once per
+// generation: parsed selectors and revision hashes.
+type Compiled struct {
+	uid        types.UID
+	generation int64
+
+	// Selector is spec.selector parsed; a SidecarSet whose selector does not
+	// parse or is empty selects nothing.
+	Selector labels.Selector
+	// NamespaceSelector is spec.namespaceSelector parsed, nil if unset.
+	NamespaceSelector labels.Selector
+	// UpdateSelector is spec.updateStrategy.selector parsed, nil if unset.
+	UpdateSelector labels.Selector
+	// Hash is the revision: a hash of everything the SidecarSet injects.
+	Hash string
+	// HashWithoutImage is the same hash with every image left out.
+	HashWithoutImage string
+	// ContainerNames are the names of the containers and init containers
+	// the SidecarSet injects.
+	ContainerNames []string
+}
+
+var compiledCache sync.Map // name -> *Compiled
+
+// Compile returns the Compiled form of s, reusing the one computed for the
+// same object and generation. s is not modified.
+func Compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
+	if v, ok := compiledCache.Load(s.Name); ok {
+		c := v.(*Compiled)
+		if c.uid == s.UID && c.generation == s.Generation && s.Generation != 0 {
+			return c
+		}
+	}
+	c := compile(s)
+	if s.Generation != 0 {
+		compiledCache.Store(s.Name, c)
+	}
+	return c
+}
+
+// Forget drops the compiled form of the SidecarSet called name.
+func Forget(name string) { compiledCache.Delete(name) }
+
+func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
+	c := &Compiled{uid: s.UID, generation: s.Generation, Selector: labels.Nothing()}
+	if sel := s.Spec.Selector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
+		if parsed, err := metav1.LabelSelectorAsSelector(sel); err == nil {
+			c.Selector = parsed
+		}
+	}
+	if s.Spec.NamespaceSelector != nil {
+		parsed, err := metav1.LabelSelectorAsSelector(s.Spec.NamespaceSelector)
+		if err != nil {
+			parsed = labels.Nothing()
+		}
+		c.NamespaceSelector = parsed
+	}
+	if s.Spec.UpdateStrategy.Selector != nil {
+		parsed, err := metav1.LabelSelectorAsSelector(s.Spec.UpdateStrategy.Selector)
+		if err != nil {
+			parsed = labels.Nothing()
+		}
+		c.UpdateSelector = parsed
+	}
+	c.Hash, c.HashWithoutImage = Hashes(&s.Spec)
+	for i := range s.Spec.InitContainers {
+		c.ContainerNames = append(c.ContainerNames, s.Spec.InitContainers[i].Name)
+	}
+	for i := range s.Spec.Containers {
+		c.ContainerNames = append(c.ContainerNames, s.Spec.Containers[i].Name)
+	}
+	return c
+}
+
+// hashInput is everything a SidecarSet injects into a pod.
+type hashInput struct {
+	InitContainers   []deckhandv1alpha1.SidecarContainer `json:"i,omitempty"`
+	Containers       []deckhandv1alpha1.SidecarContainer `json:"c,omitempty"`
+	Volumes          []corev1.Volume                     `json:"v,omitempty"`
+	ImagePullSecrets []corev1.LocalObjectReference       `json:"p,omitempty"`
+}
+
+// Hashes returns the revision hash of spec (everything it injects) and the
+// same hash with images left out.
+func Hashes(spec *deckhandv1alpha1.SidecarSetSpec) (hash, withoutImage string) {
+	in := hashInput{InitContainers: spec.InitContainers, Containers: spec.Containers, Volumes: spec.Volumes, ImagePullSecrets: spec.ImagePullSecrets}
+	hash = hashJSON(in)
+	in.InitContainers = withoutImages(spec.InitContainers)
+	in.Containers = withoutImages(spec.Containers)
+	withoutImage = hashJSON(in)
+	return hash, withoutImage
+}
+
+func withoutImages(cs []deckhandv1alpha1.SidecarContainer) []deckhandv1alpha1.SidecarContainer {
+	out := make([]deckhandv1alpha1.SidecarContainer, len(cs))
+	for i := range cs {
+		out[i] = cs[i]
+		out[i].Image = ""
+	}
+	return out
+}
+
+func hashJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		// The spec was decoded from JSON; it always encodes again.
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// MatchesNamespace reports whether s (compiled as c) can select pods in
+// namespace ns. nsLabels looks a namespace's labels up (from the cache).
+func (c *Compiled) MatchesNamespace(s *deckhandv1alpha1.SidecarSet, ns string, nsLabels func(string) (map[string]string, bool)) bool {
+	if IsProtectedNamespace(ns) {
+		return false
+	}
+	if s.Spec.Namespace != "" && s.Spec.Namespace != ns {
+		return false
+	}
+	if c.NamespaceSelector != nil {
+		l, ok := nsLabels(ns)
+		if !ok {
+			return false
+		}
+		if !c.NamespaceSelector.Matches(labels.Set(l)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Matches reports whether s (compiled as c) selects a pod with podLabels in
+// namespace ns.
+func (c *Compiled) Matches(s *deckhandv1alpha1.SidecarSet, ns string, podLabels map[string]string, nsLabels func(string) (map[string]string, bool)) bool {
+	return c.Selector.Matches(labels.Set(podLabels)) && c.MatchesNamespace(s, ns, nsLabels)
+}

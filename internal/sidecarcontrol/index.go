@@ -1,0 +1,183 @@
+package sidecarcontrol
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// IndexNamespace is the name of the informer index that maps a namespace key
+// (NamespaceKey) to the SidecarSets that can select pods there.
+const IndexNamespace = "deckhand.sidecarset.namespace"
+
+// AllNamespacesKey is the index key of SidecarSets without spec.namespace:
+// they can select pods in every namespace (subject to namespaceSelector).
+const AllNamespacesKey = "*"
+
+// NamespaceKey is the index key of SidecarSets limited to namespace ns.
+func NamespaceKey(ns string) string { return "ns/" + ns }
+
+// IndexKeys returns the IndexNamespace keys of s.
+func IndexKeys(s *deckhandv1alpha1.SidecarSet) []string {
+	if s.Spec.Namespace != "" {
+		return []string{NamespaceKey(s.Spec.Namespace)}
+	}
+	return []string{AllNamespacesKey}
+}
+
+// Indexers are the informer indexers the SidecarSet informer carries.
+func Indexers() toolscache.Indexers {
+	return toolscache.Indexers{IndexNamespace: func(obj any) ([]string, error) {
+		s, ok := obj.(*deckhandv1alpha1.SidecarSet)
+		if !ok {
+			return nil, nil
+		}
+		return IndexKeys(s), nil
+	}}
+}
+
+// Lister finds SidecarSets and namespace labels in the informer cache
+// without copying them. Objects it returns are shared with the cache and
+// must not be modified.
+type Lister struct {
+	sidecarSets toolscache.Indexer
+	namespaces  toolscache.Indexer
+	synced      func() bool
+}
+
+// NewLister returns a Lister over the given indexers (tests and benchmarks
+// build them with toolscache.NewIndexer). namespaces holds
+// *metav1.PartialObjectMetadata or *corev1.Namespace keyed by name; nil
+// means no namespace has labels.
+func NewLister(sidecarSets, namespaces toolscache.Indexer) *Lister {
+	return &Lister{sidecarSets: sidecarSets, namespaces: namespaces, synced: func() bool { return true }}
+}
+
+type indexerGetter interface {
+	GetIndexer() toolscache.Indexer
+}
+
+// ListerFromCache registers the SidecarSet index and a metadata-only
+// Namespace informer with c (before or after it starts) and returns a Lister
+// reading from them. Calling it more than once for one cache is fine.
+func ListerFromCache(ctx context.Context, c cache.Cache) (*Lister, error) {
+	ssInf, err := c.GetInformer(ctx, &deckhandv1alpha1.SidecarSet{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	if err := ssInf.AddIndexers(Indexers()); err != nil && !strings.Contains(err.Error(), "conflict") {
+		return nil, fmt.Errorf("adding the SidecarSet namespace index: %w", err)
+	}
+	nsMeta := &metav1.PartialObjectMetadata{}
+	nsMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	nsInf, err := c.GetInformer(ctx, nsMeta, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	ssIdx, ok1 := ssInf.(indexerGetter)
+	nsIdx, ok2 := nsInf.(indexerGetter)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("the cache's informers do not expose their indexers")
+	}
+	return &Lister{
+		sidecarSets: ssIdx.GetIndexer(),
+		namespaces:  nsIdx.GetIndexer(),
+		synced:      func() bool { return ssInf.HasSynced() && nsInf.HasSynced() },
+	}, nil
+}
+
+// HasSynced reports whether the underlying informers have synced.
+func (l *Lister) HasSynced() bool { return l.synced() }
+
+// Candidates returns the SidecarSets that can select pods in namespace ns,
+// sorted by name (the order injection follows). It reads the index only:
+// a pod never scans every SidecarSet.
+func (l *Lister) Candidates(ns string) ([]*deckhandv1alpha1.SidecarSet, error) {
+	scoped, err := l.sidecarSets.ByIndex(IndexNamespace, NamespaceKey(ns))
+	if err != nil {
+		return nil, err
+	}
+	all, err := l.sidecarSets.ByIndex(IndexNamespace, AllNamespacesKey)
+	if err != nil {
+		return nil, err
+	}
+	if len(scoped)+len(all) == 0 {
+		return nil, nil
+	}
+	out := make([]*deckhandv1alpha1.SidecarSet, 0, len(scoped)+len(all))
+	for _, objs := range [][]any{scoped, all} {
+		for _, o := range objs {
+			if s, ok := o.(*deckhandv1alpha1.SidecarSet); ok && s.DeletionTimestamp == nil {
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) > 1 {
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	}
+	return out, nil
+}
+
+// Get returns the cached SidecarSet called name, or nil.
+func (l *Lister) Get(name string) *deckhandv1alpha1.SidecarSet {
+	o, ok, err := l.sidecarSets.GetByKey(name)
+	if err != nil || !ok {
+		return nil
+	}
+	s, _ := o.(*deckhandv1alpha1.SidecarSet)
+	return s
+}
+
+// NamespaceLabels returns the labels of namespace ns from the cache and
+// whether the namespace is known. The map is shared with the cache.
+func (l *Lister) NamespaceLabels(ns string) (map[string]string, bool) {
+	if l.namespaces == nil {
+		return nil, false
+	}
+	o, ok, err := l.namespaces.GetByKey(ns)
+	if err != nil || !ok {
+		return nil, false
+	}
+	if m, ok := o.(metav1.Object); ok {
+		return m.GetLabels(), true
+	}
+	return nil, false
+}
+
+// protectedNamespaces are never injected or updated: the control plane's
+// and Deckhand's own.
+var protectedNamespaces = map[string]bool{metav1.NamespaceSystem: true, ownNamespace(): true}
+
+func ownNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "deckhand-system"
+}
+
+// IsProtectedNamespace reports whether pods in ns are out of every
+// SidecarSet's reach: kube-system and Deckhand's own namespace (the
+// POD_NAMESPACE environment variable, default deckhand-system).
+func IsProtectedNamespace(ns string) bool { return protectedNamespaces[ns] }
+
+// All returns every cached SidecarSet (shared with the cache).
+func (l *Lister) All() []*deckhandv1alpha1.SidecarSet {
+	objs := l.sidecarSets.List()
+	out := make([]*deckhandv1alpha1.SidecarSet, 0, len(objs))
+	for _, o := range objs {
+		if s, ok := o.(*deckhandv1alpha1.SidecarSet); ok {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

@@ -1,0 +1,49 @@
+package sidecarset
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// The SidecarSet webhooks use failurePolicy Fail: a SidecarSet that escaped
+// validation could inject broken containers into every pod it selects,
+// while SidecarSet writes are rare enough to wait for Deckhand to be back.
+//
+// +kubebuilder:webhook:path=/mutate-apps-deckhand-dev-v1alpha1-sidecarset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=sidecarsets,verbs=create;update,versions=v1alpha1,name=msidecarset.apps.deckhand.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-sidecarset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=sidecarsets,verbs=create;update,versions=v1alpha1,name=vsidecarset.apps.deckhand.dev,admissionReviewVersions=v1
+
+// The validator dry-runs pods; the injector reads SidecarSets and namespaces.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=get;list;watch
+
+// DryRunNamespace is the namespace the synthetic validation pods are
+// dry-run in; it exists in every cluster.
+const DryRunNamespace = "default"
+
+func init() {
+	metrics.Registry.MustRegister(podsInjected, podInjectionErrors)
+}
+
+// SetupWebhookWithManager registers the pod injection webhook and the
+// SidecarSet defaulting and validating webhooks with mgr.
+func SetupWebhookWithManager(mgr ctrl.Manager) error {
+	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
+	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
+		WithDefaulter(Defaulter{}).
+		WithValidator(&Validator{
+			Lister: lister,
+			DryRun: &PodDryRunner{Client: mgr.GetClient(), Namespace: DryRunNamespace},
+		}).
+		Complete()
+}

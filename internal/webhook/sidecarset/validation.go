@@ -1,0 +1,273 @@
+package sidecarset
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+var sidecarSetGK = deckhandv1alpha1.GroupVersion.WithKind("SidecarSet").GroupKind()
+
+// Validator checks SidecarSets: its own rules with field paths, conflicts
+// with other SidecarSets (from the cache), and the containers against the
+// API server's own pod validation (a server-side dry run).
+type Validator struct {
+	// Lister reads the other SidecarSets from the cache.
+	Lister *sidecarcontrol.Lister
+	// DryRun validates the containers in a synthetic pod; nil skips it.
+	DryRun *PodDryRunner
+}
+
+// ValidateCreate implements admission.Validator.
+func (v *Validator) ValidateCreate(ctx context.Context, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
+	return v.check(ctx, nil, s)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *Validator) ValidateUpdate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
+	return v.check(ctx, old, s)
+}
+
+// ValidateDelete implements admission.Validator.
+func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) check(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
+	errs := validate(old, s)
+	if v.Lister != nil {
+		errs = append(errs, validateConflicts(s, v.Lister.All())...)
+	}
+	var warnings admission.Warnings
+	if len(errs) == 0 && v.DryRun != nil {
+		dryErrs, warn := v.DryRun.Validate(ctx, s)
+		errs = append(errs, dryErrs...)
+		if warn != "" {
+			warnings = append(warnings, warn)
+		}
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(sidecarSetGK, s.Name, errs)
+	}
+	return warnings, nil
+}
+
+var percentRE = regexp.MustCompile(`^[0-9]+%$`)
+
+// validate returns everything wrong with s that can be told from s alone
+// (old is nil on create).
+func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	labelOpts := metav1validation.LabelSelectorValidationOptions{}
+
+	if s.Spec.Selector == nil {
+		errs = append(errs, field.Required(spec.Child("selector"), "a pod selector is required"))
+	} else {
+		if len(s.Spec.Selector.MatchLabels)+len(s.Spec.Selector.MatchExpressions) == 0 {
+			errs = append(errs, field.Invalid(spec.Child("selector"), s.Spec.Selector, "must not be empty: an empty selector would inject every pod in the cluster"))
+		}
+		errs = append(errs, metav1validation.ValidateLabelSelector(s.Spec.Selector, labelOpts, spec.Child("selector"))...)
+	}
+	if s.Spec.Namespace != "" {
+		for _, msg := range validation.IsDNS1123Label(s.Spec.Namespace) {
+			errs = append(errs, field.Invalid(spec.Child("namespace"), s.Spec.Namespace, msg))
+		}
+	}
+	if s.Spec.NamespaceSelector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(s.Spec.NamespaceSelector, labelOpts, spec.Child("namespaceSelector"))...)
+	}
+
+	if len(s.Spec.Containers)+len(s.Spec.InitContainers) == 0 {
+		errs = append(errs, field.Required(spec.Child("containers"), "at least one container or init container is required"))
+	}
+	names := map[string]bool{}
+	errs = append(errs, validateSidecars(s.Spec.InitContainers, spec.Child("initContainers"), names, true)...)
+	errs = append(errs, validateSidecars(s.Spec.Containers, spec.Child("containers"), names, false)...)
+
+	volumes := map[string]bool{}
+	for i := range s.Spec.Volumes {
+		p := spec.Child("volumes").Index(i).Child("name")
+		name := s.Spec.Volumes[i].Name
+		switch {
+		case name == "":
+			errs = append(errs, field.Required(p, ""))
+		case volumes[name]:
+			errs = append(errs, field.Duplicate(p, name))
+		default:
+			for _, msg := range validation.IsDNS1123Label(name) {
+				errs = append(errs, field.Invalid(p, name, msg))
+			}
+		}
+		volumes[name] = true
+	}
+	for i, ps := range s.Spec.ImagePullSecrets {
+		if ps.Name == "" {
+			errs = append(errs, field.Required(spec.Child("imagePullSecrets").Index(i).Child("name"), ""))
+		}
+	}
+
+	us := s.Spec.UpdateStrategy
+	usPath := spec.Child("updateStrategy")
+	switch us.Type {
+	case "", deckhandv1alpha1.RollingUpdateSidecarSetStrategy, deckhandv1alpha1.NotUpdateSidecarSetStrategy:
+	default:
+		errs = append(errs, field.NotSupported(usPath.Child("type"), us.Type, []string{
+			string(deckhandv1alpha1.RollingUpdateSidecarSetStrategy), string(deckhandv1alpha1.NotUpdateSidecarSetStrategy)}))
+	}
+	if us.MaxUnavailable != nil {
+		errs = append(errs, validateIntOrPercent(us.MaxUnavailable, usPath.Child("maxUnavailable"), 1)...)
+	}
+	if us.Partition != nil {
+		errs = append(errs, validateIntOrPercent(us.Partition, usPath.Child("partition"), 0)...)
+	}
+	if us.Selector != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(us.Selector, labelOpts, usPath.Child("selector"))...)
+		if us.Partition != nil {
+			errs = append(errs, field.Forbidden(usPath.Child("partition"), "may not be set together with spec.updateStrategy.selector"))
+		}
+	}
+	return errs
+}
+
+// validateIntOrPercent checks an int (at least min) or a percentage
+// ("N%", min% to 100%).
+func validateIntOrPercent(v *intstr.IntOrString, p *field.Path, min int) field.ErrorList {
+	if v.Type == intstr.String {
+		if !percentRE.MatchString(v.StrVal) {
+			return field.ErrorList{field.Invalid(p, v.StrVal, "must be an integer or a percentage such as \"10%\"")}
+		}
+		n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, true)
+		if n < min || n > 100 {
+			return field.ErrorList{field.Invalid(p, v.StrVal, fmt.Sprintf("must be between %d%% and 100%%", min))}
+		}
+		return nil
+	}
+	if int(v.IntVal) < min {
+		return field.ErrorList{field.Invalid(p, v.IntVal, fmt.Sprintf("must be at least %d", min))}
+	}
+	return nil
+}
+
+func validateSidecars(cs []deckhandv1alpha1.SidecarContainer, p *field.Path, names map[string]bool, init bool) field.ErrorList {
+	var errs field.ErrorList
+	for i := range cs {
+		c := &cs[i]
+		cp := p.Index(i)
+		switch {
+		case c.Name == "":
+			errs = append(errs, field.Required(cp.Child("name"), ""))
+		case names[c.Name]:
+			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
+		default:
+			for _, msg := range validation.IsDNS1123Label(c.Name) {
+				errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
+			}
+		}
+		names[c.Name] = true
+		if strings.TrimSpace(c.Image) == "" {
+			errs = append(errs, field.Required(cp.Child("image"), "a sidecar needs an image"))
+		} else if c.Image != strings.TrimSpace(c.Image) {
+			errs = append(errs, field.Invalid(cp.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+		}
+		errs = append(errs, validateResources(c, cp.Child("resources"))...)
+		switch c.PodInjectPolicy {
+		case "", deckhandv1alpha1.BeforeAppContainer, deckhandv1alpha1.AfterAppContainer:
+		default:
+			errs = append(errs, field.NotSupported(cp.Child("podInjectPolicy"), c.PodInjectPolicy, []string{
+				string(deckhandv1alpha1.BeforeAppContainer), string(deckhandv1alpha1.AfterAppContainer)}))
+		}
+		switch c.ShareVolumePolicy.Type {
+		case "", deckhandv1alpha1.ShareVolumePolicyEnabled, deckhandv1alpha1.ShareVolumePolicyDisabled:
+		default:
+			errs = append(errs, field.NotSupported(cp.Child("shareVolumePolicy", "type"), c.ShareVolumePolicy.Type, []string{
+				string(deckhandv1alpha1.ShareVolumePolicyEnabled), string(deckhandv1alpha1.ShareVolumePolicyDisabled)}))
+		}
+		for j, t := range c.TransferEnv {
+			tp := cp.Child("transferEnv").Index(j)
+			if t.SourceContainerName == "" {
+				errs = append(errs, field.Required(tp.Child("sourceContainerName"), ""))
+			}
+			if t.EnvName == "" {
+				errs = append(errs, field.Required(tp.Child("envName"), ""))
+			}
+		}
+		if !init && c.RestartPolicy != nil {
+			errs = append(errs, field.Forbidden(cp.Child("restartPolicy"), "only init containers may set restartPolicy (Always makes a native sidecar)"))
+		}
+	}
+	return errs
+}
+
+func validateResources(c *deckhandv1alpha1.SidecarContainer, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for name, q := range c.Resources.Requests {
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), q.String(), "must not be negative"))
+		}
+		if limit, ok := c.Resources.Limits[name]; ok && q.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(p.Child("requests").Key(string(name)), q.String(),
+				fmt.Sprintf("must be less than or equal to the %s limit of %s", name, limit.String())))
+		}
+	}
+	for name, q := range c.Resources.Limits {
+		if q.Sign() < 0 {
+			errs = append(errs, field.Invalid(p.Child("limits").Key(string(name)), q.String(), "must not be negative"))
+		}
+	}
+	_ = resource.Quantity{}
+	return errs
+}
+
+// validateConflicts rejects s if a SidecarSet that can select the same pods
+// (see sidecarSetsCanOverlap) injects a container of the same name, or a
+// different volume of the same name.
+func validateConflicts(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alpha1.SidecarSet) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	for _, o := range others {
+		if o.Name == s.Name || o.DeletionTimestamp != nil || !sidecarSetsCanOverlap(s, o) {
+			continue
+		}
+		theirs := map[string]bool{}
+		for i := range o.Spec.InitContainers {
+			theirs[o.Spec.InitContainers[i].Name] = true
+		}
+		for i := range o.Spec.Containers {
+			theirs[o.Spec.Containers[i].Name] = true
+		}
+		why := fmt.Sprintf("SidecarSet %q, whose selector and namespaces can match the same pods, injects a container of the same name", o.Name)
+		for i := range s.Spec.InitContainers {
+			if n := s.Spec.InitContainers[i].Name; theirs[n] {
+				errs = append(errs, field.Invalid(spec.Child("initContainers").Index(i).Child("name"), n, why))
+			}
+		}
+		for i := range s.Spec.Containers {
+			if n := s.Spec.Containers[i].Name; theirs[n] {
+				errs = append(errs, field.Invalid(spec.Child("containers").Index(i).Child("name"), n, why))
+			}
+		}
+		for i := range s.Spec.Volumes {
+			for j := range o.Spec.Volumes {
+				if s.Spec.Volumes[i].Name == o.Spec.Volumes[j].Name && !apiequality.Semantic.DeepEqual(s.Spec.Volumes[i], o.Spec.Volumes[j]) {
+					errs = append(errs, field.Invalid(spec.Child("volumes").Index(i).Child("name"), s.Spec.Volumes[i].Name,
+						fmt.Sprintf("SidecarSet %q, whose selector and namespaces can match the same pods, has a different volume of the same name", o.Name)))
+				}
+			}
+		}
+	}
+	return errs
+}
