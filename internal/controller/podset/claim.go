@@ -1,0 +1,163 @@
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
+
+// claimPods lists the namespace's pods from the cache, adopts matching
+// orphans, releases owned pods that stopped matching and sorts the owned
+// ones into active and terminating (PodControllerRefManager.ClaimPods).
+func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(s.ps.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+	}
+	checked := false
+	var canAdoptErr error
+	canAdopt := func() error {
+		if checked {
+			return canAdoptErr
+		}
+		checked = true
+		canAdoptErr = r.recheckOwner(ctx, s.ps)
+		return canAdoptErr
+	}
+	var errs []error
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			// Finished pods are neither replicas nor worth adopting.
+			continue
+		}
+		owned, err := r.claimPod(ctx, s, p, canAdopt)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !owned {
+			continue
+		}
+		if p.DeletionTimestamp != nil {
+			s.terminating = append(s.terminating, p)
+		} else {
+			s.pods = append(s.pods, p)
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// claimPod decides whether p belongs to s.ps, adopting or releasing it.
+func (r *Reconciler) claimPod(ctx context.Context, s *scope, p *corev1.Pod, canAdopt func() error) (bool, error) {
+	matches := s.selector.Matches(labelsOf(p))
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		if ref.UID != s.ps.UID {
+			return false, nil // someone else's
+		}
+		if matches {
+			return true, nil
+		}
+		// Owned but no longer matching: release, unless we are being
+		// deleted (then the garbage collector takes it) or it is going away.
+		if s.ps.DeletionTimestamp != nil || p.DeletionTimestamp != nil {
+			return false, nil
+		}
+		return false, r.release(ctx, s, p)
+	}
+	// An orphan.
+	if !matches || s.ps.DeletionTimestamp != nil || p.DeletionTimestamp != nil {
+		return false, nil
+	}
+	if err := canAdopt(); err != nil {
+		return false, err
+	}
+	if err := r.adopt(ctx, s, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// recheckOwner re-reads the PodSet uncached before the first adoption of a
+// sync and refuses if it is being deleted or was replaced by another object
+// of the same name (RecheckDeletionTimestamp upstream): the cached copy may
+// be stale, and adopting into a dying owner would get the pod collected.
+func (r *Reconciler) recheckOwner(ctx context.Context, ps *deckhandv1alpha1.PodSet) error {
+	fresh := &deckhandv1alpha1.PodSet{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ps), fresh); err != nil {
+		return fmt.Errorf("re-checking PodSet before adoption: %w", err)
+	}
+	if fresh.UID != ps.UID {
+		return fmt.Errorf("original PodSet %s is gone: got uid %s, wanted %s", client.ObjectKeyFromObject(ps), fresh.UID, ps.UID)
+	}
+	if fresh.DeletionTimestamp != nil {
+		return fmt.Errorf("PodSet %s is being deleted; not adopting", client.ObjectKeyFromObject(ps))
+	}
+	return nil
+}
+
+func controllerRef(ps *deckhandv1alpha1.PodSet) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{
+		APIVersion:         deckhandv1alpha1.GroupVersion.String(),
+		Kind:               "PodSet",
+		Name:               ps.Name,
+		UID:                ps.UID,
+		Controller:         &t,
+		BlockOwnerDeletion: &t,
+	}
+}
+
+// adopt adds the controller reference to an orphan. The patch is
+// optimistic-locked: if the pod changed since it was read (e.g. another
+// controller adopted it), the adoption fails and is retried on fresh data.
+func (r *Reconciler) adopt(ctx context.Context, s *scope, p *corev1.Pod) error {
+	orig := p.DeepCopy()
+	p.OwnerReferences = append(p.OwnerReferences, controllerRef(s.ps))
+	err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(deckhandv1alpha1.FieldManager))
+	podOps.WithLabelValues("adopt", result(err)).Inc()
+	if err == nil {
+		s.wrote = true
+		log.FromContext(ctx).V(1).Info("adopted pod", "podset", klog.KObj(s.ps), "pod", klog.KObj(p))
+	}
+	return err
+}
+
+// release removes the PodSet's owner reference from a pod that no longer
+// matches the selector.
+func (r *Reconciler) release(ctx context.Context, s *scope, p *corev1.Pod) error {
+	orig := p.DeepCopy()
+	refs := p.OwnerReferences[:0:0]
+	for _, ref := range p.OwnerReferences {
+		if ref.UID != s.ps.UID {
+			refs = append(refs, ref)
+		}
+	}
+	p.OwnerReferences = refs
+	err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+		client.FieldOwner(deckhandv1alpha1.FieldManager))
+	podOps.WithLabelValues("release", result(err)).Inc()
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing pod %s: %w", p.Name, err)
+	}
+	s.wrote = true
+	log.FromContext(ctx).V(1).Info("released pod", "podset", klog.KObj(s.ps), "pod", klog.KObj(p))
+	return nil
+}

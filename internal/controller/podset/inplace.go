@@ -1,0 +1,127 @@
+package podset
+
+import (
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// inPlaceUpdateState is the value of PodSetInPlaceUpdateAnnotation.
+type inPlaceUpdateState struct {
+	// Revision is the revision the pod was updated to.
+	Revision string `json:"revision"`
+	// UpdateTime is when the images were patched.
+	UpdateTime metav1.Time `json:"updateTime"`
+	// OldImageIDs maps each updated container to the image ID its status
+	// reported before the update.
+	OldImageIDs map[string]string `json:"oldImageIDs,omitempty"`
+}
+
+// canUpdateInPlace reports whether pod can reach the template by an image
+// patch: it was created from a template that differs from the current one
+// only in container images.
+func canUpdateInPlace(pod *corev1.Pod, inPlaceHash string) bool {
+	h, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceHashAnnotation]
+	return ok && h == inPlaceHash
+}
+
+// inPlacePatch returns the strategic-merge patch that moves pod to the
+// template's images and revision, and the annotation state it records. The
+// patch carries the pod's resourceVersion, so it fails with a conflict if
+// the pod changed since it was judged.
+func inPlacePatch(pod *corev1.Pod, tmpl *corev1.PodTemplateSpec, revision string, now time.Time) ([]byte, error) {
+	want := map[string]string{}
+	for _, c := range tmpl.Spec.Containers {
+		want[c.Name] = c.Image
+	}
+	state := inPlaceUpdateState{Revision: revision, UpdateTime: metav1.NewTime(now), OldImageIDs: map[string]string{}}
+	var containers []map[string]string
+	for _, c := range pod.Spec.Containers {
+		img, ok := want[c.Name]
+		if !ok || img == c.Image {
+			continue
+		}
+		containers = append(containers, map[string]string{"name": c.Name, "image": img})
+		for _, cs := range pod.Status.ContainerStatuses {
+			if cs.Name == c.Name {
+				state.OldImageIDs[c.Name] = cs.ImageID
+			}
+		}
+	}
+	stateJSON, err := json.Marshal(state)
+	if err != nil {
+		return nil, err
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": pod.ResourceVersion,
+			"labels":          map[string]string{deckhandv1alpha1.PodSetRevisionLabel: revision},
+			"annotations":     map[string]string{deckhandv1alpha1.PodSetInPlaceUpdateAnnotation: string(stateJSON)},
+		},
+	}
+	if len(containers) > 0 {
+		patch["spec"] = map[string]any{"containers": containers}
+	}
+	return json.Marshal(patch)
+}
+
+// inPlaceUpdateDone reports whether an in-place update recorded on pod has
+// completed: every container reports its new image (or a new image ID) and
+// the pod is Ready again. A pod without the annotation, or whose annotation
+// is for another revision than its label, has no update in progress.
+func inPlaceUpdateDone(pod *corev1.Pod) bool {
+	raw, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]
+	if !ok {
+		return true
+	}
+	var st inPlaceUpdateState
+	if err := json.Unmarshal([]byte(raw), &st); err != nil {
+		return true
+	}
+	if st.Revision != pod.Labels[deckhandv1alpha1.PodSetRevisionLabel] {
+		return true
+	}
+	statuses := map[string]corev1.ContainerStatus{}
+	for _, cs := range pod.Status.ContainerStatuses {
+		statuses[cs.Name] = cs
+	}
+	for _, c := range pod.Spec.Containers {
+		cs, ok := statuses[c.Name]
+		if !ok {
+			return false
+		}
+		if normalizeImage(cs.Image) == normalizeImage(c.Image) {
+			continue
+		}
+		if old, ok := st.OldImageIDs[c.Name]; ok && old != "" && cs.ImageID != "" && cs.ImageID != old {
+			continue
+		}
+		return false
+	}
+	return isPodReady(pod)
+}
+
+// isPodAvailable reports whether pod is Ready for at least minReadySeconds
+// and not in an in-place update, and, if it is Ready but not yet available,
+// how long until it becomes so.
+func isPodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
+	if !isPodReady(pod) || !inPlaceUpdateDone(pod) {
+		return false, 0
+	}
+	if minReadySeconds == 0 {
+		return true, 0
+	}
+	readySince := podReadyTime(pod).Time
+	if readySince.IsZero() {
+		return false, 0
+	}
+	wait := readySince.Add(time.Duration(minReadySeconds) * time.Second).Sub(now)
+	if wait <= 0 {
+		return true, 0
+	}
+	return false, wait
+}

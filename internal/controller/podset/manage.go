@@ -1,0 +1,226 @@
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// managePods creates, deletes and updates pods toward the spec, when the
+// cache has observed the previous sync's writes (expectations) and the
+// PodSet is not being deleted.
+func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.ps.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	if !r.Expectations.Satisfied(s.key) {
+		skippedSyncs.Inc()
+		a, d, u := r.Expectations.Pending(s.key)
+		log.FromContext(ctx).V(1).Info("waiting for the cache to observe earlier writes",
+			"podset", klog.KObj(s.ps), "creates", a, "deletes", d, "updates", u)
+		return ctrl.Result{}, nil
+	}
+	s.synced = true
+	replicas := 1
+	if s.ps.Spec.Replicas != nil {
+		replicas = int(*s.ps.Spec.Replicas)
+	}
+	now := r.now()
+	in := planInput{
+		replicas:    replicas,
+		terminating: len(s.terminating),
+		strategy:    resolveStrategy(s.ps.Spec.UpdateStrategy, replicas),
+		now:         now,
+	}
+	for _, p := range s.pods {
+		avail, _ := isPodAvailable(p, s.ps.Spec.MinReadySeconds, now)
+		updated := p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == s.revision
+		in.pods = append(in.pods, podView{
+			pod:       p,
+			updated:   updated,
+			available: avail,
+			inPlaceOK: !updated && canUpdateInPlace(p, s.inPlace),
+		})
+	}
+	pl := planSync(in)
+	s.rolling = pl.rolling
+
+	var errs []error
+	if pl.create > 0 {
+		if err := r.createPods(ctx, s, pl.create); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(pl.delete) > 0 {
+		if err := r.deletePods(ctx, s, pl.delete); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(pl.inPlace) > 0 {
+		if err := r.updatePodsInPlace(ctx, s, pl.inPlace); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// newPod builds a pod from the template: generateName "<podset>-", the
+// template's labels plus the revision label, a controller reference.
+func newPod(ps *deckhandv1alpha1.PodSet, revision, inPlaceHash string) *corev1.Pod {
+	t := ps.Spec.Template.DeepCopy()
+	lbls := map[string]string{}
+	for k, v := range t.Labels {
+		lbls[k] = v
+	}
+	lbls[deckhandv1alpha1.PodSetRevisionLabel] = revision
+	ann := map[string]string{}
+	for k, v := range t.Annotations {
+		ann[k] = v
+	}
+	ann[deckhandv1alpha1.PodSetInPlaceHashAnnotation] = inPlaceHash
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName:    ps.Name + "-",
+			Namespace:       ps.Namespace,
+			Labels:          lbls,
+			Annotations:     ann,
+			Finalizers:      t.Finalizers,
+			OwnerReferences: []metav1.OwnerReference{controllerRef(ps)},
+		},
+		Spec: t.Spec,
+	}
+}
+
+// createPods creates n pods in slow-start batches, raising the creation
+// expectation first and lowering it for every create that failed or was
+// skipped.
+func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
+	r.Expectations.ExpectCreations(s.key, n)
+	s.wrote = true
+	created, err := slowStartBatch(n, slowStartInitialBatchSize, func() error {
+		pod := newPod(s.ps, s.revision, s.inPlace)
+		err := r.Client.Create(ctx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
+		podOps.WithLabelValues("create", result(err)).Inc()
+		if err != nil {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				// Every create would fail; nothing worth an event or a retry.
+				return err
+			}
+			r.Recorder.Eventf(s.ps, nil, corev1.EventTypeWarning, ReasonFailedCreate, "Create", "Error creating: %v", err)
+			return err
+		}
+		r.Recorder.Eventf(s.ps, pod, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Create", "Created pod: %v", pod.Name)
+		return nil
+	})
+	for range n - created {
+		r.Expectations.CreationObserved(s.key)
+	}
+	if err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return nil
+		}
+		s.failure = &metav1.Condition{
+			Type: deckhandv1alpha1.PodSetConditionReplicaFailure, Status: metav1.ConditionTrue,
+			Reason: ReasonFailedCreate, Message: err.Error(),
+		}
+		return fmt.Errorf("creating pods: %w", err)
+	}
+	return nil
+}
+
+// deletePods deletes pods concurrently, expecting each by key first. The
+// delete is UID-preconditioned so that a same-named successor is never hit.
+func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Pod) error {
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = podKey(p)
+	}
+	r.Expectations.ExpectDeletions(s.key, keys...)
+	s.wrote = true
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, p := range pods {
+		wg.Go(func() {
+			uid := p.UID
+			err := r.Client.Delete(ctx, p, client.Preconditions{UID: &uid})
+			podOps.WithLabelValues("delete", result(err)).Inc()
+			if err != nil {
+				r.Expectations.DeletionObserved(s.key, podKey(p))
+				if apierrors.IsNotFound(err) {
+					return
+				}
+				r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedDelete, "Delete", "Error deleting: %v", err)
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return
+			}
+			r.Recorder.Eventf(s.ps, p, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Delete", "Deleted pod: %v", p.Name)
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		s.failure = &metav1.Condition{
+			Type: deckhandv1alpha1.PodSetConditionReplicaFailure, Status: metav1.ConditionTrue,
+			Reason: ReasonFailedDelete, Message: errs[0].Error(),
+		}
+		return fmt.Errorf("deleting pods: %w", err)
+	}
+	return nil
+}
+
+// updatePodsInPlace patches the container images (and revision label) of
+// pods whose template differs from the current one only in images; the
+// pod keeps its name, UID, IP and node, and the kubelet restarts the
+// changed containers.
+func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*corev1.Pod) error {
+	want := map[string]string{}
+	for _, p := range pods {
+		want[podKey(p)] = s.revision
+	}
+	r.Expectations.ExpectUpdates(s.key, want)
+	s.wrote = true
+	now := r.now()
+	var errs []error
+	for _, p := range pods {
+		patch, err := inPlacePatch(p, &s.ps.Spec.Template, s.revision, now)
+		if err == nil {
+			err = r.Client.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch),
+				client.FieldOwner(deckhandv1alpha1.FieldManager))
+		}
+		podOps.WithLabelValues("inplace_update", result(err)).Inc()
+		if err != nil {
+			r.Expectations.UpdateAbandoned(s.key, podKey(p))
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				// Gone or changed since it was read: the next sync judges it again.
+				if apierrors.IsConflict(err) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedUpdate, "Update", "Error updating pod in place: %v", err)
+			errs = append(errs, err)
+			continue
+		}
+		r.Recorder.Eventf(s.ps, p, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Update",
+			"Updated pod in place to revision %s: %v", s.revision, p.Name)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("updating pods in place: %w", errors.Join(errs...))
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/expectations"
+)
+
+// Event reasons, as kube-controller-manager's ReplicaSet controller uses them.
+const (
+	ReasonSuccessfulCreate = "SuccessfulCreate"
+	ReasonFailedCreate     = "FailedCreate"
+	ReasonSuccessfulDelete = "SuccessfulDelete"
+	ReasonFailedDelete     = "FailedDelete"
+	// ReasonSuccessfulUpdate is recorded for an in-place image update.
+	ReasonSuccessfulUpdate = "SuccessfulUpdate"
+	// ReasonFailedUpdate is recorded when an in-place image update fails.
+	ReasonFailedUpdate = "FailedUpdate"
+)
+
+// Reconciler reconciles PodSets.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads uncached; used to re-check a PodSet before adopting.
+	APIReader client.Reader
+	// Recorder records Events on PodSets.
+	Recorder events.EventRecorder
+	// Expectations tracks writes the cache has not shown yet. Created by
+	// SetupWithManager when nil.
+	Expectations *expectations.Expectations
+	// MaxConcurrentReconciles defaults to 4.
+	MaxConcurrentReconciles int
+
+	// now is time.Now, replaceable in tests.
+	now func() time.Time
+	// afterWrite, when set, runs after every sync that wrote; tests use it
+	// to widen the window in which the cache lags the controller's writes.
+	afterWrite func()
+}
+
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller with mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("deckhand-podset")
+	}
+	if r.Expectations == nil {
+		r.Expectations = expectations.New()
+	}
+	if r.MaxConcurrentReconciles == 0 {
+		r.MaxConcurrentReconciles = 4
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&deckhandv1alpha1.PodSet{}).
+		Watches(&corev1.Pod{}, &podEventHandler{client: r.Client, exp: r.Expectations}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("podset").
+		Complete(r)
+}
+
+// scope is the state one Reconcile works on.
+type scope struct {
+	ps       *deckhandv1alpha1.PodSet
+	key      string
+	selector labels.Selector
+	revision string
+	inPlace  string
+	// pods are the active owned pods after adoption and release.
+	pods []*corev1.Pod
+	// terminating are owned pods being deleted.
+	terminating []*corev1.Pod
+	// synced is true when expectations allowed this sync to act.
+	synced bool
+	// failure is the ReplicaFailure condition to set, if any.
+	failure *metav1.Condition
+	// rolling is true while old-revision pods remain to be updated.
+	rolling bool
+	wrote   bool
+}
+
+// Reconcile brings one PodSet's pods to its spec and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	key := req.String()
+	ps := &deckhandv1alpha1.PodSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ps); err != nil {
+		if apierrors.IsNotFound(err) {
+			// The owner is gone: forget its expectations; the garbage
+			// collector removes its pods.
+			r.Expectations.Delete(key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if ps.Spec.Selector == nil {
+		return ctrl.Result{}, reconcile.TerminalError(errors.New("spec.selector is required"))
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ps.Spec.Selector)
+	if err != nil {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("spec.selector: %w", err))
+	}
+	if sel.Empty() {
+		return ctrl.Result{}, reconcile.TerminalError(errors.New("spec.selector must not be empty"))
+	}
+	s := &scope{
+		ps:       ps,
+		key:      key,
+		selector: sel,
+		revision: Revision(&ps.Spec.Template),
+		inPlace:  InPlaceHash(&ps.Spec.Template),
+	}
+
+	var errs []error
+	var result ctrl.Result
+	for _, phase := range []func(context.Context, *scope) (ctrl.Result, error){
+		r.claimPods,
+		r.managePods,
+	} {
+		res, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		result = lowestRequeue(result, res)
+	}
+	res, err := r.updateStatus(ctx, s)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	result = lowestRequeue(result, res)
+	if s.wrote && r.afterWrite != nil {
+		r.afterWrite()
+	}
+	if len(errs) > 0 {
+		logger.V(1).Info("sync failed", "podset", klog.KObj(ps), "error", errors.Join(errs...))
+		return ctrl.Result{}, errors.Join(errs...)
+	}
+	return result, nil
+}
+
+// lowestRequeue keeps the sooner of two requeues.
+func lowestRequeue(a, b ctrl.Result) ctrl.Result {
+	switch {
+	case b.RequeueAfter == 0:
+		return a
+	case a.RequeueAfter == 0 || b.RequeueAfter < a.RequeueAfter:
+		return b
+	default:
+		return a
+	}
+}
+
+// isPodSetRef reports whether ref points at a PodSet.
+func isPodSetRef(ref *metav1.OwnerReference) bool {
+	if ref == nil || ref.Kind != "PodSet" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == deckhandv1alpha1.GroupVersion.Group
+}
+
+// podKey is the expectations key of a pod.
+func podKey(p *corev1.Pod) string {
+	return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}.String()
+}

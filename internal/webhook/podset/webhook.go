@@ -1,0 +1,237 @@
+// Package podset implements the PodSet validating admission webhook.
+package podset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Failure policy: Fail. The webhook only intercepts create/update of
+// podsets (not the status or scale subresources), so while the manager is
+// down `kubectl scale`, the HorizontalPodAutoscaler and the controller's
+// status writes keep working; what is refused is a new or changed spec the
+// API server cannot judge without us (the pod template dry run, the
+// selector/template checks that CEL cannot express). Accepting those
+// unchecked would let a broken template reach the controller, where it
+// would surface only as FailedCreate events.
+//
+// +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-podset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=podsets,verbs=create;update,versions=v1alpha1,name=vpodset-v1alpha1.apps.deckhand.dev,admissionReviewVersions=v1,timeoutSeconds=10
+
+// SetupWebhookWithManager registers the PodSet validating webhook. Defaults
+// live in the CRD schema (they apply even when the webhook is unreachable),
+// so there is no mutating webhook.
+func SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.PodSet{}).
+		WithValidator(&Validator{Client: mgr.GetClient()}).
+		Complete()
+}
+
+// Validator validates PodSets. Client is used for the server-side dry run of
+// a pod built from the template.
+type Validator struct {
+	Client client.Client
+}
+
+var _ admission.Validator[*deckhandv1alpha1.PodSet] = &Validator{}
+
+var gk = deckhandv1alpha1.GroupVersion.WithKind("PodSet").GroupKind()
+
+// ValidateCreate implements admission.Validator.
+func (v *Validator) ValidateCreate(ctx context.Context, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
+	return v.check(ctx, nil, ps)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *Validator) ValidateUpdate(ctx context.Context, old, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
+	return v.check(ctx, old, ps)
+}
+
+// ValidateDelete implements admission.Validator.
+func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) check(ctx context.Context, old, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
+	errs := validate(old, ps)
+	var warnings admission.Warnings
+	// The API server judges the template; only when it is new or changed
+	// (a scale or label edit does not pay for a dry run).
+	if v.Client != nil && (old == nil || !apiequality.Semantic.DeepEqual(old.Spec.Template, ps.Spec.Template)) {
+		dryErrs, w := v.dryRunTemplate(ctx, ps)
+		errs = append(errs, dryErrs...)
+		warnings = append(warnings, w...)
+	}
+	if len(errs) > 0 {
+		return warnings, apierrors.NewInvalid(gk, ps.Name, errs)
+	}
+	return warnings, nil
+}
+
+var percentRE = regexp.MustCompile(`^[0-9]+%$`)
+
+// validate checks what does not need the API server. old is nil on create.
+func validate(old, ps *deckhandv1alpha1.PodSet) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	if ps.Spec.Replicas != nil {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*ps.Spec.Replicas), spec.Child("replicas"))...)
+	}
+	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(ps.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
+
+	selPath := spec.Child("selector")
+	if ps.Spec.Selector == nil {
+		errs = append(errs, field.Required(selPath, "a PodSet needs a selector"))
+	} else {
+		errs = append(errs, metav1validation.ValidateLabelSelector(ps.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, selPath)...)
+		if len(ps.Spec.Selector.MatchLabels)+len(ps.Spec.Selector.MatchExpressions) == 0 {
+			errs = append(errs, field.Invalid(selPath, ps.Spec.Selector, "empty selector is invalid for a PodSet"))
+		} else if sel, err := metav1.LabelSelectorAsSelector(ps.Spec.Selector); err == nil &&
+			!sel.Matches(labels.Set(ps.Spec.Template.Labels)) {
+			errs = append(errs, field.Invalid(spec.Child("template", "metadata", "labels"), ps.Spec.Template.Labels,
+				"`selector` does not match template `labels`"))
+		}
+	}
+	if old != nil && old.Spec.Selector != nil {
+		errs = append(errs, apivalidation.ValidateImmutableField(ps.Spec.Selector, old.Spec.Selector, selPath)...)
+	}
+
+	tmplSpec := spec.Child("template", "spec")
+	if rp := ps.Spec.Template.Spec.RestartPolicy; rp != "" && rp != corev1.RestartPolicyAlways {
+		errs = append(errs, field.NotSupported(tmplSpec.Child("restartPolicy"), rp, []string{string(corev1.RestartPolicyAlways)}))
+	}
+	if ps.Spec.Template.Spec.ActiveDeadlineSeconds != nil {
+		errs = append(errs, field.Forbidden(tmplSpec.Child("activeDeadlineSeconds"), "activeDeadlineSeconds in a PodSet is not supported"))
+	}
+	if len(ps.Spec.Template.Spec.Containers) == 0 {
+		errs = append(errs, field.Required(tmplSpec.Child("containers"), "a pod needs at least one container"))
+	}
+
+	errs = append(errs, validateStrategy(ps.Spec.UpdateStrategy, spec.Child("updateStrategy"))...)
+	return errs
+}
+
+func validateStrategy(s deckhandv1alpha1.PodSetUpdateStrategy, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch s.Type {
+	case "", deckhandv1alpha1.RollingUpdatePodSetStrategyType, deckhandv1alpha1.OnDeletePodSetStrategyType:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("type"), s.Type, []string{
+			string(deckhandv1alpha1.RollingUpdatePodSetStrategyType), string(deckhandv1alpha1.OnDeletePodSetStrategyType)}))
+	}
+	unavailZero := validateIntOrPercent(s.MaxUnavailable, p.Child("maxUnavailable"), true, &errs)
+	surgeZero := validateIntOrPercent(s.MaxSurge, p.Child("maxSurge"), false, &errs)
+	if unavailZero && surgeZero {
+		errs = append(errs, field.Invalid(p.Child("maxUnavailable"), s.MaxUnavailable.String(),
+			"may not be 0 when maxSurge is 0"))
+	}
+	if s.Partition != nil {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*s.Partition), p.Child("partition"))...)
+	}
+	return errs
+}
+
+// validateIntOrPercent checks an int-or-percent field and reports whether
+// it is explicitly zero. A nil value is the 25% default, not zero.
+func validateIntOrPercent(v *intstr.IntOrString, p *field.Path, atMost100 bool, errs *field.ErrorList) bool {
+	if v == nil {
+		return false
+	}
+	switch v.Type {
+	case intstr.Int:
+		if v.IntVal < 0 {
+			*errs = append(*errs, field.Invalid(p, v.IntVal, "must be greater than or equal to 0"))
+		}
+		return v.IntVal == 0
+	default:
+		if !percentRE.MatchString(v.StrVal) {
+			*errs = append(*errs, field.Invalid(p, v.StrVal, "must be an integer or a percentage such as '25%'"))
+			return false
+		}
+		n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
+		if atMost100 && n > 100 {
+			*errs = append(*errs, field.Invalid(p, v.StrVal, "must not be greater than 100%"))
+		}
+		return n == 0
+	}
+}
+
+// dryRunTemplate asks the API server to create (dry run, nothing stored) a
+// pod built from the template, in the PodSet's namespace, and maps its
+// field errors under spec.template. The API server is the only authority on
+// what a valid pod is (feature gates, version skew), so the webhook does
+// not reimplement pod validation. Forbidden answers (quota, pod security)
+// and unreachable API server errors become warnings: they are about this
+// moment, not about the template.
+func (v *Validator) dryRunTemplate(ctx context.Context, ps *deckhandv1alpha1.PodSet) (field.ErrorList, admission.Warnings) {
+	t := ps.Spec.Template.DeepCopy()
+	name := ps.Name
+	if name == "" {
+		name = strings.TrimSuffix(ps.GenerateName, "-")
+	}
+	if name == "" {
+		name = "podset"
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: name + "-",
+			Namespace:    ps.Namespace,
+			Labels:       t.Labels,
+			Annotations:  t.Annotations,
+		},
+		Spec: t.Spec,
+	}
+	err := v.Client.Create(ctx, pod, client.DryRunAll, client.FieldOwner(deckhandv1alpha1.FieldManager))
+	if err == nil {
+		return nil, nil
+	}
+	tmpl := field.NewPath("spec", "template")
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return nil, admission.Warnings{fmt.Sprintf("spec.template could not be checked by a dry run: %v", err)}
+	}
+	switch {
+	case apierrors.IsInvalid(err):
+		var errs field.ErrorList
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				typ := field.ErrorType(c.Type).String()
+				msg := strings.TrimPrefix(c.Message, typ+": ")
+				if msg == typ {
+					msg = ""
+				}
+				errs = append(errs, &field.Error{
+					Type:     field.ErrorType(c.Type),
+					Field:    tmpl.String() + "." + c.Field,
+					BadValue: field.OmitValueType{},
+					Detail:   msg,
+				})
+			}
+		}
+		if len(errs) == 0 {
+			errs = append(errs, field.Invalid(tmpl, field.OmitValueType{}, status.Status().Message))
+		}
+		return errs, nil
+	case apierrors.IsBadRequest(err):
+		return field.ErrorList{field.Invalid(tmpl, field.OmitValueType{}, status.Status().Message)}, nil
+	default:
+		return nil, admission.Warnings{fmt.Sprintf("spec.template could not be fully checked by a dry run: %v", err)}
+	}
+}
