@@ -1,0 +1,240 @@
+package restartschedule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// annotationTrue is the annotation value that asks for the manager's
+// default schedule.
+const annotationTrue = "true"
+
+// AnnotationReconciler generates a RestartSchedule, named after the
+// workload, for every Deployment, StatefulSet and DaemonSet annotated
+// apps.deckhand.dev/restart-schedule, keeps it in line with the annotation
+// and deletes it when the annotation goes away. Workloads that never carried
+// the annotation are filtered out before they reach the work queue.
+type AnnotationReconciler struct {
+	client.Client
+	// DefaultSchedule is the schedule of an object generated from the value
+	// "true" (the manager's --default-restart-schedule).
+	DefaultSchedule string
+	// Recorder emits Events on workloads; SetupWithManager sets it when nil.
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers one controller per workload kind with mgr.
+func (r *AnnotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("deckhand-restartschedule")
+	}
+	for _, kind := range workloadKinds {
+		obj, _ := newWorkload(kind)
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("restartschedule-annotation-"+strings.ToLower(kind)).
+			For(obj, builder.WithPredicates(optedIn)).
+			// A generated object that is deleted or edited wakes its workload.
+			Owns(&deckhandv1alpha1.RestartSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				return r.reconcileWorkload(ctx, kind, req)
+			}))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hasOptIn reports whether a workload carries the annotation, or carried it
+// (the generated marker is still there).
+func hasOptIn(o client.Object) bool {
+	a := o.GetAnnotations()
+	_, on := a[deckhandv1alpha1.RestartScheduleAnnotation]
+	_, marked := a[deckhandv1alpha1.RestartScheduleGeneratedAnnotation]
+	return on || marked
+}
+
+// optedIn lets through only workloads that are, or were, annotated, so that
+// every other workload is never even queued.
+var optedIn = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return hasOptIn(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return hasOptIn(e.ObjectOld) || hasOptIn(e.ObjectNew) },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false }, // the garbage collector deletes the generated object
+	GenericFunc: func(e event.GenericEvent) bool { return hasOptIn(e.Object) },
+}
+
+func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind string, req reconcile.Request) (reconcile.Result, error) {
+	log := logf.FromContext(ctx)
+	obj, err := newWorkload(kind)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return reconcile.Result{}, nil
+	}
+	ann := obj.GetAnnotations()
+	value, on := ann[deckhandv1alpha1.RestartScheduleAnnotation]
+	value = strings.TrimSpace(value)
+	marker, marked := ann[deckhandv1alpha1.RestartScheduleGeneratedAnnotation]
+
+	rs := &deckhandv1alpha1.RestartSchedule{}
+	err = r.Get(ctx, req.NamespacedName, rs)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	exists := err == nil
+	owned := exists && metav1.IsControlledBy(rs, obj)
+
+	if !on {
+		if owned && rs.DeletionTimestamp.IsZero() {
+			if err := r.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, err
+			}
+			log.Info("deleted the generated RestartSchedule: annotation removed", "restartschedule", klog.KObj(rs))
+		}
+		if marked {
+			return reconcile.Result{}, r.setMarker(ctx, obj, nil)
+		}
+		return reconcile.Result{}, nil
+	}
+
+	if exists && !owned {
+		r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, "RestartScheduleConflict", "Generate",
+			"RestartSchedule %q exists and was not generated for this %s; it is left alone", rs.Name, kind)
+		return reconcile.Result{}, nil
+	}
+
+	if !exists {
+		if marked && marker == value {
+			// Generated before and deleted since, with the annotation
+			// unchanged: a user removed it on purpose. Changing (or removing
+			// and re-adding) the annotation generates it again.
+			log.V(1).Info("generated RestartSchedule was deleted; not re-creating it until the annotation changes")
+			return reconcile.Result{}, nil
+		}
+		rs = r.generate(obj, kind, value)
+		if err := r.Create(ctx, rs, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
+				// Invalid annotation: tell the user on the workload; the
+				// next change of the annotation tries again.
+				r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidRestartSchedule", "Generate",
+					"cannot generate RestartSchedule %q from the %s annotation: %v", rs.Name, deckhandv1alpha1.RestartScheduleAnnotation, err)
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, err
+		}
+		log.Info("generated a RestartSchedule", "restartschedule", klog.KObj(rs), "schedule", rs.Spec.Schedule)
+		r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, "RestartScheduleGenerated", "Generate",
+			"generated RestartSchedule %q with schedule %q", rs.Name, rs.Spec.Schedule)
+		return reconcile.Result{}, r.setMarker(ctx, obj, &value)
+	}
+
+	// Owned: the annotation sets spec.schedule (unless "true") and, when
+	// present, spec.timeZone. Every other field belongs to the user.
+	before := rs.DeepCopy()
+	if value != annotationTrue {
+		rs.Spec.Schedule = value
+	}
+	if tz, ok := ann[deckhandv1alpha1.RestartTimeZoneAnnotation]; ok {
+		rs.Spec.TimeZone = strings.TrimSpace(tz)
+	}
+	if rs.Spec.Schedule != before.Spec.Schedule || rs.Spec.TimeZone != before.Spec.TimeZone {
+		if err := r.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
+				r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, "InvalidRestartSchedule", "Generate",
+					"cannot update RestartSchedule %q from the %s annotation: %v", rs.Name, deckhandv1alpha1.RestartScheduleAnnotation, err)
+				return reconcile.Result{}, nil
+			}
+			return reconcile.Result{}, err
+		}
+		log.Info("updated the generated RestartSchedule from the annotation", "restartschedule", klog.KObj(rs), "schedule", rs.Spec.Schedule)
+	}
+	if !marked || marker != value {
+		return reconcile.Result{}, r.setMarker(ctx, obj, &value)
+	}
+	return reconcile.Result{}, nil
+}
+
+// generate builds the RestartSchedule for an annotated workload.
+func (r *AnnotationReconciler) generate(obj client.Object, kind, value string) *deckhandv1alpha1.RestartSchedule {
+	schedule := value
+	if value == annotationTrue {
+		schedule = r.DefaultSchedule
+	}
+	rs := &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      obj.GetName(),
+			Namespace: obj.GetNamespace(),
+			Labels: map[string]string{
+				deckhandv1alpha1.LabelManagedBy:                deckhandv1alpha1.ManagedByValue,
+				deckhandv1alpha1.RestartScheduleGeneratedLabel: "true",
+			},
+			// Controller owner reference: the garbage collector deletes the
+			// generated object with its workload. blockOwnerDeletion stays
+			// off, which would need update rights on the workload's
+			// finalizers for nothing.
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: appsv1.SchemeGroupVersion.String(),
+				Kind:       kind,
+				Name:       obj.GetName(),
+				UID:        obj.GetUID(),
+				Controller: ptr.To(true),
+			}},
+		},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Schedule: schedule,
+			Target: deckhandv1alpha1.RestartTarget{
+				TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: kind, Name: obj.GetName()},
+			},
+		},
+	}
+	if tz, ok := obj.GetAnnotations()[deckhandv1alpha1.RestartTimeZoneAnnotation]; ok {
+		rs.Spec.TimeZone = strings.TrimSpace(tz)
+	}
+	return rs
+}
+
+// setMarker sets (value non-nil) or removes the generated marker annotation
+// on the workload's metadata; the pod template is not touched.
+func (r *AnnotationReconciler) setMarker(ctx context.Context, obj client.Object, value *string) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		deckhandv1alpha1.RestartScheduleGeneratedAnnotation: value,
+	}}})
+	if err != nil {
+		return err
+	}
+	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("marking %s %s: %w", kindOf(obj), klog.KObj(obj), err)
+	}
+	return nil
+}

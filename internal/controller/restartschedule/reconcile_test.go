@@ -1,0 +1,541 @@
+package restartschedule
+
+// Unit tests of the RestartSchedule reconciler: a fake client and an
+// injected clock, so that schedules an hour apart are tested in
+// milliseconds and never by sleeping. The end-to-end tests
+// (e2e_test.go) prove the same behaviours against a real cluster.
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+const unitNS = "unit"
+
+func unitScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(deckhandv1alpha1.AddToScheme(s))
+	return s
+}
+
+type harness struct {
+	t      *testing.T
+	c      client.Client
+	clock  *clocktesting.FakeClock
+	events *events.FakeRecorder
+	r      *Reconciler
+}
+
+func at(t *testing.T, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func newHarness(t *testing.T, now string, objs ...client.Object) *harness {
+	t.Helper()
+	c := fake.NewClientBuilder().WithScheme(unitScheme()).
+		WithStatusSubresource(&deckhandv1alpha1.RestartSchedule{}, &appsv1.Deployment{}).
+		WithIndex(&deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads).
+		WithObjects(objs...).
+		// Play the API server's part the fake client leaves out: a change
+		// of a Deployment's spec bumps its generation.
+		WithInterceptorFuncs(interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			if d, ok := obj.(*appsv1.Deployment); ok {
+				d.Generation++
+				return c.Update(ctx, d)
+			}
+			return nil
+		}}).Build()
+	h := &harness{t: t, c: c, clock: clocktesting.NewFakeClock(at(t, now)), events: events.NewFakeRecorder(100)}
+	h.r = &Reconciler{Client: c, Clock: h.clock, Recorder: h.events}
+	return h
+}
+
+func schedule(name, spec, created string, mutate ...func(*deckhandv1alpha1.RestartSchedule)) *deckhandv1alpha1.RestartSchedule {
+	ct, _ := time.Parse(time.RFC3339, created)
+	rs := &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, Generation: 1, CreationTimestamp: metav1.NewTime(ct)},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Schedule: spec, TimeZone: "UTC",
+			Target:            deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "web"}},
+			ConcurrencyPolicy: deckhandv1alpha1.RestartForbid, MaxConcurrent: 1, HistoryLimit: 10,
+			RolloutTimeout: &metav1.Duration{Duration: 10 * time.Minute},
+		},
+	}
+	for _, m := range mutate {
+		m(rs)
+	}
+	return rs
+}
+
+func deployment(name string, labels map[string]string) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, Labels: labels, Generation: 1},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"keep": "me"}}}},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2, ReadyReplicas: 2},
+	}
+}
+
+func (h *harness) reconcile(name string) ctrl.Result {
+	h.t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: unitNS, Name: name}})
+	if err != nil {
+		h.t.Fatalf("reconcile: %v", err)
+	}
+	return res
+}
+
+func (h *harness) rs(name string) *deckhandv1alpha1.RestartSchedule {
+	h.t.Helper()
+	rs := &deckhandv1alpha1.RestartSchedule{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: unitNS, Name: name}, rs); err != nil {
+		h.t.Fatal(err)
+	}
+	return rs
+}
+
+func (h *harness) deploy(name string) *appsv1.Deployment {
+	h.t.Helper()
+	d := &appsv1.Deployment{}
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: unitNS, Name: name}, d); err != nil {
+		h.t.Fatal(err)
+	}
+	return d
+}
+
+func (h *harness) restartedAt(name string) string {
+	return h.deploy(name).Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
+}
+
+// rolledOut plays the Deployment controller: the rollout of the current
+// template is complete.
+func (h *harness) rolledOut(name string) {
+	h.t.Helper()
+	d := h.deploy(name)
+	d.Status.ObservedGeneration = d.Generation
+	d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas = 2, 2, 2
+	if err := h.c.Status().Update(context.Background(), d); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// rollingOut plays the Deployment controller mid-rollout.
+func (h *harness) rollingOut(name string) {
+	h.t.Helper()
+	d := h.deploy(name)
+	d.Status.ObservedGeneration = d.Generation
+	d.Status.UpdatedReplicas = 1
+	d.Status.Replicas = 3
+	if err := h.c.Status().Update(context.Background(), d); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) set(now string) { h.clock.SetTime(at(h.t, now)) }
+
+func (h *harness) drainEvents() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func hasEvent(evs []string, substr string) bool {
+	for _, e := range evs {
+		if strings.Contains(e, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func results(rs *deckhandv1alpha1.RestartSchedule) []string {
+	var out []string
+	for _, h := range rs.Status.History {
+		out = append(out, string(h.Result)+" "+h.ScheduledTime.UTC().Format(time.RFC3339)+" "+h.Workload)
+	}
+	return out
+}
+
+func TestUnitCreateWaitsForFirstSlotThenRestartsOnce(t *testing.T) {
+	h := newHarness(t, "2026-01-01T10:03:00Z", schedule("s", "*/10 * * * *", "2026-01-01T10:03:00Z"), deployment("web", nil))
+	res := h.reconcile("s")
+	if got := h.restartedAt("web"); got != "" {
+		t.Fatalf("restarted at once on creation: %q", got)
+	}
+	if want := 7*time.Minute + requeueDelay; res.RequeueAfter != want {
+		t.Fatalf("requeue after %s, want %s (next fire time + 100ms)", res.RequeueAfter, want)
+	}
+	if rs := h.rs("s"); rs.Status.NextScheduleTime == nil || !rs.Status.NextScheduleTime.Equal(ptr.To(metav1.NewTime(at(t, "2026-01-01T10:10:00Z")))) {
+		t.Fatalf("nextScheduleTime %v", rs.Status.NextScheduleTime)
+	}
+
+	h.set("2026-01-01T10:10:00.1Z")
+	h.reconcile("s")
+	if got := h.restartedAt("web"); got != "2026-01-01T10:10:00Z" {
+		t.Fatalf("restarted-at %q, want the slot time", got)
+	}
+	if keep := h.deploy("web").Spec.Template.Annotations["keep"]; keep != "me" {
+		t.Fatalf("the patch touched other template annotations")
+	}
+	rv := h.deploy("web").ResourceVersion
+	rs := h.rs("s")
+	if len(rs.Status.Active) != 1 || rs.Status.LastScheduleTime == nil {
+		t.Fatalf("status after the patch: %+v", rs.Status)
+	}
+
+	// Retries before the rollout completes never patch again.
+	h.rollingOut("web")
+	rv = h.deploy("web").ResourceVersion
+	h.set("2026-01-01T10:11:00Z")
+	h.reconcile("s")
+	h.reconcile("s")
+	if h.deploy("web").ResourceVersion != rv {
+		t.Fatalf("the workload was patched again for the same slot")
+	}
+	h.rolledOut("web")
+	h.set("2026-01-01T10:12:00Z")
+	h.reconcile("s")
+	rs = h.rs("s")
+	if got := results(rs); len(got) != 1 || got[0] != "Succeeded 2026-01-01T10:10:00Z Deployment/web" {
+		t.Fatalf("history %v", got)
+	}
+	if len(rs.Status.Active) != 0 || rs.Status.LastSuccessfulTime == nil {
+		t.Fatalf("status after success: %+v", rs.Status)
+	}
+	if !hasEvent(h.drainEvents(), "Normal Restarted") {
+		t.Fatalf("no Restarted event")
+	}
+}
+
+func TestUnitMissedRuns(t *testing.T) {
+	cases := map[string]struct {
+		deadline      *int64
+		wantAnnot     string
+		wantHistory   []string
+		wantEvent     string
+		wantTooMany   bool
+		now, earliest string
+	}{
+		"only the latest missed slot runs": {
+			now: "2026-01-01T13:25:00Z", earliest: "2026-01-01T10:00:00Z",
+			wantAnnot: "2026-01-01T13:00:00Z", wantEvent: "3 scheduled times were missed"},
+		"within startingDeadlineSeconds runs late": {
+			deadline: ptr.To[int64](3600), now: "2026-01-01T13:25:00Z", earliest: "2026-01-01T10:00:00Z",
+			wantAnnot: "2026-01-01T13:00:00Z"},
+		"past startingDeadlineSeconds is Missed": {
+			deadline: ptr.To[int64](60), now: "2026-01-01T13:25:00Z", earliest: "2026-01-01T10:00:00Z",
+			wantHistory: []string{"Missed 2026-01-01T13:00:00Z "}, wantEvent: "Warning MissSchedule"},
+		"more than 100 missed is reported and the latest runs": {
+			now: "2026-01-10T12:30:00Z", earliest: "2026-01-01T00:00:00Z",
+			wantAnnot: "2026-01-10T12:00:00Z", wantEvent: "Warning TooManyMissedTimes"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rs := schedule("s", "0 * * * *", tc.earliest, func(rs *deckhandv1alpha1.RestartSchedule) {
+				rs.Spec.StartingDeadlineSeconds = tc.deadline
+			})
+			h := newHarness(t, tc.now, rs, deployment("web", nil))
+			h.reconcile("s")
+			h.reconcile("s") // a second pass (a retry) changes nothing
+			if got := h.restartedAt("web"); got != tc.wantAnnot {
+				t.Fatalf("restarted-at %q, want %q", got, tc.wantAnnot)
+			}
+			if got := results(h.rs("s")); strings.Join(got, ",") != strings.Join(tc.wantHistory, ",") {
+				t.Fatalf("history %q, want %q", got, tc.wantHistory)
+			}
+			evs := h.drainEvents()
+			if tc.wantEvent != "" && !hasEvent(evs, tc.wantEvent) {
+				t.Fatalf("no event %q in %q", tc.wantEvent, evs)
+			}
+			if st := h.rs("s").Status; st.NextScheduleTime == nil || st.HandledThrough == nil {
+				t.Fatalf("status %+v", st)
+			}
+		})
+	}
+}
+
+func TestUnitConcurrencyPolicy(t *testing.T) {
+	cases := map[string]struct {
+		policy      deckhandv1alpha1.RestartConcurrencyPolicy
+		wantAnnot   string
+		wantHistory []string
+	}{
+		"Forbid skips while the previous restart rolls out": {
+			policy: deckhandv1alpha1.RestartForbid, wantAnnot: "2026-01-01T11:00:00Z",
+			wantHistory: []string{"Skipped 2026-01-01T12:00:00Z "}},
+		"Replace restarts again": {
+			policy: deckhandv1alpha1.RestartReplace, wantAnnot: "2026-01-01T12:00:00Z",
+			wantHistory: []string{"Failed 2026-01-01T11:00:00Z Deployment/web"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rs := schedule("s", "0 * * * *", "2026-01-01T10:30:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
+				rs.Spec.ConcurrencyPolicy = tc.policy
+				rs.Spec.RolloutTimeout = &metav1.Duration{Duration: 3 * time.Hour}
+			})
+			h := newHarness(t, "2026-01-01T11:00:01Z", rs, deployment("web", nil))
+			h.reconcile("s")
+			h.rollingOut("web") // still rolling out at the next slot
+			h.set("2026-01-01T12:00:01Z")
+			h.reconcile("s")
+			if got := h.restartedAt("web"); got != tc.wantAnnot {
+				t.Fatalf("restarted-at %q, want %q", got, tc.wantAnnot)
+			}
+			st := h.rs("s").Status
+			if got := results(h.rs("s")); strings.Join(got, ",") != strings.Join(tc.wantHistory, ",") {
+				t.Fatalf("history %q, want %q", got, tc.wantHistory)
+			}
+			if len(st.Active) != 1 || st.Active[0].ScheduledTime.UTC().Format(time.RFC3339) != tc.wantAnnot {
+				t.Fatalf("active %+v", st.Active)
+			}
+		})
+	}
+}
+
+func TestUnitEditingScheduleNeverFiresRetroactively(t *testing.T) {
+	rs := schedule("s", "0 3 * * *", "2026-01-01T00:00:00Z")
+	h := newHarness(t, "2026-01-01T10:32:00Z", rs, deployment("web", nil))
+	h.reconcile("s")
+	if h.restartedAt("web") != "2026-01-01T03:00:00Z" {
+		t.Fatalf("setup: the 03:00 slot after creation should have run")
+	}
+	h.rolledOut("web")
+	h.reconcile("s")
+	// Edit to a schedule whose slots (10:00, 10:05, ..., 10:30) lie between
+	// the last run and now: none of them may fire.
+	cur := h.rs("s")
+	cur.Spec.Schedule = "*/5 * * * *"
+	cur.Generation = 2
+	if err := h.c.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	h.set("2026-01-01T10:33:00Z")
+	h.reconcile("s")
+	if got := h.restartedAt("web"); got != "2026-01-01T03:00:00Z" {
+		t.Fatalf("edit fired retroactively: restarted-at %q", got)
+	}
+	if n := h.rs("s").Status.NextScheduleTime; n == nil || !n.Time.Equal(at(t, "2026-01-01T10:35:00Z")) {
+		t.Fatalf("next %v, want 10:35", n)
+	}
+	h.set("2026-01-01T10:35:00.1Z")
+	h.reconcile("s")
+	if got := h.restartedAt("web"); got != "2026-01-01T10:35:00Z" {
+		t.Fatalf("the new schedule's first slot did not run: %q", got)
+	}
+}
+
+func TestUnitSuspendAndResume(t *testing.T) {
+	rs := schedule("s", "0 * * * *", "2026-01-01T10:30:00Z", func(rs *deckhandv1alpha1.RestartSchedule) { rs.Spec.Suspend = true })
+	h := newHarness(t, "2026-01-01T12:30:00Z", rs, deployment("web", nil))
+	h.reconcile("s")
+	st := h.rs("s").Status
+	if h.restartedAt("web") != "" || st.NextScheduleTime != nil {
+		t.Fatalf("suspended schedule ran or has a next time: %+v", st)
+	}
+	cur := h.rs("s")
+	cur.Spec.Suspend = false
+	if err := h.c.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	h.set("2026-01-01T12:40:00Z")
+	h.reconcile("s")
+	if got := h.restartedAt("web"); got != "" {
+		t.Fatalf("resuming ran a slot that passed while suspended: %q", got)
+	}
+	h.set("2026-01-01T13:00:00.1Z")
+	h.reconcile("s")
+	if got := h.restartedAt("web"); got != "2026-01-01T13:00:00Z" {
+		t.Fatalf("first slot after resuming did not run: %q", got)
+	}
+}
+
+func TestUnitPausedDeploymentSkipped(t *testing.T) {
+	d := deployment("web", nil)
+	d.Spec.Paused = true
+	h := newHarness(t, "2026-01-01T11:00:01Z", schedule("s", "0 * * * *", "2026-01-01T10:30:00Z"), d)
+	h.reconcile("s")
+	if got := h.restartedAt("web"); got != "" {
+		t.Fatalf("a paused Deployment was patched: %q", got)
+	}
+	got := h.rs("s").Status.History
+	if len(got) != 1 || got[0].Result != deckhandv1alpha1.RestartSkipped || !strings.Contains(got[0].Message, "paused") {
+		t.Fatalf("history %+v", got)
+	}
+}
+
+func TestUnitRolloutFailures(t *testing.T) {
+	cases := map[string]struct {
+		mutate  func(d *appsv1.Deployment)
+		advance string
+		want    string
+	}{
+		"progress deadline exceeded": {
+			mutate: func(d *appsv1.Deployment) {
+				d.Status.UpdatedReplicas = 1
+				d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet web-1 has timed out progressing."}}
+			},
+			advance: "2026-01-01T11:01:00Z", want: "exceeded its progress deadline"},
+		"rollout timeout": {
+			mutate:  func(d *appsv1.Deployment) { d.Status.UpdatedReplicas = 1 },
+			advance: "2026-01-01T11:10:02Z", want: "did not complete within rolloutTimeout 10m0s"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, "2026-01-01T11:00:01Z", schedule("s", "0 * * * *", "2026-01-01T10:30:00Z"), deployment("web", nil))
+			h.reconcile("s")
+			d := h.deploy("web")
+			d.Status.ObservedGeneration = d.Generation // the Deployment controller saw the restart
+			tc.mutate(d)
+			if err := h.c.Status().Update(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			h.set("2026-01-01T11:05:00Z")
+			h.reconcile("s")
+			if len(h.rs("s").Status.History) != 0 && name == "rollout timeout" {
+				t.Fatalf("recorded before the timeout")
+			}
+			h.set(tc.advance)
+			h.reconcile("s")
+			st := h.rs("s").Status
+			if len(st.History) != 1 || st.History[0].Result != deckhandv1alpha1.RestartFailed || !strings.Contains(st.History[0].Message, tc.want) {
+				t.Fatalf("history %+v", st.History)
+			}
+			if !hasEvent(h.drainEvents(), "Warning RestartFailed") {
+				t.Fatalf("no Warning event")
+			}
+			if c := findCondition(st.Conditions, deckhandv1alpha1.RestartScheduleReady); c == nil || c.Status != metav1.ConditionFalse {
+				t.Fatalf("Ready %+v", c)
+			}
+		})
+	}
+}
+
+func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == typ {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// A crash (or a status-write conflict) after the patch and before the
+// status write: the retry finds the annotation already at the slot and
+// follows that rollout without patching again.
+func TestUnitCrashAfterPatchAdoptsTheRollout(t *testing.T) {
+	d := deployment("web", nil)
+	d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] = "2026-01-01T11:00:00Z"
+	h := newHarness(t, "2026-01-01T11:00:30Z", schedule("s", "0 * * * *", "2026-01-01T10:30:00Z"), d)
+	rv := h.deploy("web").ResourceVersion
+	h.reconcile("s")
+	if h.deploy("web").ResourceVersion != rv {
+		t.Fatalf("patched again")
+	}
+	if st := h.rs("s").Status; len(st.Active) != 1 {
+		t.Fatalf("not following the adopted rollout: %+v", st)
+	}
+}
+
+func TestUnitSelectorRestartsOneAfterAnother(t *testing.T) {
+	sel := map[string]string{"tier": "web"}
+	rs := schedule("s", "0 * * * *", "2026-01-01T10:30:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
+		rs.Spec.Target = deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: sel}}
+	})
+	h := newHarness(t, "2026-01-01T11:00:01Z", rs, deployment("a", sel), deployment("b", sel), deployment("c", sel), deployment("other", nil))
+	h.reconcile("s")
+	restarted := func() string {
+		var out []string
+		for _, n := range []string{"a", "b", "c", "other"} {
+			if h.restartedAt(n) != "" {
+				out = append(out, n)
+			}
+		}
+		return strings.Join(out, "")
+	}
+	if got := restarted(); got != "a" {
+		t.Fatalf("restarted %q first, want only a", got)
+	}
+	h.reconcile("s")
+	if got := restarted(); got != "a" {
+		t.Fatalf("restarted %q before a's rollout completed", got)
+	}
+	h.rolledOut("a")
+	h.reconcile("s")
+	if got := restarted(); got != "ab" {
+		t.Fatalf("restarted %q, want a then b", got)
+	}
+	h.rolledOut("b")
+	h.reconcile("s")
+	h.rolledOut("c")
+	h.reconcile("s")
+	if got := restarted(); got != "abc" {
+		t.Fatalf("restarted %q, want abc (never other)", got)
+	}
+	got := results(h.rs("s"))
+	want := []string{"Succeeded 2026-01-01T11:00:00Z Deployment/c", "Succeeded 2026-01-01T11:00:00Z Deployment/b", "Succeeded 2026-01-01T11:00:00Z Deployment/a"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+}
+
+func TestUnitHistoryIsBounded(t *testing.T) {
+	rs := schedule("s", "0 * * * *", "2026-01-01T00:30:00Z", func(rs *deckhandv1alpha1.RestartSchedule) { rs.Spec.HistoryLimit = 3 })
+	d := deployment("web", nil)
+	d.Spec.Paused = true // every run is recorded Skipped at once
+	h := newHarness(t, "2026-01-01T01:00:01Z", rs, d)
+	for i := 1; i <= 6; i++ {
+		h.set(time.Date(2026, 1, 1, i, 0, 1, 0, time.UTC).Format(time.RFC3339))
+		h.reconcile("s")
+	}
+	got := results(h.rs("s"))
+	if len(got) != 3 || !strings.HasPrefix(got[0], "Skipped 2026-01-01T06:00:00Z") {
+		t.Fatalf("history %q, want the 3 newest", got)
+	}
+}
+
+func TestUnitInvalidSchedule(t *testing.T) {
+	h := newHarness(t, "2026-01-01T11:00:01Z", schedule("s", "0 0 31 2 *", "2026-01-01T10:30:00Z"), deployment("web", nil))
+	h.reconcile("s")
+	st := h.rs("s").Status
+	c := findCondition(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidSchedule)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "never fires") {
+		t.Fatalf("InvalidSchedule %+v", c)
+	}
+	if st.NextScheduleTime != nil {
+		t.Fatalf("next time set for an invalid schedule")
+	}
+}

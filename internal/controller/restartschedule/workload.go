@@ -1,0 +1,238 @@
+package restartschedule
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Workload kinds a RestartSchedule can restart.
+const (
+	kindDeployment  = "Deployment"
+	kindStatefulSet = "StatefulSet"
+	kindDaemonSet   = "DaemonSet"
+)
+
+var workloadKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet}
+
+// newWorkload returns an empty object of the workload kind.
+func newWorkload(kind string) (client.Object, error) {
+	switch kind {
+	case kindDeployment:
+		return &appsv1.Deployment{}, nil
+	case kindStatefulSet:
+		return &appsv1.StatefulSet{}, nil
+	case kindDaemonSet:
+		return &appsv1.DaemonSet{}, nil
+	}
+	return nil, fmt.Errorf("unsupported workload kind %q", kind)
+}
+
+// workloadKey is "Kind/name", the form used in history entries and indexes.
+func workloadKey(kind, name string) string { return kind + "/" + name }
+
+// kindOf returns the workload kind of a typed object.
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		return kindDeployment
+	case *appsv1.StatefulSet:
+		return kindStatefulSet
+	case *appsv1.DaemonSet:
+		return kindDaemonSet
+	}
+	return ""
+}
+
+// template returns the workload's pod template.
+func template(obj client.Object) *corev1.PodTemplateSpec {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	case *appsv1.DaemonSet:
+		return &w.Spec.Template
+	}
+	return nil
+}
+
+// restartedAt is the workload's current restarted-at template annotation.
+func restartedAt(obj client.Object) string {
+	if t := template(obj); t != nil {
+		return t.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
+	}
+	return ""
+}
+
+// listTargets returns the workloads a RestartSchedule selects, sorted by
+// kind then name so that runs restart them in a stable order.
+func listTargets(ctx context.Context, c client.Reader, rs *deckhandv1alpha1.RestartSchedule) ([]deckhandv1alpha1.RestartWorkloadReference, error) {
+	t := rs.Spec.Target
+	if t.TargetRef != nil {
+		return []deckhandv1alpha1.RestartWorkloadReference{*t.TargetRef}, nil
+	}
+	if t.Selector == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(t.Selector)
+	if err != nil {
+		return nil, err
+	}
+	var refs []deckhandv1alpha1.RestartWorkloadReference
+	opts := []client.ListOption{client.InNamespace(rs.Namespace), client.MatchingLabelsSelector{Selector: sel}}
+	var deps appsv1.DeploymentList
+	if err := c.List(ctx, &deps, opts...); err != nil {
+		return nil, err
+	}
+	for _, d := range deps.Items {
+		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindDeployment, Name: d.Name})
+	}
+	var stss appsv1.StatefulSetList
+	if err := c.List(ctx, &stss, opts...); err != nil {
+		return nil, err
+	}
+	for _, s := range stss.Items {
+		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindStatefulSet, Name: s.Name})
+	}
+	var dss appsv1.DaemonSetList
+	if err := c.List(ctx, &dss, opts...); err != nil {
+		return nil, err
+	}
+	for _, d := range dss.Items {
+		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindDaemonSet, Name: d.Name})
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].Kind != refs[j].Kind {
+			return refs[i].Kind < refs[j].Kind
+		}
+		return refs[i].Name < refs[j].Name
+	})
+	return refs, nil
+}
+
+// skipReason says why a workload must not be restarted, or "".
+func skipReason(obj client.Object) string {
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		if w.Spec.Paused {
+			return "Deployment is paused: a restart would not roll out until it is resumed"
+		}
+	case *appsv1.StatefulSet:
+		if w.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType {
+			return "StatefulSet uses the OnDelete update strategy: a restart would not replace its pods"
+		}
+	case *appsv1.DaemonSet:
+		if w.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+			return "DaemonSet uses the OnDelete update strategy: a restart would not replace its pods"
+		}
+	}
+	return ""
+}
+
+// restartPatch sets only the restarted-at pod-template annotation. A JSON
+// merge patch touches nothing else, and sent with Deckhand's field manager
+// it records Deckhand as the owner of that one field (as an Update entry,
+// separate from any server-side apply entries, so that a later apply of the
+// pod template by any manager that does not list the annotation leaves it
+// alone).
+func restartPatch(slot time.Time) client.Patch {
+	body, _ := json.Marshal(map[string]any{
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{deckhandv1alpha1.RestartedAtAnnotation: formatSlot(slot)},
+		}}},
+	})
+	return client.RawPatch(types.MergePatchType, body)
+}
+
+// formatSlot is the annotation value of a slot.
+func formatSlot(slot time.Time) string { return slot.UTC().Format(time.RFC3339) }
+
+// rolloutState is the outcome of a `kubectl rollout status` check.
+type rolloutState int
+
+const (
+	rolloutInProgress rolloutState = iota
+	rolloutComplete
+	rolloutFailed
+)
+
+// rolloutStatus applies `kubectl rollout status` rules to a workload. minGen
+// is the generation the restart produced: until the workload's controller
+// has observed it, the rollout has not even started (this also guards
+// against a stale cache that has not yet seen the patch).
+func rolloutStatus(obj client.Object, minGen int64) (rolloutState, string) {
+	if obj.GetGeneration() < minGen {
+		return rolloutInProgress, "waiting for the restart to reach the cache"
+	}
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		if w.Status.ObservedGeneration < w.Generation {
+			return rolloutInProgress, "waiting for the Deployment spec update to be observed"
+		}
+		for _, c := range w.Status.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
+				return rolloutFailed, fmt.Sprintf("Deployment exceeded its progress deadline: %s", c.Message)
+			}
+		}
+		want := int32(1)
+		if w.Spec.Replicas != nil {
+			want = *w.Spec.Replicas
+		}
+		s := w.Status
+		switch {
+		case s.UpdatedReplicas < want:
+			return rolloutInProgress, fmt.Sprintf("%d of %d new replicas have been updated", s.UpdatedReplicas, want)
+		case s.Replicas > s.UpdatedReplicas:
+			return rolloutInProgress, fmt.Sprintf("%d old replicas are pending termination", s.Replicas-s.UpdatedReplicas)
+		case s.AvailableReplicas < s.UpdatedReplicas:
+			return rolloutInProgress, fmt.Sprintf("%d of %d updated replicas are available", s.AvailableReplicas, s.UpdatedReplicas)
+		}
+		return rolloutComplete, fmt.Sprintf("Deployment rolled out: %d replicas updated and available", s.UpdatedReplicas)
+	case *appsv1.StatefulSet:
+		s := w.Status
+		if s.ObservedGeneration == 0 || s.ObservedGeneration < w.Generation {
+			return rolloutInProgress, "waiting for the StatefulSet spec update to be observed"
+		}
+		want := int32(1)
+		if w.Spec.Replicas != nil {
+			want = *w.Spec.Replicas
+		}
+		if s.ReadyReplicas < want {
+			return rolloutInProgress, fmt.Sprintf("%d of %d pods are ready", s.ReadyReplicas, want)
+		}
+		if ru := w.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
+			if s.UpdatedReplicas < want-*ru.Partition {
+				return rolloutInProgress, fmt.Sprintf("%d of %d pods above the partition are updated", s.UpdatedReplicas, want-*ru.Partition)
+			}
+			return rolloutComplete, fmt.Sprintf("partitioned StatefulSet rolled out: %d pods updated", s.UpdatedReplicas)
+		}
+		if s.UpdateRevision != s.CurrentRevision {
+			return rolloutInProgress, fmt.Sprintf("%d of %d pods are updated", s.UpdatedReplicas, want)
+		}
+		return rolloutComplete, fmt.Sprintf("StatefulSet rolled out: %d pods at revision %s", s.ReadyReplicas, s.UpdateRevision)
+	case *appsv1.DaemonSet:
+		s := w.Status
+		if s.ObservedGeneration < w.Generation {
+			return rolloutInProgress, "waiting for the DaemonSet spec update to be observed"
+		}
+		if s.UpdatedNumberScheduled < s.DesiredNumberScheduled {
+			return rolloutInProgress, fmt.Sprintf("%d of %d updated pods are scheduled", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
+		}
+		if s.NumberAvailable < s.DesiredNumberScheduled {
+			return rolloutInProgress, fmt.Sprintf("%d of %d updated pods are available", s.NumberAvailable, s.DesiredNumberScheduled)
+		}
+		return rolloutComplete, fmt.Sprintf("DaemonSet rolled out: %d pods updated and available", s.NumberAvailable)
+	}
+	return rolloutFailed, "unsupported workload kind"
+}

@@ -1,0 +1,133 @@
+// Package restartschedule validates RestartSchedules at admission: cron
+// syntax and schedules that never fire (with the cron parser's message),
+// IANA time zones, the target, and positive durations and limits. Defaults
+// come from the CRD schema, so there is no mutating webhook.
+package restartschedule
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/cronschedule"
+)
+
+// failurePolicy=fail: cron syntax, "never fires" and time zones can only be
+// checked here (not in CEL), and an object that slipped through would only
+// be reported later as InvalidSchedule. The webhook is served by every
+// manager replica, and when no replica runs, no schedule runs either, so
+// refusing writes meanwhile costs little.
+//
+// +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-restartschedule,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=restartschedules,verbs=create;update,versions=v1alpha1,name=vrestartschedule.apps.deckhand.dev,admissionReviewVersions=v1
+
+// SetupWebhookWithManager registers the RestartSchedule validating webhook.
+func SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.RestartSchedule{}).
+		WithValidator(&Validator{}).
+		Complete()
+}
+
+// Validator validates RestartSchedules.
+type Validator struct {
+	// Now tells the time for the "never fires" check; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ admission.Validator[*deckhandv1alpha1.RestartSchedule] = &Validator{}
+
+var groupKind = deckhandv1alpha1.GroupVersion.WithKind("RestartSchedule").GroupKind()
+
+// ValidateCreate validates a new RestartSchedule.
+func (v *Validator) ValidateCreate(_ context.Context, rs *deckhandv1alpha1.RestartSchedule) (admission.Warnings, error) {
+	return nil, v.result(rs, v.validate(nil, rs))
+}
+
+// ValidateUpdate validates a changed RestartSchedule.
+func (v *Validator) ValidateUpdate(_ context.Context, old, rs *deckhandv1alpha1.RestartSchedule) (admission.Warnings, error) {
+	return nil, v.result(rs, v.validate(old, rs))
+}
+
+// ValidateDelete allows every deletion.
+func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.RestartSchedule) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *Validator) result(rs *deckhandv1alpha1.RestartSchedule, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(groupKind, rs.Name, errs)
+}
+
+func (v *Validator) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
+}
+
+// validate checks rs; old is nil on create. A schedule or time zone that
+// is unchanged by an update is not re-checked, so that an object accepted
+// earlier can always be edited otherwise (or deleted by its owner).
+func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	s := rs.Spec
+
+	if old == nil || old.Spec.Schedule != s.Schedule {
+		if _, err := cronschedule.ParseSchedule(s.Schedule, v.now()); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, err.Error()))
+		}
+	}
+	if old == nil || old.Spec.TimeZone != s.TimeZone {
+		if _, err := cronschedule.LoadLocation(s.TimeZone); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("timeZone"), s.TimeZone, err.Error()))
+		}
+	}
+
+	target := spec.Child("target")
+	switch t := s.Target; {
+	case t.TargetRef != nil && t.Selector != nil:
+		errs = append(errs, field.Invalid(target, "targetRef and selector", "exactly one of targetRef or selector must be set"))
+	case t.TargetRef == nil && t.Selector == nil:
+		errs = append(errs, field.Required(target, "exactly one of targetRef or selector must be set"))
+	case t.TargetRef != nil:
+		ref := target.Child("targetRef")
+		switch t.TargetRef.Kind {
+		case "Deployment", "StatefulSet", "DaemonSet":
+		default:
+			errs = append(errs, field.NotSupported(ref.Child("kind"), t.TargetRef.Kind, []string{"Deployment", "StatefulSet", "DaemonSet"}))
+		}
+		if t.TargetRef.Name == "" {
+			errs = append(errs, field.Required(ref.Child("name"), "the workload's name"))
+		}
+	default:
+		if _, err := metav1.LabelSelectorAsSelector(t.Selector); err != nil {
+			errs = append(errs, field.Invalid(target.Child("selector"), t.Selector, err.Error()))
+		}
+	}
+
+	if d := s.StartingDeadlineSeconds; d != nil && *d < 1 {
+		errs = append(errs, field.Invalid(spec.Child("startingDeadlineSeconds"), *d, "must be a positive number of seconds"))
+	}
+	if s.MaxConcurrent < 1 {
+		errs = append(errs, field.Invalid(spec.Child("maxConcurrent"), s.MaxConcurrent, "must be at least 1"))
+	}
+	if s.RolloutTimeout != nil && s.RolloutTimeout.Duration <= 0 {
+		errs = append(errs, field.Invalid(spec.Child("rolloutTimeout"), s.RolloutTimeout.Duration.String(), "must be a positive duration"))
+	}
+	if s.HistoryLimit < 1 || s.HistoryLimit > 100 {
+		errs = append(errs, field.Invalid(spec.Child("historyLimit"), s.HistoryLimit, fmt.Sprintf("must be between 1 and %d", 100)))
+	}
+	if p := s.ConcurrencyPolicy; p != deckhandv1alpha1.RestartForbid && p != deckhandv1alpha1.RestartReplace {
+		errs = append(errs, field.NotSupported(spec.Child("concurrencyPolicy"), p, []string{string(deckhandv1alpha1.RestartForbid), string(deckhandv1alpha1.RestartReplace)}))
+	}
+	return errs
+}
