@@ -1,0 +1,357 @@
+package podset_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// TestScaleUpAndDown scales 0 -> 50 -> 5 -> 0 and checks every status field
+// at each step, including podNames against the pods that really exist.
+func TestScaleUpAndDown(t *testing.T) {
+	ns := env.Namespace(t)
+	ps := newPodSet(ns, "web", 0)
+	mustCreate(t, ps)
+	for _, n := range []int32{0, 50, 5, 0} {
+		setReplicas(t, ps, n)
+		cur := waitConverged(t, ps, n, 2*time.Minute)
+		pods, err := ownedPods(ctxT(t), cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := cur.Status
+		want := activeNames(pods)
+		if !slices.Equal(st.PodNames, want) || !sort.StringsAreSorted(st.PodNames) {
+			t.Fatalf("replicas %d: status.podNames = %v, want the sorted names of the owned pods %v", n, st.PodNames, want)
+		}
+		if st.FullyLabeledReplicas != n {
+			t.Errorf("replicas %d: fullyLabeledReplicas = %d", n, st.FullyLabeledReplicas)
+		}
+		if st.Selector != "app=web" {
+			t.Errorf("status.selector = %q, want app=web", st.Selector)
+		}
+		if st.UpdateRevision == "" || st.CurrentRevision != st.UpdateRevision {
+			t.Errorf("revisions: current %q update %q", st.CurrentRevision, st.UpdateRevision)
+		}
+		if c := findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("replicas %d: Available condition = %+v", n, c)
+		}
+		if c := findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil {
+			t.Errorf("replicas %d: unexpected ReplicaFailure %+v", n, c)
+		}
+		for _, p := range pods {
+			if !strings.HasPrefix(p.Name, "web-") || p.Labels[deckhandv1alpha1.PodSetRevisionLabel] != st.UpdateRevision {
+				t.Fatalf("pod %s: want name web-<suffix> and revision label %s, labels %v", p.Name, st.UpdateRevision, p.Labels)
+			}
+			ref := metav1.GetControllerOf(&p)
+			if ref == nil || !ptr.Deref(ref.BlockOwnerDeletion, false) || ref.Kind != "PodSet" {
+				t.Fatalf("pod %s: controller reference %+v", p.Name, ref)
+			}
+		}
+	}
+	// Events on the PodSet: creates and deletes.
+	eventually(t, 30*time.Second, "SuccessfulCreate and SuccessfulDelete events", func(ctx context.Context) (bool, string, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, "", err
+		}
+		reasons := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "PodSet" && e.Regarding.Name == "web" {
+				reasons[e.Reason] = true
+			}
+		}
+		return reasons["SuccessfulCreate"] && reasons["SuccessfulDelete"], fmt.Sprint(reasons), nil
+	})
+}
+
+// podWatch records, from a watch over the whole run, the largest number of
+// active pods and every pod UID ever seen in a namespace.
+type podWatch struct {
+	mu        sync.Mutex
+	active    map[types.UID]bool
+	seen      map[types.UID]bool
+	maxActive int
+	stop      func()
+	done      chan struct{}
+}
+
+func watchPods(t *testing.T, ns string) *podWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := &podWatch{active: map[types.UID]bool{}, seen: map[types.UID]bool{}, done: make(chan struct{})}
+	pw.stop = func() { cancel(); w.Stop(); <-pw.done }
+	go func() {
+		defer close(pw.done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			pw.mu.Lock()
+			pw.seen[p.UID] = true
+			if ev.Type == watch.Deleted || p.DeletionTimestamp != nil ||
+				p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				delete(pw.active, p.UID)
+			} else {
+				pw.active[p.UID] = true
+			}
+			pw.maxActive = max(pw.maxActive, len(pw.active))
+			pw.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-pw.done:
+		default:
+			pw.stop()
+		}
+	})
+	return pw
+}
+
+// TestBurstNeverOvershoots scales to 100 and restarts the manager in the
+// middle: the new manager starts with empty expectations and a fresh cache,
+// the old one may have had creates in flight. A watch over the whole run
+// must never see more than 100 active pods, and exactly 100 pods must ever
+// have been created (no duplicate created and then deleted).
+func TestBurstNeverOvershoots(t *testing.T) {
+	ns := env.Namespace(t)
+	pw := watchPods(t, ns)
+	ps := newPodSet(ns, "burst", 100)
+	mustCreate(t, ps)
+
+	eventually(t, time.Minute, "some pods exist before the restart", func(ctx context.Context) (bool, string, error) {
+		pods, err := ownedPods(ctx, ps)
+		return len(pods) >= 7, fmt.Sprintf("%d pods", len(pods)), err
+	})
+	env.StopManager()
+	if _, err := env.StartManager(); err != nil {
+		t.Fatalf("restarting the manager: %v", err)
+	}
+	waitConverged(t, ps, 100, 3*time.Minute)
+	pw.stop()
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	if pw.maxActive > 100 {
+		t.Fatalf("the watch saw %d active pods at once, want at most 100", pw.maxActive)
+	}
+	if len(pw.seen) != 100 {
+		t.Fatalf("the watch saw %d distinct pods, want exactly 100 (no duplicate creates)", len(pw.seen))
+	}
+}
+
+// TestDeletionOrder adopts five hand-made pods and scales down one at a
+// time: the unscheduled pod goes first, then the not-ready one, then by
+// pod-deletion-cost.
+func TestDeletionOrder(t *testing.T) {
+	ns := env.Namespace(t)
+	mk := func(name string, mut func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "order", "tier": "test"}},
+			Spec: corev1.PodSpec{
+				Containers:                    []corev1.Container{{Name: "main", Image: pauseImage}},
+				TerminationGracePeriodSeconds: ptr.To[int64](0),
+			},
+		}
+		if mut != nil {
+			mut(p)
+		}
+		mustCreate(t, p)
+		return p
+	}
+	mk("gated", func(p *corev1.Pod) {
+		// A scheduling gate keeps it unscheduled.
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/hold"}}
+	})
+	mk("notready", nil)
+	mk("cheap", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{deckhandv1alpha1.PodDeletionCostAnnotation: "-100"}
+	})
+	mk("plain", nil)
+	mk("precious", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{deckhandv1alpha1.PodDeletionCostAnnotation: "100"}
+	})
+	// kwok makes the scheduled pods Ready; then the test, acting as the
+	// kubelet, marks "notready" not Ready (kwok only touches Pending pods).
+	eventually(t, time.Minute, "four scheduled pods Ready", func(ctx context.Context) (bool, string, error) {
+		n := 0
+		for _, name := range []string{"notready", "cheap", "plain", "precious"} {
+			var p corev1.Pod
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
+				return false, "", err
+			}
+			if isReady(&p) {
+				n++
+			}
+		}
+		return n == 4, fmt.Sprintf("%d ready", n), nil
+	})
+	var nr corev1.Pod
+	if err := env.Client.Get(ctxT(t), client.ObjectKey{Namespace: ns, Name: "notready"}, &nr); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nr.Status.Conditions {
+		if nr.Status.Conditions[i].Type == corev1.PodReady {
+			nr.Status.Conditions[i].Status = corev1.ConditionFalse
+		}
+	}
+	if err := env.Client.Status().Update(ctxT(t), &nr); err != nil {
+		t.Fatal(err)
+	}
+
+	ps := newPodSet(ns, "order", 5, onDelete)
+	mustCreate(t, ps)
+	eventually(t, time.Minute, "all five pods adopted", func(ctx context.Context) (bool, string, error) {
+		pods, err := ownedPods(ctx, ps)
+		return len(pods) == 5, fmt.Sprint(activeNames(pods)), err
+	})
+	remaining := []string{"cheap", "gated", "notready", "plain", "precious"}
+	for i, victim := range []string{"gated", "notready", "cheap", "plain"} {
+		n := int32(4 - i)
+		setReplicas(t, ps, n)
+		remaining = slices.DeleteFunc(remaining, func(s string) bool { return s == victim })
+		eventually(t, time.Minute, fmt.Sprintf("scale to %d deletes %s", n, victim), func(ctx context.Context) (bool, string, error) {
+			pods, err := ownedPods(ctx, ps)
+			if err != nil {
+				return false, "", err
+			}
+			got := activeNames(pods)
+			return slices.Equal(got, remaining), fmt.Sprintf("active %v, want %v", got, remaining), nil
+		})
+	}
+}
+
+// TestAdoptionAndRelease: matching orphans are adopted (and only they),
+// a pod relabelled out of the selector is released and replaced.
+func TestAdoptionAndRelease(t *testing.T) {
+	ns := env.Namespace(t)
+	orphan := func(name, app string) {
+		mustCreate(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: pauseImage}}, TerminationGracePeriodSeconds: ptr.To[int64](0)},
+		})
+	}
+	orphan("orphan-1", "adopt")
+	orphan("orphan-2", "adopt")
+	orphan("stranger", "other")
+
+	ps := newPodSet(ns, "adopt", 3, onDelete)
+	mustCreate(t, ps)
+	cur := waitConverged(t, ps, 3, 2*time.Minute)
+	pods, err := ownedPods(ctxT(t), cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := activeNames(pods)
+	if !slices.Contains(names, "orphan-1") || !slices.Contains(names, "orphan-2") || slices.Contains(names, "stranger") {
+		t.Fatalf("owned pods %v: want both orphans adopted and the stranger left alone", names)
+	}
+	for _, p := range pods {
+		ref := metav1.GetControllerOf(&p)
+		if ref == nil || ref.UID != cur.UID || !ptr.Deref(ref.BlockOwnerDeletion, false) {
+			t.Fatalf("pod %s: owner reference %+v", p.Name, ref)
+		}
+	}
+
+	// Release: orphan-1 stops matching.
+	if err := env.Client.Patch(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-1"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"gone"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "orphan-1 released and replaced", func(ctx context.Context) (bool, string, error) {
+		var p corev1.Pod
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orphan-1"}, &p); err != nil {
+			return false, "", err
+		}
+		pods, err := ownedPods(ctx, cur)
+		if err != nil {
+			return false, "", err
+		}
+		ref := metav1.GetControllerOf(&p)
+		names := activeNames(pods)
+		return ref == nil && len(names) == 3 && !slices.Contains(names, "orphan-1"),
+			fmt.Sprintf("orphan-1 controller %v, owned %v", ref, names), nil
+	})
+}
+
+// TestGarbageCollection: deleting the PodSet removes its pods through the
+// garbage collector (no finalizer involved).
+func TestGarbageCollection(t *testing.T) {
+	ns := env.Namespace(t)
+	ps := newPodSet(ns, "gc", 3)
+	mustCreate(t, ps)
+	cur := waitConverged(t, ps, 3, 2*time.Minute)
+	if len(cur.Finalizers) != 0 {
+		t.Fatalf("PodSet has finalizers %v, want none", cur.Finalizers)
+	}
+	if err := env.Client.Delete(ctxT(t), cur); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, "the garbage collector removes the pods", func(ctx context.Context) (bool, string, error) {
+		var list corev1.PodList
+		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, "", err
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%d pods left", len(list.Items)), nil
+	})
+}
+
+// TestScaleSubresource drives replicas through /scale, as kubectl scale and
+// the HorizontalPodAutoscaler do.
+func TestScaleSubresource(t *testing.T) {
+	ns := env.Namespace(t)
+	ps := newPodSet(ns, "scaled", 2)
+	mustCreate(t, ps)
+	waitConverged(t, ps, 2, time.Minute)
+
+	scale := &autoscalingv1.Scale{}
+	if err := env.Client.SubResource("scale").Get(ctxT(t), ps, scale); err != nil {
+		t.Fatalf("GET /scale: %v", err)
+	}
+	if scale.Spec.Replicas != 2 || scale.Status.Replicas != 2 || scale.Status.Selector != "app=scaled" {
+		t.Fatalf("scale = %+v, want spec 2, status 2, selector app=scaled", scale)
+	}
+	scale.Spec.Replicas = 4
+	if err := env.Client.SubResource("scale").Update(ctxT(t), ps, client.WithSubResourceBody(scale)); err != nil {
+		t.Fatalf("PUT /scale: %v", err)
+	}
+	cur := waitConverged(t, ps, 4, time.Minute)
+	if *cur.Spec.Replicas != 4 {
+		t.Fatalf("spec.replicas = %d after /scale", *cur.Spec.Replicas)
+	}
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+var _ = apierrors.IsNotFound
+var _ = intstr.FromInt32

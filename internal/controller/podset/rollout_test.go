@@ -1,0 +1,274 @@
+package podset_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// rolloutWatch follows every pod of a namespace from a watch and records
+// the worst moments of a rollout: the most pods at once (terminating ones
+// included) and the most unavailable, where unavailable = desired minus the
+// pods that are not terminating, Ready, and run the image their spec asks
+// for (a pod whose image was just patched is about to restart).
+type rolloutWatch struct {
+	mu             sync.Mutex
+	pods           map[types.UID]*corev1.Pod
+	desired        int
+	maxPods        int
+	maxUnavailable int
+	stop           func()
+	done           chan struct{}
+}
+
+func runningSpecImages(p *corev1.Pod) bool {
+	status := map[string]string{}
+	for _, cs := range p.Status.ContainerStatuses {
+		status[cs.Name] = cs.Image
+	}
+	for _, c := range p.Spec.Containers {
+		if status[c.Name] != c.Image {
+			return false
+		}
+	}
+	return true
+}
+
+func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
+	t.Helper()
+	var list corev1.PodList
+	if err := env.Client.List(ctxT(t), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := &rolloutWatch{pods: map[types.UID]*corev1.Pod{}, desired: desired, done: make(chan struct{})}
+	for i := range list.Items {
+		rw.pods[list.Items[i].UID] = &list.Items[i]
+	}
+	rw.stop = func() { cancel(); w.Stop(); <-rw.done }
+	go func() {
+		defer close(rw.done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			rw.mu.Lock()
+			if ev.Type == watch.Deleted {
+				delete(rw.pods, p.UID)
+			} else {
+				rw.pods[p.UID] = p
+			}
+			available := 0
+			for _, q := range rw.pods {
+				if q.DeletionTimestamp == nil && isReady(q) && runningSpecImages(q) {
+					available++
+				}
+			}
+			rw.maxPods = max(rw.maxPods, len(rw.pods))
+			rw.maxUnavailable = max(rw.maxUnavailable, rw.desired-available)
+			rw.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-rw.done:
+		default:
+			rw.stop()
+		}
+	})
+	return rw
+}
+
+// fakeImageKubelet acts as the kubelet for in-place image updates, which
+// kwok does not simulate: when a running pod's spec asks for an image its
+// status does not report, it first marks the pod not Ready (the container
+// is being restarted), then reports the new image and Ready again.
+func fakeImageKubelet(t *testing.T, ns string) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var list corev1.PodList
+			if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err == nil {
+				for i := range list.Items {
+					p := &list.Items[i]
+					if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || runningSpecImages(p) {
+						continue
+					}
+					now := metav1.Now()
+					if isReady(p) {
+						setReady(p, corev1.ConditionFalse, now)
+					} else {
+						images := map[string]string{}
+						for _, c := range p.Spec.Containers {
+							images[c.Name] = c.Image
+						}
+						for j := range p.Status.ContainerStatuses {
+							cs := &p.Status.ContainerStatuses[j]
+							cs.Image = images[cs.Name]
+							cs.RestartCount++
+						}
+						setReady(p, corev1.ConditionTrue, now)
+					}
+					_ = env.Client.Status().Update(ctx, p) // a conflict is retried next round
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(150 * time.Millisecond):
+			}
+		}
+	}()
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
+}
+
+func setReady(p *corev1.Pod, s corev1.ConditionStatus, now metav1.Time) {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+			c.Status = s
+			c.LastTransitionTime = now
+		}
+	}
+}
+
+// TestRollingUpdate rolls 20 pods with maxUnavailable 2 / maxSurge 0, first
+// by recreating them (an env change), then in place (an image change), and
+// checks from a watch that never more than 2 pods were unavailable and
+// never more than 20 pods existed; the in-place update keeps every pod's
+// name and UID.
+func TestRollingUpdate(t *testing.T) {
+	ns := env.Namespace(t)
+	const replicas = 20
+	ps := newPodSet(ns, "roll", replicas, func(ps *deckhandv1alpha1.PodSet) {
+		ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(2))
+		ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+	})
+	mustCreate(t, ps)
+	before := waitConverged(t, ps, replicas, 2*time.Minute)
+	fakeImageKubelet(t, ns)
+
+	// 1. A change that needs new pods.
+	rw := watchRollout(t, ns, replicas)
+	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"` + pauseImage + `","env":[{"name":"V","value":"2"}]}]}}}}`
+	if err := env.Client.Patch(ctxT(t), before, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	mid := waitRolledOut(t, ps, replicas)
+	if mid.Status.UpdateRevision == before.Status.UpdateRevision {
+		t.Fatal("the env change did not change the revision")
+	}
+	pods, err := ownedPods(ctxT(t), mid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldNames := activeNames(mustOwned(t, before))
+	for _, p := range pods {
+		if slices.Contains(oldNames, p.Name) {
+			t.Fatalf("pod %s survived a non-image template change; it should have been recreated", p.Name)
+		}
+	}
+	rw.stop()
+	checkRollout(t, "recreate", rw, replicas, 2, 0)
+
+	// 2. An image-only change: in place.
+	uids := map[string]types.UID{}
+	for _, p := range pods {
+		uids[p.Name] = p.UID
+	}
+	rw = watchRollout(t, ns, replicas)
+	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9","env":[{"name":"V","value":"2"}]}]}}}}`
+	if err := env.Client.Patch(ctxT(t), mid, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	after := waitRolledOut(t, ps, replicas)
+	pods = mustOwned(t, after)
+	for _, p := range pods {
+		if uid, ok := uids[p.Name]; !ok || uid != p.UID {
+			t.Fatalf("pod %s (uid %s) is new: an image-only change must keep pod names and UIDs", p.Name, p.UID)
+		}
+		if p.Spec.Containers[0].Image != "registry.k8s.io/pause:3.9" || p.Labels[deckhandv1alpha1.PodSetRevisionLabel] != after.Status.UpdateRevision {
+			t.Fatalf("pod %s: image %s, revision %s", p.Name, p.Spec.Containers[0].Image, p.Labels[deckhandv1alpha1.PodSetRevisionLabel])
+		}
+	}
+	rw.stop()
+	checkRollout(t, "in place", rw, replicas, 2, 0)
+	if after.Status.CurrentRevision != after.Status.UpdateRevision {
+		t.Fatalf("currentRevision %s, updateRevision %s after the rollout", after.Status.CurrentRevision, after.Status.UpdateRevision)
+	}
+}
+
+func mustOwned(t *testing.T, ps *deckhandv1alpha1.PodSet) []corev1.Pod {
+	t.Helper()
+	pods, err := ownedPods(ctxT(t), ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// waitRolledOut waits until every pod is on the new revision, running its
+// spec's images, and Ready.
+func waitRolledOut(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	cur := &deckhandv1alpha1.PodSet{}
+	eventually(t, 3*time.Minute, "the rollout completes", func(ctx context.Context) (bool, string, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+			return false, "", err
+		}
+		if cur.Status.ObservedGeneration != cur.Generation {
+			return false, "status not observed", nil
+		}
+		pods, err := ownedPods(ctx, cur)
+		if err != nil {
+			return false, "", err
+		}
+		good := 0
+		for i := range pods {
+			p := &pods[i]
+			if p.DeletionTimestamp == nil && isReady(p) && runningSpecImages(p) &&
+				p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == cur.Status.UpdateRevision {
+				good++
+			}
+		}
+		st := cur.Status
+		return len(pods) == int(n) && good == int(n) && st.UpdatedReplicas == n && st.AvailableReplicas == n,
+			fmt.Sprintf("pods %d, updated+ready %d, status updated %d available %d", len(pods), good, st.UpdatedReplicas, st.AvailableReplicas), nil
+	})
+	return cur
+}
+
+func checkRollout(t *testing.T, what string, rw *rolloutWatch, replicas, maxUnavailable, maxSurge int) {
+	t.Helper()
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	t.Logf("%s rollout: at most %d pods, at most %d unavailable", what, rw.maxPods, rw.maxUnavailable)
+	if rw.maxUnavailable > maxUnavailable {
+		t.Errorf("%s rollout: %d pods unavailable at once, want at most %d", what, rw.maxUnavailable, maxUnavailable)
+	}
+	if rw.maxPods > replicas+maxSurge {
+		t.Errorf("%s rollout: %d pods at once, want at most %d", what, rw.maxPods, replicas+maxSurge)
+	}
+	if rw.maxUnavailable == 0 {
+		t.Errorf("%s rollout: no pod was ever unavailable; the watch saw no rollout", what)
+	}
+}

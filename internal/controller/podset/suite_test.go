@@ -1,0 +1,184 @@
+package podset_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
+)
+
+// env is a full local cluster: kube-apiserver, etcd, kube-controller-manager
+// (garbage collector), kube-scheduler and kwok, whose fake node makes
+// scheduled pods Running and Ready. The PodSet controller and webhook run
+// in an in-process manager that tests can restart.
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, testenv.Options{
+		Full: true,
+		Setup: func(mgr ctrl.Manager) error {
+			if err := (&podset.Reconciler{}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return podsetwebhook.SetupWebhookWithManager(mgr)
+		},
+	}))
+}
+
+const pauseImage = "registry.k8s.io/pause:3.10"
+
+// newPodSet returns a PodSet selecting app=<name>.
+func newPodSet(ns, name string, replicas int32, mut ...func(*deckhandv1alpha1.PodSet)) *deckhandv1alpha1.PodSet {
+	ps := &deckhandv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: deckhandv1alpha1.PodSetSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name, "tier": "test"}},
+				Spec: corev1.PodSpec{
+					Containers:                    []corev1.Container{{Name: "main", Image: pauseImage}},
+					TerminationGracePeriodSeconds: ptr.To[int64](0),
+				},
+			},
+		},
+	}
+	for _, m := range mut {
+		m(ps)
+	}
+	return ps
+}
+
+func onDelete(ps *deckhandv1alpha1.PodSet) {
+	ps.Spec.UpdateStrategy.Type = deckhandv1alpha1.OnDeletePodSetStrategyType
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustCreate(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(ctxT(t), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// ownedPods lists the pods whose controller is ps (active and terminating).
+func ownedPods(ctx context.Context, ps *deckhandv1alpha1.PodSet) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := env.Client.List(ctx, &list, client.InNamespace(ps.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == ps.UID {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func activeNames(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// waitConverged waits until ps has exactly n owned pods, all Ready, and a
+// status that says so for the current generation; it returns the PodSet.
+func waitConverged(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32, timeout time.Duration) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	cur := &deckhandv1alpha1.PodSet{}
+	eventually(t, timeout, fmt.Sprintf("PodSet %s converges on %d ready pods", ps.Name, n), func(ctx context.Context) (bool, string, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+			return false, "", err
+		}
+		pods, err := ownedPods(ctx, cur)
+		if err != nil {
+			return false, "", err
+		}
+		ready := 0
+		for i := range pods {
+			if pods[i].DeletionTimestamp == nil && isReady(&pods[i]) {
+				ready++
+			}
+		}
+		st := cur.Status
+		state := fmt.Sprintf("pods=%d ready=%d generation=%d status={replicas:%d ready:%d available:%d updated:%d terminating:%d observedGeneration:%d}",
+			len(pods), ready, cur.Generation, st.Replicas, st.ReadyReplicas, st.AvailableReplicas, st.UpdatedReplicas, st.TerminatingReplicas, st.ObservedGeneration)
+		return len(pods) == int(n) && ready == int(n) &&
+			st.ObservedGeneration == cur.Generation &&
+			st.Replicas == n && st.ReadyReplicas == n && st.AvailableReplicas == n &&
+			st.UpdatedReplicas == n && st.TerminatingReplicas == 0, state, nil
+	})
+	return cur
+}
+
+func setReplicas(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
+	t.Helper()
+	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+	if err := env.Client.Patch(ctxT(t), ps, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatalf("setting replicas to %d: %v", n, err)
+	}
+}
+
+func intOrStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// eventually polls cond every 100ms until it reports done, failing the test
+// after timeout with what and the last state cond described.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	var state string
+	var lastErr error
+	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		ok, s, err := cond(ctx)
+		if s != "" {
+			state = s
+		}
+		lastErr = err
+		if !ok && err == nil {
+			return false, fmt.Errorf("%s", state)
+		}
+		return ok, err
+	}, "%s", what)
+	_ = lastErr
+}

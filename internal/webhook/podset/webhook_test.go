@@ -1,0 +1,93 @@
+package podset
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+func valid() *deckhandv1alpha1.PodSet {
+	return &deckhandv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Spec: deckhandv1alpha1.PodSetSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
+			},
+		},
+	}
+}
+
+func TestValidate(t *testing.T) {
+	is := func(v intstr.IntOrString) *intstr.IntOrString { return &v }
+	cases := map[string]struct {
+		mut   func(ps *deckhandv1alpha1.PodSet)
+		old   func(ps *deckhandv1alpha1.PodSet)
+		field string // "" = valid
+	}{
+		"valid":          {},
+		"no selector":    {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Selector = nil }, field: "spec.selector"},
+		"empty selector": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Selector = &metav1.LabelSelector{} }, field: "spec.selector"},
+		"bad selector op": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}
+		}, field: "spec.selector.matchExpressions[0].operator"},
+		"selector mismatch": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists}}
+		}, field: "spec.template.metadata.labels"},
+		"negative replicas": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Replicas = ptr.To[int32](-1) }, field: "spec.replicas"},
+		"restart policy":    {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Template.Spec.RestartPolicy = "OnFailure" }, field: "spec.template.spec.restartPolicy"},
+		"active deadline":   {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Template.Spec.ActiveDeadlineSeconds = ptr.To[int64](5) }, field: "spec.template.spec.activeDeadlineSeconds"},
+		"no containers":     {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Template.Spec.Containers = nil }, field: "spec.template.spec.containers"},
+		"both zero": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("0%"))
+			ps.Spec.UpdateStrategy.MaxUnavailable = is(intstr.FromInt32(0))
+		}, field: "spec.updateStrategy.maxUnavailable"},
+		"zero surge only is fine": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromInt32(0)) }},
+		"bad percent":             {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("5 %")) }, field: "spec.updateStrategy.maxSurge"},
+		"surge over 100% is fine": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("200%")) }},
+		"unavailable over 100%": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.UpdateStrategy.MaxUnavailable = is(intstr.FromString("101%"))
+		}, field: "spec.updateStrategy.maxUnavailable"},
+		"negative partition": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Partition = ptr.To[int32](-2) }, field: "spec.updateStrategy.partition"},
+		"unknown type":       {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Blue" }, field: "spec.updateStrategy.type"},
+		"selector changed": {
+			old: func(ps *deckhandv1alpha1.PodSet) {
+				ps.Spec.Selector.MatchLabels = map[string]string{"app": "web", "x": "y"}
+				ps.Spec.Template.Labels["x"] = "y"
+			},
+			field: "spec.selector",
+		},
+		"replicas changed on update": {old: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Replicas = ptr.To[int32](9) }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ps := valid()
+			if tc.mut != nil {
+				tc.mut(ps)
+			}
+			var old *deckhandv1alpha1.PodSet
+			if tc.old != nil {
+				old = valid()
+				tc.old(old)
+			}
+			errs := validate(old, ps)
+			if tc.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("unexpected errors: %v", errs.ToAggregate())
+				}
+				return
+			}
+			if len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.field) {
+				t.Fatalf("errors %v do not name %s", errs.ToAggregate(), tc.field)
+			}
+		})
+	}
+}
