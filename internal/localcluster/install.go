@@ -1,0 +1,206 @@
+package localcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+)
+
+// ProtectedNamespaces are never sent to Deckhand's pod webhooks: the control
+// plane's and Deckhand's own, so that Deckhand can never block its own start.
+var ProtectedNamespaces = []string{"kube-system", "deckhand-system"}
+
+// InstallCRDs creates or updates every CustomResourceDefinition in dir and
+// waits until the API server serves them.
+func InstallCRDs(cfg *rest.Config, dir string) error {
+	_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{dir}, ErrorIfPathMissing: true})
+	return err
+}
+
+// LocalWebhooks are the webhook configurations of a manager that runs on
+// this host rather than behind a Service.
+type LocalWebhooks struct {
+	// ManifestPath is the generated webhook manifest (config/webhook/manifests.yaml).
+	ManifestPath string
+	// URL is the webhook server's base URL, e.g. https://127.0.0.1:9443.
+	URL string
+	// CABundle is the PEM CA the API server uses to verify the webhook server.
+	CABundle []byte
+	// Serves, if set, keeps only the webhooks whose path it returns true for,
+	// so that a manager running a subset of Deckhand never has the API server
+	// calling paths it does not serve.
+	Serves func(path string) bool
+}
+
+// Install rewrites every webhook's clientConfig from a Service reference to
+// URL+path with CABundle, keeps pod webhooks out of ProtectedNamespaces, and
+// creates or replaces the configurations.
+func (w LocalWebhooks) Install(ctx context.Context, cs kubernetes.Interface) error {
+	mutating, validating, err := w.Render()
+	if err != nil {
+		return err
+	}
+	for _, m := range mutating {
+		api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+		if err := api.Delete(ctx, m.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if _, err := api.Create(ctx, m, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating MutatingWebhookConfiguration %s: %w", m.Name, err)
+		}
+	}
+	for _, v := range validating {
+		api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+		if err := api.Delete(ctx, v.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if _, err := api.Create(ctx, v, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", v.Name, err)
+		}
+	}
+	return nil
+}
+
+// Render returns the rewritten configurations without installing them.
+func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfiguration, []*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+	data, err := os.ReadFile(w.ManifestPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
+	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, nil, err
+		}
+		switch meta.Kind {
+		case "MutatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
+				return nil, nil, err
+			}
+			kept := cfg.Webhooks[:0]
+			for _, h := range cfg.Webhooks {
+				if w.rewrite(&h.ClientConfig, h.Rules, &h.NamespaceSelector) {
+					kept = append(kept, h)
+				}
+			}
+			cfg.Webhooks = kept
+			if len(kept) > 0 {
+				mutating = append(mutating, cfg)
+			}
+		case "ValidatingWebhookConfiguration":
+			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
+				return nil, nil, err
+			}
+			kept := cfg.Webhooks[:0]
+			for _, h := range cfg.Webhooks {
+				if w.rewrite(&h.ClientConfig, h.Rules, &h.NamespaceSelector) {
+					kept = append(kept, h)
+				}
+			}
+			cfg.Webhooks = kept
+			if len(kept) > 0 {
+				validating = append(validating, cfg)
+			}
+		}
+	}
+	return mutating, validating, nil
+}
+
+// rewrite points cc at the local server and reports whether the webhook is served.
+func (w LocalWebhooks) rewrite(cc *admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations, nsSel **metav1.LabelSelector) bool {
+	path := "/"
+	if cc.Service != nil && cc.Service.Path != nil {
+		path = *cc.Service.Path
+	}
+	if w.Serves != nil && !w.Serves(path) {
+		return false
+	}
+	url := strings.TrimRight(w.URL, "/") + path
+	cc.Service = nil
+	cc.URL = &url
+	cc.CABundle = w.CABundle
+	if *nsSel == nil && coversPods(rules) {
+		*nsSel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: ProtectedNamespaces,
+		}}}
+	}
+	return true
+}
+
+func coversPods(rules []admissionregistrationv1.RuleWithOperations) bool {
+	for _, r := range rules {
+		for _, res := range r.Resources {
+			if res == "pods" || res == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ApplyManifests creates every object of the YAML files in paths (files or
+// directories, in name order) with server-side apply as fieldManager.
+func ApplyManifests(ctx context.Context, cfg *rest.Config, fieldManager string, paths ...string) error {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	sort.Strings(files)
+	applier, err := newApplier(cfg, fieldManager)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := applier.applyFile(ctx, f); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
+	return nil
+}

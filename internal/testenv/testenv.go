@@ -1,0 +1,403 @@
+// Package testenv runs a package's integration tests against a real local
+// control plane (internal/localcluster) with Deckhand's CRDs and webhooks
+// installed and an in-process manager that can be stopped and started again.
+//
+// One control plane serves a whole test package (started in TestMain); each
+// test works in a namespace of its own:
+//
+//	var env *testenv.Env
+//
+//	func TestMain(m *testing.M) {
+//		os.Exit(testenv.Run(m, &env, testenv.Options{
+//			Full:  true, // adds kube-controller-manager, kube-scheduler, kwok
+//			Setup: func(mgr ctrl.Manager) error { return (&podset.Reconciler{}).SetupWithManager(mgr) },
+//		}))
+//	}
+//
+//	func TestScale(t *testing.T) {
+//		ns := env.Namespace(t)
+//		...
+//	}
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/operator"
+)
+
+// SetupFunc registers controllers and webhooks with a manager.
+type SetupFunc func(mgr ctrl.Manager) error
+
+// Options configure a package's test environment.
+type Options struct {
+	// Full adds kube-controller-manager (Deployments, garbage collection),
+	// kube-scheduler and kwok with FakeNodes fake nodes (default 1), on
+	// which scheduled pods become Running and Ready.
+	Full      bool
+	FakeNodes int
+	// Setup registers what the in-process manager runs. Nil runs no manager.
+	// AllOfDeckhand registers everything, as the deckhand binary does.
+	Setup SetupFunc
+	// Cluster, if set, replaces the options derived from Full.
+	Cluster *localcluster.Options
+}
+
+// AllOfDeckhand registers every controller and webhook, exactly as the
+// deckhand binary does.
+func AllOfDeckhand(opts operator.Options) SetupFunc {
+	return func(mgr ctrl.Manager) error { return operator.Setup(mgr, opts) }
+}
+
+// Env is a running test environment.
+type Env struct {
+	Cluster *localcluster.Cluster
+	// Config is an admin client configuration without client-side rate limits.
+	Config *rest.Config
+	// Client is an uncached client whose scheme knows core and Deckhand types.
+	Client    client.Client
+	Clientset kubernetes.Interface
+	Scheme    *runtime.Scheme
+
+	// WebhookURL is where the API server sends admission requests
+	// (https://127.0.0.1:<port>); the same for every manager started.
+	WebhookURL string
+
+	setup       SetupFunc
+	webhookPort int
+	certDir     string
+	caPEM       []byte
+	logFile     *os.File
+
+	mu        sync.Mutex
+	manager   *Manager
+	installed bool
+}
+
+// Scheme returns a scheme with the core Kubernetes and Deckhand types.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(deckhandv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Run starts the environment, stores it in *env, runs the package's tests
+// and stops everything again. Use it as the body of TestMain. When a test
+// fails, the tail of every component's log (and the manager's) is printed.
+func Run(m *testing.M, env **Env, opts Options) int {
+	e, err := start(opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		return 1
+	}
+	*env = e
+
+	// A Ctrl-C or a `go test -timeout` still stops every process.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			e.stop()
+			os.Exit(1)
+		}
+	}()
+
+	code := m.Run()
+	signal.Stop(sigs)
+	close(sigs)
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "\n===== testenv: component logs (tests failed) =====\n%s\n", e.Cluster.Logs(60))
+	}
+	e.stop()
+	return code
+}
+
+func start(opts Options) (*Env, error) {
+	ctx := context.Background()
+	clusterOpts := localcluster.Options{}
+	if opts.Full {
+		n := opts.FakeNodes
+		if n == 0 {
+			n = 1
+		}
+		clusterOpts = localcluster.Full(n)
+	}
+	if opts.Cluster != nil {
+		clusterOpts = *opts.Cluster
+	}
+	cluster, err := localcluster.Start(ctx, clusterOpts)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Cluster: cluster, Config: cluster.Config, Scheme: Scheme(), setup: opts.Setup, Clientset: cluster.Clientset()}
+	ok := false
+	defer func() {
+		if !ok {
+			e.stop()
+		}
+	}()
+	if e.Client, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
+		return nil, err
+	}
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if err := localcluster.InstallCRDs(e.Config, filepath.Join(root, "config", "crd", "bases")); err != nil {
+		return nil, fmt.Errorf("installing CRDs: %w", err)
+	}
+
+	// The manager's log goes to a file in the cluster directory, next to the
+	// components' logs, so that a failure shows all of them together.
+	if e.logFile, err = os.Create(filepath.Join(cluster.Dir(), "manager.log")); err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(e.logFile), zap.UseDevMode(true)))
+
+	if opts.Setup != nil {
+		if e.webhookPort, err = localcluster.FreePort(); err != nil {
+			return nil, err
+		}
+		e.WebhookURL = "https://127.0.0.1:" + strconv.Itoa(e.webhookPort)
+		e.certDir = filepath.Join(cluster.Dir(), "webhook-certs")
+		if e.caPEM, err = localcluster.LocalWebhookCerts(e.certDir); err != nil {
+			return nil, err
+		}
+		if _, err := e.StartManager(); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
+	return e, nil
+}
+
+func (e *Env) stop() {
+	e.StopManager()
+	if e.Cluster != nil {
+		e.Cluster.Stop()
+	}
+}
+
+// Manager is an in-process manager started by the environment.
+type Manager struct {
+	ctrl.Manager
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartManager starts a new in-process manager with the package's Setup,
+// waits until its caches are synced and its webhook server answers, and
+// (the first time) installs the webhook configurations for the paths it
+// serves. It fails if a manager is already running.
+func (e *Env) StartManager() (*Manager, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.setup == nil {
+		return nil, fmt.Errorf("testenv: no Setup given")
+	}
+	if e.manager != nil {
+		return nil, fmt.Errorf("testenv: a manager is already running")
+	}
+	served := &servedPaths{paths: map[string]bool{}}
+	hookServer := &recordingServer{Server: webhook.NewServer(webhook.Options{
+		Host: "127.0.0.1", Port: e.webhookPort, CertDir: e.certDir,
+	}), served: served}
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		WebhookServer:          hookServer,
+		Cache:                  operator.CacheOptions(),
+		// Tests start managers again in the same process; controller names
+		// would otherwise collide with those of the stopped manager.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := e.setup(mgr); err != nil {
+		return nil, fmt.Errorf("testenv: setup: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { m.done <- mgr.Start(ctx) }()
+
+	syncCtx, syncCancel := context.WithTimeout(ctx, 60*time.Second)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		cancel()
+		return nil, fmt.Errorf("testenv: manager caches did not sync: %v", drain(m.done))
+	}
+	if served.count() > 0 {
+		if err := localcluster.WaitTLS(syncCtx, e.webhookPort, 30*time.Second); err != nil {
+			cancel()
+			return nil, fmt.Errorf("testenv: webhook server did not start: %w (%v)", err, drain(m.done))
+		}
+		if !e.installed {
+			root, err := localcluster.RepoRoot()
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			hooks := localcluster.LocalWebhooks{
+				ManifestPath: filepath.Join(root, "config", "webhook", "manifests.yaml"),
+				URL:          e.WebhookURL,
+				CABundle:     e.caPEM,
+				Serves:       served.has,
+			}
+			if err := hooks.Install(syncCtx, e.Clientset); err != nil {
+				cancel()
+				return nil, err
+			}
+			e.installed = true
+		}
+	}
+	e.manager = m
+	return m, nil
+}
+
+// StopManager stops the running in-process manager, if any, and waits for
+// it to return. Webhook configurations stay installed, so admission
+// requests fail (or are ignored, per failure policy) until StartManager.
+func (e *Env) StopManager() {
+	e.mu.Lock()
+	m := e.manager
+	e.manager = nil
+	e.mu.Unlock()
+	if m == nil {
+		return
+	}
+	m.cancel()
+	select {
+	case <-m.done:
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "testenv: manager did not stop within 30s")
+	}
+}
+
+// Manager returns the running in-process manager, or nil.
+func (e *Env) Manager() *Manager {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.manager
+}
+
+// Namespace creates a namespace unique to t and deletes it when t ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	return Namespace(t, e.Client)
+}
+
+// Namespace creates, with c, a namespace named after t with a random
+// suffix, and deletes it when t ends.
+func Namespace(t testing.TB, c client.Client) string {
+	t.Helper()
+	base := strings.ToLower(t.Name())
+	base = strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, base)
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	name := strings.Trim(base, "-") + "-" + utilrand.String(5)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.Delete(ctx, ns)
+	})
+	return name
+}
+
+// Eventually polls cond every 100ms until it returns true, fails the test
+// with the message (and cond's last error) after timeout.
+func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, error), format string, args ...any) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		msg := fmt.Sprintf(format, args...)
+		if last != nil {
+			t.Fatalf("timed out after %s waiting until %s (last error: %v)", timeout, msg, last)
+		}
+		t.Fatalf("timed out after %s waiting until %s", timeout, msg)
+	}
+}
+
+// servedPaths records the webhook paths a manager registered.
+type servedPaths struct {
+	mu    sync.Mutex
+	paths map[string]bool
+}
+
+func (s *servedPaths) add(p string) { s.mu.Lock(); s.paths[p] = true; s.mu.Unlock() }
+func (s *servedPaths) has(p string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paths[p]
+}
+func (s *servedPaths) count() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.paths) }
+
+// recordingServer is a webhook server that remembers which paths were
+// registered, so that only those webhooks are installed.
+type recordingServer struct {
+	webhook.Server
+	served *servedPaths
+}
+
+func (r *recordingServer) Register(path string, hook http.Handler) {
+	r.served.add(path)
+	r.Server.Register(path, hook)
+}
+
+func drain(ch chan error) error {
+	select {
+	case err := <-ch:
+		return err
+	default:
+		return nil
+	}
+}

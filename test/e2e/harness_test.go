@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// TestDeploymentBecomesReady proves the harness is a working cluster: a
+// Deployment goes through kube-controller-manager (ReplicaSet, pods),
+// kube-scheduler (binding) and kwok (Running, Ready).
+func TestDeploymentBecomesReady(t *testing.T) {
+	ns := testenv.Namespace(t, suite.client)
+	labels := map[string]string{"app": "harness"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "harness", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+	ctx := context.Background()
+	if err := suite.client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return false, err
+		}
+		return dep.Status.ReadyReplicas == 3, nil
+	}, "Deployment %s/harness has 3 ready replicas (has %d)", ns, dep.Status.ReadyReplicas)
+
+	var pods corev1.PodList
+	if err := suite.client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	ready := 0
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == "" {
+			t.Errorf("pod %s was not scheduled", p.Name)
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	if ready != 3 {
+		t.Fatalf("want 3 Ready pods, got %d of %d", ready, len(pods.Items))
+	}
+}
