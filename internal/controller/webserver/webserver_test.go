@@ -526,13 +526,6 @@ func TestScaleWithReplicasUnset(t *testing.T) {
 	waitWebServer(t, ns, "free", "3 replicas in status", func(ws *deckhandv1alpha1.WebServer) bool {
 		return ws.Status.Replicas == 3 && ws.Status.ReadyReplicas == 3
 	})
-	sc := &autoscalingv1.Scale{}
-	if err := env.Client.SubResource("scale").Get(ctx, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}}, sc); err != nil {
-		t.Fatal(err)
-	}
-	if sc.Status.Replicas != 3 || sc.Status.Selector != "app.kubernetes.io/instance=free,app.kubernetes.io/name=webserver" {
-		t.Errorf("WebServer /scale status = %+v", sc.Status)
-	}
 	// Scaled again through the Deployment's /scale, as an autoscaler does.
 	scale(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}}, 2)
 	update(t, ns, "free", func(ws *deckhandv1alpha1.WebServer) { ws.Spec.Env = []corev1.EnvVar{{Name: "X", Value: "y"}} })
@@ -541,6 +534,21 @@ func TestScaleWithReplicasUnset(t *testing.T) {
 	})
 	if r := ptr.Deref(d.Spec.Replicas, 0); r != 2 {
 		t.Errorf("replicas = %d after an apply, want the 2 set through /scale", r)
+	}
+	// kubectl scale on the WebServer itself (a PATCH of its /scale) works
+	// with spec.replicas unset too: it sets spec.replicas, which Deckhand
+	// then owns and applies.
+	kubectl(t, "-n", ns, "scale", "webserver/free", "--replicas=4")
+	waitWebServer(t, ns, "free", "spec.replicas 4", func(ws *deckhandv1alpha1.WebServer) bool { return ptr.Deref(ws.Spec.Replicas, 0) == 4 })
+	waitDeployment(t, ns, "free", "4 ready replicas", func(d *appsv1.Deployment) bool {
+		return ptr.Deref(d.Spec.Replicas, 0) == 4 && d.Status.ReadyReplicas == 4
+	})
+	sc := &autoscalingv1.Scale{}
+	if err := env.Client.SubResource("scale").Get(ctx, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "free"}}, sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Spec.Replicas != 4 || sc.Status.Selector != "app.kubernetes.io/instance=free,app.kubernetes.io/name=webserver" {
+		t.Errorf("WebServer /scale = %+v", sc)
 	}
 }
 
@@ -580,8 +588,11 @@ func TestScaleWithReplicasSet(t *testing.T) {
 	}
 	var managers []string
 	for _, f := range d.ManagedFields {
-		b, _ := json.Marshal(f.FieldsV1)
-		if strings.Contains(string(b), `"f:replicas"`) {
+		var fields map[string]map[string]any
+		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:spec"]["f:replicas"]; ok {
 			managers = append(managers, f.Manager+"/"+string(f.Operation))
 		}
 	}
