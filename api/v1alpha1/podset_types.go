@@ -74,6 +74,7 @@ type PodSetUpdateStrategy struct {
 	// rolling update. Defaults to 25%. Must not be zero when maxSurge is zero.
 	// +kubebuilder:default="25%"
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=12
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^(100|[1-9][0-9]|[0-9])%$')",message="must be a non-negative integer or a percentage between 0% and 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
@@ -84,6 +85,7 @@ type PodSetUpdateStrategy struct {
 	// Terminating pods count against it.
 	// +kubebuilder:default="25%"
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=12
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^[0-9]+%$')",message="must be a non-negative integer or a percentage such as 25%"
 	// +optional
 	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
@@ -106,7 +108,6 @@ type PodSetUpdateStrategy struct {
 }
 
 // PodSetSpec is the desired state of a PodSet.
-// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || self.selector.matchLabels.all(k, has(self.template.metadata.labels) && k in self.template.metadata.labels && self.template.metadata.labels[k] == self.selector.matchLabels[k])",message="selector.matchLabels must match template.metadata.labels",fieldPath=".template.metadata.labels"
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always'",message="only \"Always\" is supported",fieldPath=".template.spec.restartPolicy"
 type PodSetSpec struct {
 	// Replicas is the number of pods the PodSet keeps running. Defaults to 1.
