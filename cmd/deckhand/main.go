@@ -44,6 +44,9 @@ type options struct {
 	webhookPort          int
 	webhookCertDir       string
 	enableHTTP2          bool
+	kubeAPIQPS           float64
+	kubeAPIBurst         int
+	pprofAddr            string
 	operator             operator.Options
 }
 
@@ -64,6 +67,12 @@ func main() {
 		"Directory holding tls.crt and tls.key for the webhook server; reloaded when they change.")
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Serve HTTP/2 on the webhook and metrics servers. Off by default because of the HTTP/2 rapid-reset exposure (CVE-2023-44487).")
+	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0,
+		"Client-side rate limit (queries per second) of the manager's API client. 0 keeps controller-runtime's default: no client-side limit, the API server's priority and fairness applies.")
+	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0,
+		"Burst of the manager's API client when --kube-api-qps is set (default: 1.5 x QPS).")
+	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address to serve net/http/pprof on (for example 127.0.0.1:6060). Empty turns profiling off.")
 	o.operator = operator.DefaultOptions()
 	flag.StringVar(&o.operator.DefaultRestartSchedule, "default-restart-schedule", o.operator.DefaultRestartSchedule,
 		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
@@ -94,9 +103,18 @@ func run(o options) error {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsOpts,
+	cfg := ctrl.GetConfigOrDie()
+	if o.kubeAPIQPS > 0 {
+		cfg.QPS = float32(o.kubeAPIQPS)
+		cfg.Burst = o.kubeAPIBurst
+		if cfg.Burst <= 0 {
+			cfg.Burst = int(o.kubeAPIQPS * 1.5)
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:           scheme,
+		PprofBindAddress: o.pprofAddr,
+		Metrics:          metricsOpts,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,
