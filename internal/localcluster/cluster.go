@@ -48,6 +48,12 @@ type Options struct {
 	// are QPS 20/burst 30 and QPS 50/burst 100).
 	ClientQPS   float32
 	ClientBurst int
+	// SchedulerClientQPS and SchedulerClientBurst, when set, replace the
+	// scheduler's limits only (they win over ClientQPS/ClientBurst), so that
+	// kube-controller-manager can keep its defaults while the scheduler is
+	// not the bottleneck (benchmarks).
+	SchedulerClientQPS   float32
+	SchedulerClientBurst int
 	// ExtraAPIServerArgs are appended to kube-apiserver's flags.
 	ExtraAPIServerArgs []string
 	// Progress, if set, receives one line per step ("starting etcd", ...).
@@ -374,6 +380,12 @@ func (c *Cluster) startScheduler() error {
 	}
 	if c.opts.ClientBurst > 0 {
 		burst = c.opts.ClientBurst
+	}
+	if c.opts.SchedulerClientQPS > 0 {
+		qps = c.opts.SchedulerClientQPS
+	}
+	if c.opts.SchedulerClientBurst > 0 {
+		burst = c.opts.SchedulerClientBurst
 	}
 	conf := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
