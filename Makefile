@@ -30,7 +30,8 @@ help: ## Show this help.
 
 .PHONY: run
 run: k8s-binaries build ## Start a local control plane, install Deckhand, run it with the samples (Ctrl-C stops all).
-	go run ./hack/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
+	@go build -o $(BIN)/devcluster ./hack/devcluster
+	@exec $(BIN)/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
 
 .PHONY: test
 test: k8s-binaries build ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
