@@ -3,6 +3,7 @@ package sidecarcontrol
 import (
 	"encoding/json"
 	"sort"
+	"strconv"
 	"strings"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -72,14 +73,43 @@ func IsInjected(annotations map[string]string, name string) bool {
 }
 
 // Annotations renders r as the three annotation values (injected list,
-// hash, hash without image).
+// hash, hash without image). The output is deterministic (sorted by name).
 func (r PodRecord) Annotations() (injected, hash, hashWithoutImage string) {
 	names := make([]string, 0, len(r.Hash))
 	for n := range r.Hash {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	h, _ := json.Marshal(r.Hash)
-	w, _ := json.Marshal(r.HashWithoutImage)
+	h := make([]byte, 0, 64*len(names))
+	w := make([]byte, 0, 40*len(names))
+	h = append(h, '{')
+	w = append(w, '{')
+	for i, n := range names {
+		if i > 0 {
+			h = append(h, ',')
+			w = append(w, ',')
+		}
+		e := r.Hash[n]
+		h = strconv.AppendQuote(h, n)
+		h = append(h, `:{"hash":`...)
+		h = strconv.AppendQuote(h, e.Hash)
+		if len(e.Containers) > 0 {
+			h = append(h, `,"containers":[`...)
+			for j, c := range e.Containers {
+				if j > 0 {
+					h = append(h, ',')
+				}
+				h = strconv.AppendQuote(h, c)
+			}
+			h = append(h, ']')
+		}
+		h = append(h, '}')
+		w = strconv.AppendQuote(w, n)
+		w = append(w, `:{"hash":`...)
+		w = strconv.AppendQuote(w, r.HashWithoutImage[n].Hash)
+		w = append(w, '}')
+	}
+	h = append(h, '}')
+	w = append(w, '}')
 	return strings.Join(names, ","), string(h), string(w)
 }

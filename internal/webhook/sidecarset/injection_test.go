@@ -1,0 +1,278 @@
+package sidecarset_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+func TestInjectionOrderAndInitContainers(t *testing.T) {
+	ns := env.Namespace(t)
+	before := sidecar("before", "proxy:1")
+	after := sidecar("after", "logger:1")
+	after.PodInjectPolicy = deckhandv1alpha1.AfterAppContainer
+	initBefore := sidecar("init-before", "setup:1")
+	native := sidecar("native", "mesh:1")
+	native.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	initAfter := sidecar("init-after", "late:1")
+	initAfter.PodInjectPolicy = deckhandv1alpha1.AfterAppContainer
+
+	s := newSidecarSet("order-"+ns, ns, "web", after, before)
+	s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{initBefore, native, initAfter}
+	s = createSidecarSet(t, s)
+
+	p := newPod(ns, "web-0", map[string]string{"app": "web"}, "app1", "app2")
+	p.Spec.InitContainers = []corev1.Container{{Name: "app-init", Image: "app:1"}}
+	p = createPod(t, p)
+
+	if got, want := names(p.Spec.Containers), []string{"before", "app1", "app2", "after"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+	if got, want := names(p.Spec.InitContainers), []string{"init-before", "native", "app-init", "init-after"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("init containers = %v, want %v", got, want)
+	}
+	if c := findContainer(p.Spec.InitContainers, "native"); c == nil || c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("the native sidecar lost restartPolicy: Always: %+v", c)
+	}
+	// The SidecarSet defaulter gave the containers the API server's defaults.
+	if c := findContainer(p.Spec.Containers, "before"); c.ImagePullPolicy != corev1.PullIfNotPresent || c.TerminationMessagePath != "/dev/termination-log" {
+		t.Errorf("sidecar defaults missing: %+v", c)
+	}
+
+	// The annotations record the SidecarSet and both revision hashes.
+	stored := &deckhandv1alpha1.SidecarSet{}
+	if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: s.Name}, stored); err != nil {
+		t.Fatal(err)
+	}
+	hash, withoutImage := sidecarcontrol.Hashes(&stored.Spec)
+	if got := p.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]; got != s.Name {
+		t.Errorf("injected annotation = %q, want %q", got, s.Name)
+	}
+	rec := sidecarcontrol.ParsePodRecord(p.Annotations)
+	if rec.Hash[s.Name].Hash != hash || rec.HashWithoutImage[s.Name].Hash != withoutImage {
+		t.Errorf("hash annotations = %+v / %+v, want %s / %s", rec.Hash, rec.HashWithoutImage, hash, withoutImage)
+	}
+	if got, want := rec.Hash[s.Name].Containers, []string{"init-before", "native", "init-after", "after", "before"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("recorded containers = %v, want %v", got, want)
+	}
+
+	// A pod the selector does not match is left alone.
+	other := createPod(t, newPod(ns, "db-0", map[string]string{"app": "db"}, "db"))
+	if got := names(other.Spec.Containers); !reflect.DeepEqual(got, []string{"db"}) || other.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected] != "" {
+		t.Errorf("unmatched pod was changed: %v %v", got, other.Annotations)
+	}
+}
+
+func TestInjectionVolumesSecretsSharedMountsAndTransferEnv(t *testing.T) {
+	ns := env.Namespace(t)
+	logger := sidecar("logger", "fluent-bit:3")
+	logger.Env = []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "KEEP", Value: "me"}}
+	logger.VolumeMounts = []corev1.VolumeMount{{Name: "buffer", MountPath: "/buffer"}}
+	logger.ShareVolumePolicy.Type = deckhandv1alpha1.ShareVolumePolicyEnabled
+	logger.TransferEnv = []deckhandv1alpha1.TransferEnvVar{
+		{SourceContainerName: "app", EnvName: "LOG_LEVEL"},
+		{SourceContainerName: "app", EnvName: "POD_IP"},
+		{SourceContainerName: "app", EnvName: "MISSING"},
+		{SourceContainerName: "nope", EnvName: "LOG_LEVEL"},
+	}
+	s := newSidecarSet("volumes-"+ns, ns, "web", logger)
+	s.Spec.Volumes = []corev1.Volume{
+		{Name: "buffer", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "sidecar-config"}}}},
+	}
+	s.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "shared"}, {Name: "sidecar-registry"}}
+	createSidecarSet(t, s)
+
+	p := newPod(ns, "web-0", map[string]string{"app": "web"}, "app")
+	p.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: "LOG_LEVEL", Value: "debug"},
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+	}
+	p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "logs", MountPath: "/var/log/app"}, {Name: "config", MountPath: "/etc/app"}}
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "config", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+	}
+	p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "shared"}}
+	p = createPod(t, p)
+
+	var vols []string
+	for _, v := range p.Spec.Volumes {
+		vols = append(vols, v.Name)
+		if v.Name == "config" && (v.EmptyDir == nil || v.ConfigMap != nil) {
+			t.Errorf("the pod's own volume %q should win over the SidecarSet's: %+v", v.Name, v.VolumeSource)
+		}
+	}
+	// The API server appends the service account token volume after admission plugins.
+	if len(vols) < 3 || !reflect.DeepEqual(vols[:3], []string{"logs", "config", "buffer"}) {
+		t.Errorf("volumes = %v, want logs, config, buffer first", vols)
+	}
+	if got, want := p.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "shared"}, {Name: "sidecar-registry"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("imagePullSecrets = %v, want %v", got, want)
+	}
+	c := findContainer(p.Spec.Containers, "logger")
+	if c == nil {
+		t.Fatalf("logger not injected: %v", names(p.Spec.Containers))
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	for path, vol := range map[string]string{"/buffer": "buffer", "/var/log/app": "logs", "/etc/app": "config"} {
+		if mounts[path] != vol {
+			t.Errorf("sidecar mount %s = %q, want %q (mounts %v)", path, mounts[path], vol, mounts)
+		}
+	}
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	if env["LOG_LEVEL"].Value != "debug" {
+		t.Errorf("LOG_LEVEL = %q, want the app's value %q", env["LOG_LEVEL"].Value, "debug")
+	}
+	if ip := env["POD_IP"]; ip.ValueFrom == nil || ip.ValueFrom.FieldRef == nil || ip.ValueFrom.FieldRef.FieldPath != "status.podIP" {
+		t.Errorf("POD_IP not transferred with its valueFrom: %+v", ip)
+	}
+	if env["KEEP"].Value != "me" || len(c.Env) != 3 {
+		t.Errorf("sidecar env = %+v, want LOG_LEVEL, KEEP, POD_IP", c.Env)
+	}
+}
+
+func TestInjectionNamespaceAndNamespaceSelector(t *testing.T) {
+	nsA := env.Namespace(t)
+	nsB := env.Namespace(t)
+	createSidecarSet(t, newSidecarSet("ns-"+nsA, nsA, "web", sidecar("ns-scoped", "proxy:1")))
+
+	// A namespaceSelector on a label unique to this test.
+	team := "team-" + nsA
+	sel := newSidecarSet("nssel-"+nsA, "", "web-"+nsA, sidecar("team-sidecar", "proxy:1"))
+	sel.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": team}}
+	createSidecarSet(t, sel)
+	labelNamespace(t, nsB, "team", team)
+
+	if p := createPod(t, newPod(nsA, "a", map[string]string{"app": "web"}, "app")); findContainer(p.Spec.Containers, "ns-scoped") == nil {
+		t.Errorf("pod in %s not injected: %v", nsA, names(p.Spec.Containers))
+	}
+	if p := createPod(t, newPod(nsB, "b", map[string]string{"app": "web"}, "app")); findContainer(p.Spec.Containers, "ns-scoped") != nil {
+		t.Errorf("pod in %s injected by a SidecarSet limited to %s", nsB, nsA)
+	}
+	// Deployment-style: no namespace in the object; the request's namespace counts.
+	if p := createPod(t, newPod(nsB, "c", map[string]string{"app": "web-" + nsA}, "app")); findContainer(p.Spec.Containers, "team-sidecar") == nil {
+		t.Errorf("pod in namespace labelled team=%s not injected: %v", team, names(p.Spec.Containers))
+	}
+	if p := createPod(t, newPod(nsA, "d", map[string]string{"app": "web-" + nsA}, "app")); findContainer(p.Spec.Containers, "team-sidecar") != nil {
+		t.Errorf("pod in a namespace without the team label was injected")
+	}
+}
+
+// labelNamespace labels ns and waits until the manager's metadata cache
+// (which the pod webhook reads namespace labels from) shows it.
+func labelNamespace(t *testing.T, ns, key, value string) {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: ns}, obj); err != nil {
+		t.Fatal(err)
+	}
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[key] = value
+	if err := env.Client.Update(ctxT(t), obj); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: ns}, m); err != nil {
+			return false, err
+		}
+		return m.Labels[key] == value, nil
+	}, "the cache shows namespace %s labelled %s=%s", ns, key, value)
+}
+
+func TestInjectionPaused(t *testing.T) {
+	ns := env.Namespace(t)
+	s := newSidecarSet("paused-"+ns, ns, "web", sidecar("paused-sidecar", "proxy:1"))
+	s.Spec.InjectionStrategy.Paused = true
+	createSidecarSet(t, s)
+	if p := createPod(t, newPod(ns, "a", map[string]string{"app": "web"}, "app")); len(p.Spec.Containers) != 1 {
+		t.Errorf("paused SidecarSet injected: %v", names(p.Spec.Containers))
+	}
+	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = false })
+	if p := createPod(t, newPod(ns, "b", map[string]string{"app": "web"}, "app")); findContainer(p.Spec.Containers, "paused-sidecar") == nil {
+		t.Errorf("unpaused SidecarSet did not inject: %v", names(p.Spec.Containers))
+	}
+}
+
+func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
+	ns := env.Namespace(t)
+	// Created in reverse name order: injection order follows names, not creation.
+	b := newSidecarSet("b-"+ns, ns, "web", sidecar("b-sidecar", "b:1"))
+	a := newSidecarSet("a-"+ns, ns, "web", sidecar("a-sidecar", "a:1"))
+	createSidecarSet(t, b)
+	createSidecarSet(t, a)
+
+	p := createPod(t, newPod(ns, "web-0", map[string]string{"app": "web"}, "app"))
+	if got, want := names(p.Spec.Containers), []string{"a-sidecar", "b-sidecar", "app"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+	if got, want := p.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected], a.Name+","+b.Name; got != want {
+		t.Errorf("injected annotation = %q, want %q", got, want)
+	}
+
+	// A pod created from an injected pod's spec (as a copy-paste or a
+	// controller that templates from a live pod would) is not given second copies.
+	clone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: p.Labels, Annotations: p.Annotations}}
+	for _, c := range p.Spec.Containers {
+		clone.Spec.Containers = append(clone.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
+	}
+	clone = createPod(t, clone)
+	if got, want := names(clone.Spec.Containers), []string{"a-sidecar", "b-sidecar", "app"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("re-admitted pod containers = %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(sidecarcontrol.ParsePodRecord(clone.Annotations), sidecarcontrol.ParsePodRecord(p.Annotations)) {
+		t.Errorf("re-admitted pod annotations changed: %v vs %v", clone.Annotations, p.Annotations)
+	}
+
+	// A pod that has its own container of a sidecar's name keeps it.
+	own := newPod(ns, "web-2", map[string]string{"app": "web"}, "app", "a-sidecar")
+	own.Spec.Containers[1].Image = "mine:7"
+	own = createPod(t, own)
+	if got, want := names(own.Spec.Containers), []string{"b-sidecar", "app", "a-sidecar"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+	if c := findContainer(own.Spec.Containers, "a-sidecar"); c.Image != "mine:7" {
+		t.Errorf("the pod's own a-sidecar was replaced: %s", c.Image)
+	}
+}
+
+func TestValidationPodsAreNotInjected(t *testing.T) {
+	// The validator's synthetic dry-run pods carry the skip annotation; a
+	// user's pod with it is skipped too.
+	ns := env.Namespace(t)
+	createSidecarSet(t, newSidecarSet("skip-"+ns, ns, "web", sidecar("skip-sidecar", "proxy:1")))
+	p := newPod(ns, "a", map[string]string{"app": "web"}, "app")
+	p.Annotations = map[string]string{deckhandv1alpha1.AnnotationSidecarSetSkipInjection: "true"}
+	if p = createPod(t, p); len(p.Spec.Containers) != 1 {
+		t.Errorf("a pod annotated to skip injection was injected: %v", names(p.Spec.Containers))
+	}
+}
+
+func prettyJSON(v any) string {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return string(b)
+}
+
+var _ = context.Background
+var _ = prettyJSON

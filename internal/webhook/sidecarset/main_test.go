@@ -1,0 +1,140 @@
+package sidecarset_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+)
+
+var env *testenv.Env
+
+// The webhook tests need the API server only: no scheduler, no kubelet.
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, testenv.Options{
+		Setup: func(mgr ctrl.Manager) error {
+			if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return sidecarsetwebhook.SetupWebhookWithManager(mgr)
+		},
+	}))
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func sidecar(name, image string) deckhandv1alpha1.SidecarContainer {
+	return deckhandv1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
+}
+
+// newSidecarSet returns a SidecarSet limited to namespace ns (so that tests
+// never overlap) selecting app=<app>.
+func newSidecarSet(name, ns, app string, containers ...deckhandv1alpha1.SidecarContainer) *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			Namespace:  ns,
+			Containers: containers,
+		},
+	}
+}
+
+// createSidecarSet creates s, deletes it when the test ends, and waits until
+// the manager's cache (which the pod webhook reads) has it.
+func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) *deckhandv1alpha1.SidecarSet {
+	t.Helper()
+	ctx := ctxT(t)
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatalf("creating SidecarSet %s: %v", s.Name, err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
+	waitCached(t, s)
+	return s
+}
+
+// waitCached waits until the manager's cache shows s at its generation.
+func waitCached(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		got := &deckhandv1alpha1.SidecarSet{}
+		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: s.Name}, got); err != nil {
+			return false, err
+		}
+		return got.Generation >= s.Generation, nil
+	}, "the manager's cache has SidecarSet %s at generation %d", s.Name, s.Generation)
+}
+
+func updateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.SidecarSet)) *deckhandv1alpha1.SidecarSet {
+	t.Helper()
+	ctx := ctxT(t)
+	s := &deckhandv1alpha1.SidecarSet{}
+	for {
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
+			t.Fatal(err)
+		}
+		mutate(s)
+		err := env.Client.Update(ctx, s)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) {
+			t.Fatalf("updating SidecarSet %s: %v", name, err)
+		}
+	}
+	waitCached(t, s)
+	return s
+}
+
+func newPod(ns, name string, labels map[string]string, containers ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
+	for _, c := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "app:1"})
+	}
+	return p
+}
+
+// createPod creates p and returns the pod as the API server stored it
+// (after admission).
+func createPod(t *testing.T, p *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	if err := env.Client.Create(ctxT(t), p); err != nil {
+		t.Fatalf("creating pod %s/%s: %v", p.Namespace, p.Name, err)
+	}
+	return p
+}
+
+func names(cs []corev1.Container) []string {
+	out := make([]string, len(cs))
+	for i := range cs {
+		out[i] = cs[i].Name
+	}
+	return out
+}
+
+func findContainer(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+var _ = client.Object(&corev1.Pod{})
