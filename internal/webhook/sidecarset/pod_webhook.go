@@ -302,4 +302,3 @@ var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 func annotationPath(key string) string {
 	return "/metadata/annotations/" + pointerEscaper.Replace(key)
 }
-

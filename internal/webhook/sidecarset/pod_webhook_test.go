@@ -153,7 +153,9 @@ func TestInjectTable(t *testing.T) {
 		"init containers and native sidecars": {
 			sets: []*deckhandv1alpha1.SidecarSet{set("a", func(s *deckhandv1alpha1.SidecarSet) {
 				s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{
-					sc("native", "x", func(c *deckhandv1alpha1.SidecarContainer) { c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways) }),
+					sc("native", "x", func(c *deckhandv1alpha1.SidecarContainer) {
+						c.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+					}),
 					sc("late", "x", func(c *deckhandv1alpha1.SidecarContainer) { c.PodInjectPolicy = deckhandv1alpha1.AfterAppContainer }),
 				}
 			})},
