@@ -1,0 +1,678 @@
+package restartschedule_test
+
+// End-to-end tests against a real control plane (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok fake nodes on which pods
+// become Running and Ready) with the in-process manager running the
+// RestartSchedule controllers and webhook. Short @every schedules keep each
+// test to seconds. `go test -short` runs only the unit tests.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
+)
+
+const testDefaultSchedule = "0 3 * * *"
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
+	os.Exit(testenv.Run(m, &env, testenv.Options{
+		Full: true,
+		Setup: func(mgr ctrl.Manager) error {
+			if err := (&restartschedule.Reconciler{PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			if err := (&restartschedule.AnnotationReconciler{DefaultSchedule: testDefaultSchedule}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return restartschedulewebhook.SetupWebhookWithManager(mgr)
+		},
+	}))
+}
+
+func needEnv(t *testing.T) {
+	t.Helper()
+	if env == nil {
+		t.Skip("end-to-end test: needs the local control plane (not with -short)")
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+// newDeployment is a Deployment whose pods kwok runs; it rolls out one pod
+// at a time (maxUnavailable 1, maxSurge 0).
+func newDeployment(ns, name string, replicas int32, labels, annotations map[string]string) *appsv1.Deployment {
+	sel := map[string]string{"app": name}
+	podLabels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
+			}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+			},
+		},
+	}
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(ctx(t), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+func getDeploy(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func rolledOut(d *appsv1.Deployment) bool {
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == *d.Spec.Replicas &&
+		s.Replicas == s.UpdatedReplicas && s.AvailableReplicas == s.UpdatedReplicas
+}
+
+func waitRolledOut(t *testing.T, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	testenv.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		d = &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+			return false, err
+		}
+		return rolledOut(d) && d.Status.AvailableReplicas == *d.Spec.Replicas, nil
+	}, "Deployment %s/%s is rolled out and available", ns, name)
+	return d
+}
+
+func getRS(ctx context.Context, ns, name string) (*deckhandv1alpha1.RestartSchedule, error) {
+	rs := &deckhandv1alpha1.RestartSchedule{}
+	return rs, env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rs)
+}
+
+func targetRef(name string) deckhandv1alpha1.RestartTarget {
+	return deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: name}}
+}
+
+// waitHistory waits until the RestartSchedule's history has an entry that
+// satisfies match, and returns the schedule.
+func waitHistory(t *testing.T, ns, name, what string, match func(deckhandv1alpha1.RestartRecord) bool) *deckhandv1alpha1.RestartSchedule {
+	t.Helper()
+	var rs *deckhandv1alpha1.RestartSchedule
+	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		if rs, err = getRS(ctx, ns, name); err != nil {
+			return false, err
+		}
+		for _, h := range rs.Status.History {
+			if match(h) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, "RestartSchedule %s/%s records %s", ns, name, what)
+	return rs
+}
+
+func TestE2EAnnotationLifecycle(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	c := ctx(t)
+
+	// A cron value: the annotation owns spec.schedule (and the time zone
+	// annotation spec.timeZone).
+	create(t, newDeployment(ns, "cron", 1, nil, map[string]string{
+		deckhandv1alpha1.RestartScheduleAnnotation: "30 2 * * *",
+		deckhandv1alpha1.RestartTimeZoneAnnotation: "Europe/Paris",
+	}))
+	// "true": the manager's default schedule, owned by the user afterwards.
+	create(t, newDeployment(ns, "default", 1, nil, map[string]string{deckhandv1alpha1.RestartScheduleAnnotation: "true"}))
+	// No annotation: never touched.
+	create(t, newDeployment(ns, "plain", 1, nil, map[string]string{"unrelated": "x"}))
+
+	var gen *deckhandv1alpha1.RestartSchedule
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		gen, err = getRS(ctx, ns, "cron")
+		return err == nil, client.IgnoreNotFound(err)
+	}, "a RestartSchedule is generated for the annotated Deployment")
+	dep := getDeploy(t, ns, "cron")
+	if gen.Spec.Schedule != "30 2 * * *" || gen.Spec.TimeZone != "Europe/Paris" {
+		t.Fatalf("generated spec %+v", gen.Spec)
+	}
+	if gen.Labels[deckhandv1alpha1.RestartScheduleGeneratedLabel] != "true" || !metav1.IsControlledBy(gen, dep) {
+		t.Fatalf("generated object not labelled/owned: labels %v owners %v", gen.Labels, gen.OwnerReferences)
+	}
+	if r := gen.Spec.Target.TargetRef; r == nil || r.Kind != "Deployment" || r.Name != "cron" {
+		t.Fatalf("target %+v", gen.Spec.Target)
+	}
+	var def *deckhandv1alpha1.RestartSchedule
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		def, err = getRS(ctx, ns, "default")
+		return err == nil && def.Spec.Schedule == testDefaultSchedule, client.IgnoreNotFound(err)
+	}, `the "true" annotation generates a RestartSchedule with the default schedule`)
+
+	// User edits: a field the annotation does not set (historyLimit) on the
+	// cron one, and the schedule of the "true" one.
+	patchRS(t, ns, "cron", `{"spec":{"historyLimit":3}}`)
+	patchRS(t, ns, "default", `{"spec":{"schedule":"15 4 * * *"}}`)
+
+	// Changing the annotation updates the generated object and keeps the
+	// user's edit.
+	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 5 * * 1-5"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		rs, err := getRS(ctx, ns, "cron")
+		return err == nil && rs.Spec.Schedule == "0 5 * * 1-5" && rs.Spec.HistoryLimit == 3 && rs.Spec.TimeZone == "Europe/Paris", err
+	}, "the annotation change reaches spec.schedule and the user's historyLimit is kept")
+	// A change of the "true" workload's annotations does not take the
+	// schedule back from the user.
+	patchDeploy(t, ns, "default", `{"metadata":{"annotations":{"touched":"1"}}}`)
+	consistently(t, 2*time.Second, func(ctx context.Context) error {
+		rs, err := getRS(ctx, ns, "default")
+		if err == nil && rs.Spec.Schedule != "15 4 * * *" {
+			return fmt.Errorf("the user's schedule was overwritten: %q", rs.Spec.Schedule)
+		}
+		return err
+	})
+
+	// A user deleting the generated object is not fought: it stays deleted
+	// until the annotation changes.
+	if err := env.Client.Delete(c, def); err != nil {
+		t.Fatal(err)
+	}
+	patchDeploy(t, ns, "default", `{"metadata":{"annotations":{"touched":"2"}}}`)
+	consistently(t, 2*time.Second, func(ctx context.Context) error {
+		if _, err := getRS(ctx, ns, "default"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the deleted generated object came back (err %v)", err)
+		}
+		return nil
+	})
+	patchDeploy(t, ns, "default", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 6 * * *"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		rs, err := getRS(ctx, ns, "default")
+		return err == nil && rs.Spec.Schedule == "0 6 * * *", client.IgnoreNotFound(err)
+	}, "a new annotation value generates the object again")
+
+	// Removing the annotation deletes the generated object.
+	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := getRS(ctx, ns, "cron")
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}, "removing the annotation deletes the generated RestartSchedule")
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cron"}, d)
+		_, marked := d.Annotations[deckhandv1alpha1.RestartScheduleGeneratedAnnotation]
+		return err == nil && !marked, err
+	}, "the generated marker leaves the workload with the annotation")
+
+	// The workload without the annotation: no RestartSchedule, and Deckhand
+	// never wrote to it.
+	if _, err := getRS(c, ns, "plain"); !apierrors.IsNotFound(err) {
+		t.Fatalf("a RestartSchedule exists for the unannotated Deployment (err %v)", err)
+	}
+	plain := &appsv1.Deployment{}
+	if err := env.Client.Get(c, types.NamespacedName{Namespace: ns, Name: "plain"}, plain); err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range plain.ManagedFields {
+		if mf.Manager == deckhandv1alpha1.FieldManager {
+			t.Fatalf("Deckhand wrote to a Deployment without the annotation: %+v", mf)
+		}
+	}
+}
+
+func patchRS(t *testing.T, ns, name, body string) {
+	t.Helper()
+	rs := &deckhandv1alpha1.RestartSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := env.Client.Patch(ctx(t), rs, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
+		t.Fatalf("patching RestartSchedule %s: %v", name, err)
+	}
+}
+
+func patchDeploy(t *testing.T, ns, name, body string) {
+	t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := env.Client.Patch(ctx(t), d, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
+		t.Fatalf("patching Deployment %s: %v", name, err)
+	}
+}
+
+// consistently checks cond every 100ms for d; it is used only for "nothing
+// happens" assertions, after an action that would have triggered the change.
+func consistently(t *testing.T, d time.Duration, cond func(ctx context.Context) error) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		if err := cond(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestE2ERestartOnSchedule(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	c := ctx(t)
+	create(t, newDeployment(ns, "web", 3, nil, nil))
+	before := waitRolledOut(t, ns, "web")
+	oldPods := podNames(t, ns, "web")
+
+	// Watch the Deployment from now on: the lowest availableReplicas seen
+	// during the restart shows the rollout kept to maxUnavailable 1.
+	w, err := watchDeployments(c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	minAvailable := make(chan int32, 1)
+	go func() {
+		lowest := int32(3)
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] != "" && d.Status.AvailableReplicas < lowest {
+				lowest = d.Status.AvailableReplicas
+			}
+		}
+		minAvailable <- lowest
+	}()
+
+	create(t, &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Spec:       deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 5s", Target: targetRef("web"), HistoryLimit: 50},
+	})
+	rs := waitHistory(t, ns, "nightly", "a Succeeded restart of Deployment/web", func(h deckhandv1alpha1.RestartRecord) bool {
+		return h.Result == deckhandv1alpha1.RestartSucceeded && h.Workload == "Deployment/web"
+	})
+	w.Stop()
+	if low := <-minAvailable; low < 2 {
+		t.Fatalf("availableReplicas fell to %d during the restart: the rollout did not keep to maxUnavailable 1", low)
+	}
+	var first deckhandv1alpha1.RestartRecord
+	for _, h := range rs.Status.History {
+		if h.Result == deckhandv1alpha1.RestartSucceeded {
+			first = h
+		}
+	}
+	created := rs.CreationTimestamp.Time
+	if !first.ScheduledTime.After(created) {
+		t.Fatalf("the first run's slot %s is not after the creation %s", first.ScheduledTime, created)
+	}
+	if rs.Status.LastScheduleTime == nil || rs.Status.LastSuccessfulTime == nil || rs.Status.NextScheduleTime == nil {
+		t.Fatalf("status times not set: %+v", rs.Status)
+	}
+
+	// Every pod was replaced through a new ReplicaSet (the template
+	// annotation changed), with the restart's slot on the template.
+	after := waitRolledOut(t, ns, "web")
+	if after.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" || after.Generation <= before.Generation {
+		t.Fatalf("the template was not restarted: %v", after.Spec.Template.Annotations)
+	}
+	testenv.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		for p := range podNames(t, ns, "web") {
+			if oldPods[p] {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "every pod that existed before the restart has been replaced")
+
+	// The patch was Deckhand's, through its field manager.
+	found := false
+	for _, mf := range after.ManagedFields {
+		if mf.Manager == deckhandv1alpha1.FieldManager && strings.Contains(string(mf.FieldsV1.Raw), deckhandv1alpha1.RestartedAtAnnotation) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no %q managed-fields entry owns the restarted-at annotation", deckhandv1alpha1.FieldManager)
+	}
+}
+
+func podNames(t *testing.T, ns, app string) map[string]bool {
+	t.Helper()
+	var pods corev1.PodList
+	if err := env.Client.List(ctx(t), &pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+func TestE2EPausedDeploymentSkipped(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	d := newDeployment(ns, "paused", 1, nil, nil)
+	d.Spec.Paused = true
+	create(t, d)
+	create(t, &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
+		Spec:       deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 2s", Target: targetRef("paused")},
+	})
+	rs := waitHistory(t, ns, "s", "a Skipped run", func(h deckhandv1alpha1.RestartRecord) bool {
+		return h.Result == deckhandv1alpha1.RestartSkipped
+	})
+	h := rs.Status.History[len(rs.Status.History)-1]
+	if h.Workload != "Deployment/paused" || !strings.Contains(h.Message, "paused") {
+		t.Fatalf("skip entry %+v does not give the reason", h)
+	}
+	if a := getDeploy(t, ns, "paused").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; a != "" {
+		t.Fatalf("a paused Deployment was patched: %q", a)
+	}
+}
+
+// A selector over 3 Deployments with maxConcurrent 1: each one is patched
+// only after the previous one's rollout completed. The proof comes from one
+// watch on the namespace's Deployments, whose events arrive in etcd
+// revision order.
+func TestE2ESelectorRestartsOneAfterAnother(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	c := ctx(t)
+	labels := map[string]string{"tier": "web"}
+	for _, n := range []string{"a", "b", "c"} {
+		create(t, newDeployment(ns, n, 2, labels, nil))
+	}
+	create(t, newDeployment(ns, "other", 1, nil, nil))
+	for _, n := range []string{"a", "b", "c"} {
+		waitRolledOut(t, ns, n)
+	}
+
+	w, err := watchDeployments(c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	type step struct{ name, what string }
+	steps := make(chan step, 100)
+	go func() {
+		defer close(steps)
+		patched, done := map[string]bool{}, map[string]bool{}
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			if d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" {
+				continue
+			}
+			if !patched[d.Name] {
+				patched[d.Name] = true
+				steps <- step{d.Name, "patched"}
+			}
+			if !done[d.Name] && rolledOut(d) && d.Status.AvailableReplicas == *d.Spec.Replicas {
+				done[d.Name] = true
+				steps <- step{d.Name, "done"}
+			}
+		}
+	}()
+
+	create(t, &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fleet"},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 4s", HistoryLimit: 100, MaxConcurrent: 1,
+			Target: deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: labels}}},
+	})
+
+	var seq []string
+	timeout := time.After(90 * time.Second)
+	for len(seq) < 6 {
+		select {
+		case s := <-steps:
+			seq = append(seq, s.name+" "+s.what)
+		case <-timeout:
+			t.Fatalf("timed out; saw %v", seq)
+		}
+	}
+	want := []string{"a patched", "a done", "b patched", "b done", "c patched", "c done"}
+	if strings.Join(seq, ",") != strings.Join(want, ",") {
+		t.Fatalf("restart order %v, want %v (one at a time)", seq, want)
+	}
+
+	// The recorded history tells the same story for the run's slot.
+	rs := waitHistory(t, ns, "fleet", "Succeeded for Deployment/c", func(h deckhandv1alpha1.RestartRecord) bool {
+		return h.Workload == "Deployment/c" && h.Result == deckhandv1alpha1.RestartSucceeded
+	})
+	var run []deckhandv1alpha1.RestartRecord
+	var slot metav1.Time
+	for _, h := range rs.Status.History {
+		if h.Workload == "Deployment/c" && h.Result == deckhandv1alpha1.RestartSucceeded {
+			slot = h.ScheduledTime
+		}
+	}
+	for _, h := range rs.Status.History {
+		if h.ScheduledTime.Equal(&slot) && h.Workload != "" {
+			run = append(run, h)
+		}
+	}
+	// History is newest first, in the order results were recorded:
+	// reversed, it is the order the workloads completed.
+	slices.Reverse(run)
+	if len(run) != 3 {
+		t.Fatalf("run of %s has %d workload entries, want 3: %+v", slot, len(run), run)
+	}
+	for i := 1; i < len(run); i++ {
+		if run[i].StartTime.Before(run[i-1].CompletionTime) {
+			t.Fatalf("%s started at %s before %s completed at %s", run[i].Workload, run[i].StartTime, run[i-1].Workload, run[i-1].CompletionTime)
+		}
+	}
+	if a := getDeploy(t, ns, "other").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; a != "" {
+		t.Fatalf("a Deployment outside the selector was restarted")
+	}
+}
+
+// A manager stopped across fire times runs only the latest missed slot,
+// once, when it starts again; a second stop/start in the middle of that
+// restart does not patch again.
+func TestE2EMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	create(t, newDeployment(ns, "web", 2, nil, nil))
+	waitRolledOut(t, ns, "web")
+	const period = 10 * time.Second
+	create(t, &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
+		Spec:       deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 10s", Target: targetRef("web"), HistoryLimit: 50},
+	})
+	var rs *deckhandv1alpha1.RestartSchedule
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		rs, err = getRS(ctx, ns, "s")
+		return err == nil && rs.Status.NextScheduleTime != nil, err
+	}, "the schedule has a next time")
+	env.StopManager()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_, _ = env.StartManager()
+		}
+	})
+	created := rs.CreationTimestamp.Time
+	missed1, missed2 := created.Add(period), created.Add(2*period)
+	// Stay down across two fire times.
+	for time.Now().Before(missed2.Add(1500 * time.Millisecond)) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if a := getDeploy(t, ns, "web").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; a != "" {
+		t.Fatalf("restarted while the manager was down: %q", a)
+	}
+	if _, err := env.StartManager(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	slot := missed2.UTC().Format(time.RFC3339)
+	var gen int64
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		d := getDeploy(t, ns, "web")
+		gen = d.Generation
+		return d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == slot, nil
+	}, "the latest missed slot %s runs on start", slot)
+
+	// Stop and start again in the middle of that restart.
+	env.StopManager()
+	if _, err := env.StartManager(); err != nil {
+		t.Fatal(err)
+	}
+	rs = waitHistory(t, ns, "s", "Succeeded for the missed slot", func(h deckhandv1alpha1.RestartRecord) bool {
+		return h.ScheduledTime.UTC().Format(time.RFC3339) == slot && h.Result == deckhandv1alpha1.RestartSucceeded
+	})
+	count := 0
+	for _, h := range rs.Status.History {
+		if h.ScheduledTime.Time.Equal(missed1) {
+			t.Fatalf("the older missed slot %s was run too: %+v", missed1, h)
+		}
+		if h.ScheduledTime.UTC().Format(time.RFC3339) == slot {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Fatalf("slot %s recorded %d times, want once: %+v", slot, count, rs.Status.History)
+	}
+	// Patched once for the slot: the generation is the one the first patch
+	// produced, unless a later slot has since restarted it (with a later value).
+	d := getDeploy(t, ns, "web")
+	if d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == slot && d.Generation != gen {
+		t.Fatalf("generation moved from %d to %d with the same slot: patched twice", gen, d.Generation)
+	}
+}
+
+// Invalid RestartSchedules are refused by the real API server (CRD schema,
+// CEL and the validating webhook), each with a message naming the field.
+func TestE2EValidation(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	valid := func() map[string]any {
+		return map[string]any{
+			"schedule": "0 3 * * *",
+			"target":   map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": "web"}},
+		}
+	}
+	cases := map[string]struct {
+		mutate func(spec map[string]any)
+		field  string
+		msg    string
+	}{
+		"cron syntax":       {func(s map[string]any) { s["schedule"] = "61 * * * *" }, "spec.schedule", "above maximum"},
+		"too few fields":    {func(s map[string]any) { s["schedule"] = "0 3 * *" }, "spec.schedule", "expected exactly 5 fields"},
+		"never fires":       {func(s map[string]any) { s["schedule"] = "0 0 31 2 *" }, "spec.schedule", "never fires"},
+		"every below 1s":    {func(s map[string]any) { s["schedule"] = "@every 10ms" }, "spec.schedule", "at least 1s"},
+		"zone in schedule":  {func(s map[string]any) { s["schedule"] = "CRON_TZ=UTC 0 3 * * *" }, "spec.schedule", "timeZone"},
+		"empty schedule":    {func(s map[string]any) { s["schedule"] = "" }, "spec.schedule", ""},
+		"unknown time zone": {func(s map[string]any) { s["timeZone"] = "Mars/Olympus_Mons" }, "spec.timeZone", "unknown time zone"},
+		"both targets":      {func(s map[string]any) { s["target"].(map[string]any)["selector"] = map[string]any{} }, "spec.target", "exactly one of targetRef or selector"},
+		"no target":         {func(s map[string]any) { s["target"] = map[string]any{} }, "spec.target", "exactly one of targetRef or selector"},
+		"kind": {func(s map[string]any) {
+			s["target"] = map[string]any{"targetRef": map[string]any{"kind": "Pod", "name": "x"}}
+		}, "spec.target.targetRef.kind", "Unsupported value"},
+		"target name": {func(s map[string]any) {
+			s["target"] = map[string]any{"targetRef": map[string]any{"kind": "Deployment", "name": ""}}
+		}, "spec.target.targetRef.name", ""},
+		"selector operator": {func(s map[string]any) {
+			s["target"] = map[string]any{"selector": map[string]any{"matchExpressions": []any{map[string]any{"key": "a", "operator": "Near"}}}}
+		}, "spec.target.selector", "operator"},
+		"max concurrent":     {func(s map[string]any) { s["maxConcurrent"] = int64(0) }, "spec.maxConcurrent", "1"},
+		"history limit 0":    {func(s map[string]any) { s["historyLimit"] = int64(0) }, "spec.historyLimit", "1"},
+		"history limit 101":  {func(s map[string]any) { s["historyLimit"] = int64(101) }, "spec.historyLimit", "100"},
+		"starting deadline":  {func(s map[string]any) { s["startingDeadlineSeconds"] = int64(0) }, "spec.startingDeadlineSeconds", "1"},
+		"zero timeout":       {func(s map[string]any) { s["rolloutTimeout"] = "0s" }, "spec.rolloutTimeout", "positive"},
+		"negative timeout":   {func(s map[string]any) { s["rolloutTimeout"] = "-5m" }, "spec.rolloutTimeout", "positive"},
+		"concurrency policy": {func(s map[string]any) { s["concurrencyPolicy"] = "Allow" }, "spec.concurrencyPolicy", "Unsupported value"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := valid()
+			tc.mutate(spec)
+			err := env.Client.Create(ctx(t), unstructuredRS(ns, "invalid", spec))
+			if err == nil {
+				t.Fatalf("accepted")
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %q does not name %s (with %q)", err, tc.field, tc.msg)
+			}
+		})
+	}
+
+	// A valid one is accepted and defaulted.
+	if err := env.Client.Create(ctx(t), unstructuredRS(ns, "ok", valid())); err != nil {
+		t.Fatalf("a valid RestartSchedule was refused: %v", err)
+	}
+	rs, err := getRS(ctx(t), ns, "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rs.Spec
+	if s.TimeZone != "UTC" || s.ConcurrencyPolicy != deckhandv1alpha1.RestartForbid || s.MaxConcurrent != 1 || s.HistoryLimit != 10 ||
+		s.RolloutTimeout == nil || s.RolloutTimeout.Duration != 10*time.Minute {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+	// An update that breaks the schedule is refused too.
+	err = env.Client.Patch(ctx(t), rs, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"schedule":"0 0 30 2 *"}}`)))
+	if err == nil || !strings.Contains(err.Error(), "spec.schedule") {
+		t.Fatalf("update to a never-firing schedule: %v", err)
+	}
+}
+
+func unstructuredRS(ns, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": deckhandv1alpha1.GroupVersion.String(),
+		"kind":       "RestartSchedule",
+		"metadata":   map[string]any{"namespace": ns, "name": name},
+		"spec":       spec,
+	}}
+	return u
+}
+
+// watchDeployments watches the namespace's Deployments.
+func watchDeployments(ctx context.Context, ns string) (watch.Interface, error) {
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		return nil, err
+	}
+	return wc.Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns))
+}
