@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -53,7 +55,11 @@ func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return env.Clientset.CoreV1().Pods(ns).Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
 		defer close(rw.done)
 		for ev := range w.ResultChan() {
 			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
 				continue
 			}
 			rw.mu.Lock()
@@ -167,6 +173,8 @@ func TestRollingUpdate(t *testing.T) {
 	before := waitConverged(t, ps, replicas, 2*time.Minute)
 	fakeImageKubelet(t, ns)
 
+	oldNames := activeNames(mustOwned(t, before))
+
 	// 1. A change that needs new pods.
 	rw := watchRollout(t, ns, replicas)
 	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"` + pauseImage + `","env":[{"name":"V","value":"2"}]}]}}}}`
@@ -181,7 +189,6 @@ func TestRollingUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldNames := activeNames(mustOwned(t, before))
 	for _, p := range pods {
 		if slices.Contains(oldNames, p.Name) {
 			t.Fatalf("pod %s survived a non-image template change; it should have been recreated", p.Name)

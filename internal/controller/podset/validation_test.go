@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -90,8 +92,8 @@ func TestValidation(t *testing.T) {
 	t.Run("selector immutable", func(t *testing.T) {
 		ps := newPodSet(ns, "immutable", 0)
 		mustCreate(t, ps)
-		ps.Spec.Selector.MatchLabels["tier"] = "test"
-		err := env.Client.Update(ctxT(t), ps)
+		err := env.Client.Patch(ctxT(t), ps, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"selector":{"matchLabels":{"tier":"test"}}}}`)))
 		if err == nil || !strings.Contains(err.Error(), "spec.selector") {
 			t.Fatalf("changing the selector: err = %v, want an error naming spec.selector", err)
 		}
