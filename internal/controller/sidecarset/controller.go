@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -352,9 +353,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) error 
 	if apiequality.Semantic.DeepEqual(s.Status, st) {
 		return nil
 	}
-	orig := s.DeepCopy()
-	s.Status = st
-	return r.Client.Status().Patch(ctx, s, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager))
+	// The whole status goes in the patch: a diff would leave out the zero
+	// counts a fresh SidecarSet has never had written.
+	data, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return err
+	}
+	return r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, data), client.FieldOwner(deckhandv1alpha1.FieldManager))
 }
 
 // announce emits an event when a condition changes status or reason.
