@@ -187,7 +187,8 @@ func ApplyManifests(ctx context.Context, cfg *rest.Config, fieldManager string, 
 			return err
 		}
 		for _, e := range entries {
-			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+			// kustomization.yaml describes the directory; it is no object.
+			if !e.IsDir() && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) && !strings.HasPrefix(e.Name(), "kustomization.") {
 				files = append(files, filepath.Join(p, e.Name()))
 			}
 		}

@@ -1,0 +1,26 @@
+# Deckhand manager image: `make docker-build IMG=<registry>/deckhand:<tag>`.
+# Stage 1 builds a static binary; stage 2 is distroless (no shell, no
+# package manager) and runs as the unprivileged "nonroot" user (65532).
+
+FROM golang:1.26 AS builder
+ARG TARGETOS
+ARG TARGETARCH
+WORKDIR /workspace
+
+# Dependencies first: this layer is reused until go.mod/go.sum change.
+COPY go.mod go.sum ./
+RUN go mod download
+
+COPY api/ api/
+COPY cmd/ cmd/
+COPY internal/ internal/
+
+# CGO off: a static binary that needs no libc in the final image.
+RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
+    go build -trimpath -ldflags="-s -w" -o manager ./cmd/deckhand
+
+FROM gcr.io/distroless/static:nonroot
+WORKDIR /
+COPY --from=builder /workspace/manager .
+USER 65532:65532
+ENTRYPOINT ["/manager"]

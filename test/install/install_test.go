@@ -1,0 +1,465 @@
+// The checks: dist/install.yaml is what `make build-installer` produces now,
+// RBAC is least privilege, and the manager Deployment and the webhook
+// configurations carry the settings docs/operations.md promises. The
+// end-to-end suite (test/e2e) applies the same file to a real cluster.
+package install
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/deckhand-dev/deckhand/internal/localcluster"
+)
+
+const namespace = "deckhand-system"
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func kubectl(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(localcluster.DefaultBinDir(), "kubectl")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s not found: run `make k8s-binaries` (kustomize is kubectl's)", bin)
+	}
+	return bin
+}
+
+// TestInstallerUpToDate regenerates the installer with the Makefile's
+// default image and compares it with the committed dist/install.yaml.
+func TestInstallerUpToDate(t *testing.T) {
+	root := repoRoot(t)
+	out := filepath.Join(t.TempDir(), "install.yaml")
+	cmd := exec.Command("make", "--no-print-directory", "-s", "build-installer",
+		"INSTALLER="+out, "KUBECTL="+kubectl(t))
+	cmd.Dir = root
+	// The default image is part of the comparison: an IMG from the
+	// environment must not leak in.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "IMG=") })
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make build-installer: %v\n%s", err, b)
+	}
+	fresh, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile(filepath.Join(root, "dist", "install.yaml"))
+	if err != nil {
+		t.Fatalf("dist/install.yaml: %v (run `make build-installer`)", err)
+	}
+	if !bytes.Equal(fresh, committed) {
+		t.Fatalf("dist/install.yaml is out of date: run `make manifests build-installer` and commit it.\nfirst difference:\n%s",
+			firstDifference(committed, fresh))
+	}
+}
+
+func firstDifference(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + strconv.Itoa(i+1) + ":\n  committed: " + x + "\n  generated: " + y
+		}
+	}
+	return "(none)"
+}
+
+
+// manifest is one document of a rendered YAML stream.
+type manifest struct {
+	meta metav1.TypeMeta
+	obj  metav1.ObjectMeta
+	raw  []byte
+}
+
+func render(t *testing.T, path string) []manifest {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parse(t, data)
+}
+
+func parse(t *testing.T, data []byte) []manifest {
+	t.Helper()
+	var out []manifest
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			metav1.TypeMeta `json:",inline"`
+			Metadata        metav1.ObjectMeta `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Kind == "" {
+			continue
+		}
+		out = append(out, manifest{meta: m.TypeMeta, obj: m.Metadata, raw: doc})
+	}
+}
+
+func decode[T any](t *testing.T, m manifest) *T {
+	t.Helper()
+	var v T
+	if err := yaml.UnmarshalStrict(m.raw, &v); err != nil {
+		t.Fatalf("%s %s: %v", m.meta.Kind, m.obj.Name, err)
+	}
+	return &v
+}
+
+func find(ms []manifest, kind, name string) (manifest, bool) {
+	for _, m := range ms {
+		if m.meta.Kind == kind && m.obj.Name == name {
+			return m, true
+		}
+	}
+	return manifest{}, false
+}
+
+func installer(t *testing.T) []manifest {
+	return render(t, filepath.Join(repoRoot(t), "dist", "install.yaml"))
+}
+
+// TestInstallerContents: every object the issue lists is there, namespaced
+// objects are in deckhand-system, and the CRDs precede everything that
+// could depend on them.
+func TestInstallerContents(t *testing.T) {
+	ms := installer(t)
+	want := map[string][]string{
+		"Namespace":                      {namespace},
+		"ServiceAccount":                 {"deckhand-controller-manager"},
+		"ClusterRole":                    {"deckhand-manager-role", "deckhand-metrics-auth-role", "deckhand-metrics-reader"},
+		"ClusterRoleBinding":             {"deckhand-manager-rolebinding", "deckhand-metrics-auth-rolebinding"},
+		"Role":                           {"deckhand-leader-election-role", "deckhand-manager-role"},
+		"RoleBinding":                    {"deckhand-leader-election-rolebinding", "deckhand-manager-rolebinding"},
+		"Deployment":                     {"deckhand-controller-manager"},
+		"Service":                        {"deckhand-webhook-service", "deckhand-controller-manager-metrics-service"},
+		"PodDisruptionBudget":            {"deckhand-controller-manager"},
+		"Secret":                         {"deckhand-webhook-server-cert"},
+		"MutatingWebhookConfiguration":   {"deckhand-mutating-webhook-configuration"},
+		"ValidatingWebhookConfiguration": {"deckhand-validating-webhook-configuration"},
+		"CustomResourceDefinition": {"sidecarsets.apps.deckhand.dev", "podsets.apps.deckhand.dev",
+			"webservers.apps.deckhand.dev", "restartschedules.apps.deckhand.dev"},
+	}
+	for kind, names := range want {
+		for _, name := range names {
+			if _, ok := find(ms, kind, name); !ok {
+				t.Errorf("dist/install.yaml has no %s %s", kind, name)
+			}
+		}
+	}
+	clusterScoped := map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true,
+		"CustomResourceDefinition": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
+	for _, m := range ms {
+		if !clusterScoped[m.meta.Kind] && m.obj.Namespace != namespace {
+			t.Errorf("%s %s is in namespace %q, want %s", m.meta.Kind, m.obj.Name, m.obj.Namespace, namespace)
+		}
+	}
+	if ms[0].meta.Kind != "Namespace" {
+		t.Errorf("the first object is a %s; the Namespace must come first", ms[0].meta.Kind)
+	}
+	ns := decode[corev1.Namespace](t, ms[0])
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace %s does not enforce the restricted Pod Security Standard: %v", namespace, ns.Labels)
+	}
+}
+
+// TestInstallerRBACLeastPrivilege: no wildcard anywhere; Secrets only in
+// Deckhand's namespace and updatable only by name; webhook configurations
+// updatable only by name; no write access to RBAC, nodes or namespaces.
+func TestInstallerRBACLeastPrivilege(t *testing.T) {
+	ms := installer(t)
+	check := func(kind, name string, rules []rbacv1.PolicyRule) {
+		for i, r := range rules {
+			for field, vals := range map[string][]string{"verbs": r.Verbs, "resources": r.Resources,
+				"apiGroups": r.APIGroups, "nonResourceURLs": r.NonResourceURLs} {
+				for _, v := range vals {
+					if strings.Contains(v, "*") {
+						t.Errorf("%s %s rule %d: %s contains %q", kind, name, i, field, v)
+					}
+				}
+			}
+		}
+	}
+	var managerRules []rbacv1.PolicyRule
+	for _, m := range ms {
+		switch m.meta.Kind {
+		case "ClusterRole":
+			cr := decode[rbacv1.ClusterRole](t, m)
+			check("ClusterRole", cr.Name, cr.Rules)
+			if cr.AggregationRule != nil {
+				t.Errorf("ClusterRole %s aggregates other roles", cr.Name)
+			}
+			for k := range cr.Labels {
+				if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
+					t.Errorf("ClusterRole %s is aggregated into a built-in role (%s): installing Deckhand must grant nobody anything", cr.Name, k)
+				}
+			}
+			if cr.Name == "deckhand-manager-role" {
+				managerRules = cr.Rules
+			}
+		case "Role":
+			r := decode[rbacv1.Role](t, m)
+			check("Role", r.Name, r.Rules)
+			for _, rule := range r.Rules {
+				if slices.Contains(rule.Resources, "secrets") && slices.ContainsFunc(rule.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) &&
+					!slices.Equal(rule.ResourceNames, []string{"deckhand-webhook-server-cert"}) {
+					t.Errorf("Role %s may write Secrets other than deckhand-webhook-server-cert: %+v", r.Name, rule)
+				}
+			}
+		}
+	}
+	if managerRules == nil {
+		t.Fatal("no ClusterRole deckhand-manager-role")
+	}
+	for _, r := range managerRules {
+		for _, res := range r.Resources {
+			switch res {
+			case "secrets", "nodes", "clusterroles", "clusterrolebindings", "roles", "rolebindings", "serviceaccounts/token":
+				t.Errorf("the manager ClusterRole grants %v on %s cluster-wide", r.Verbs, res)
+			case "namespaces":
+				if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+					t.Errorf("the manager ClusterRole may modify namespaces: %v", r.Verbs)
+				}
+			case "mutatingwebhookconfigurations", "validatingwebhookconfigurations":
+				if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "list" && v != "watch" }) && len(r.ResourceNames) == 0 {
+					t.Errorf("the manager ClusterRole may %v every %s, not only Deckhand's", r.Verbs, res)
+				}
+			}
+		}
+	}
+}
+
+// TestInstallerManagerDeployment: the Deployment's availability and
+// security settings.
+func TestInstallerManagerDeployment(t *testing.T) {
+	ms := installer(t)
+	m, ok := find(ms, "Deployment", "deckhand-controller-manager")
+	if !ok {
+		t.Fatal("no Deployment deckhand-controller-manager")
+	}
+	d := decode[appsv1.Deployment](t, m)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
+	}
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != "deckhand-controller-manager" {
+		t.Errorf("serviceAccountName = %q", pod.ServiceAccountName)
+	}
+	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
+		t.Error("pod securityContext.runAsNonRoot is not true")
+	}
+	if pod.SecurityContext == nil || pod.SecurityContext.SeccompProfile == nil || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("pod seccompProfile is not RuntimeDefault")
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Image != "ghcr.io/deckhand-dev/deckhand:dev" {
+		t.Errorf("image = %q, want the Makefile's default IMG", c.Image)
+	}
+	for _, arg := range []string{"--leader-elect", "--cert-management=self", "--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("args %v lack %s", c.Args, arg)
+		}
+	}
+	sc := c.SecurityContext
+	switch {
+	case sc == nil:
+		t.Fatal("no container securityContext")
+	case sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem:
+		t.Error("readOnlyRootFilesystem is not true")
+	case sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation:
+		t.Error("allowPrivilegeEscalation is not false")
+	case sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0:
+		t.Errorf("capabilities = %+v, want drop [ALL]", sc.Capabilities)
+	}
+	if c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+		t.Error("no liveness probe on /healthz")
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Error("no readiness probe on /readyz")
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := c.Resources.Requests[res]; !ok {
+			t.Errorf("no %s request", res)
+		}
+		if _, ok := c.Resources.Limits[res]; !ok {
+			t.Errorf("no %s limit", res)
+		}
+	}
+	certDir := false
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == "/tmp/k8s-webhook-server/serving-certs" {
+			for _, v := range pod.Volumes {
+				if v.Name == vm.Name && v.EmptyDir != nil {
+					certDir = true
+				}
+			}
+		}
+	}
+	if !certDir {
+		t.Error("the webhook certificate directory is not an emptyDir volume")
+	}
+
+	pm, ok := find(ms, "PodDisruptionBudget", "deckhand-controller-manager")
+	if !ok {
+		t.Fatal("no PodDisruptionBudget")
+	}
+	pdb := decode[policyv1.PodDisruptionBudget](t, pm)
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 {
+		t.Errorf("PDB minAvailable = %v, want 1", pdb.Spec.MinAvailable)
+	}
+	if !metav1.HasLabel(metav1.ObjectMeta{Labels: d.Spec.Template.Labels}, "control-plane") ||
+		pdb.Spec.Selector.MatchLabels["control-plane"] != d.Spec.Template.Labels["control-plane"] {
+		t.Errorf("the PDB selector %v does not select the manager pods %v", pdb.Spec.Selector, d.Spec.Template.Labels)
+	}
+}
+
+// TestInstallerWebhooks: every webhook calls the webhook Service with an
+// explicit failure policy, and the Pod webhook skips kube-system and
+// deckhand-system.
+func TestInstallerWebhooks(t *testing.T) {
+	ms := installer(t)
+	mm, ok := find(ms, "MutatingWebhookConfiguration", "deckhand-mutating-webhook-configuration")
+	if !ok {
+		t.Fatal("no MutatingWebhookConfiguration")
+	}
+	vm, ok := find(ms, "ValidatingWebhookConfiguration", "deckhand-validating-webhook-configuration")
+	if !ok {
+		t.Fatal("no ValidatingWebhookConfiguration")
+	}
+	type hook struct {
+		name   string
+		cc     admissionregistrationv1.WebhookClientConfig
+		policy *admissionregistrationv1.FailurePolicyType
+		rules  []admissionregistrationv1.RuleWithOperations
+		nsSel  *metav1.LabelSelector
+	}
+	var hooks []hook
+	for _, h := range decode[admissionregistrationv1.MutatingWebhookConfiguration](t, mm).Webhooks {
+		hooks = append(hooks, hook{h.Name, h.ClientConfig, h.FailurePolicy, h.Rules, h.NamespaceSelector})
+	}
+	for _, h := range decode[admissionregistrationv1.ValidatingWebhookConfiguration](t, vm).Webhooks {
+		hooks = append(hooks, hook{h.Name, h.ClientConfig, h.FailurePolicy, h.Rules, h.NamespaceSelector})
+	}
+	podHooks := 0
+	for _, h := range hooks {
+		if h.cc.Service == nil || h.cc.Service.Name != "deckhand-webhook-service" || h.cc.Service.Namespace != namespace {
+			t.Errorf("webhook %s does not call deckhand-webhook-service.%s: %+v", h.name, namespace, h.cc)
+		}
+		if h.policy == nil {
+			t.Errorf("webhook %s has no explicit failurePolicy", h.name)
+		}
+		for _, r := range h.rules {
+			if !slices.Contains(r.Resources, "pods") {
+				continue
+			}
+			podHooks++
+			excluded := map[string]bool{}
+			if h.nsSel != nil {
+				for _, e := range h.nsSel.MatchExpressions {
+					if e.Key == "kubernetes.io/metadata.name" && e.Operator == metav1.LabelSelectorOpNotIn {
+						for _, v := range e.Values {
+							excluded[v] = true
+						}
+					}
+				}
+			}
+			if !excluded["kube-system"] || !excluded[namespace] {
+				t.Errorf("pod webhook %s does not exclude kube-system and %s: %+v", h.name, namespace, h.nsSel)
+			}
+		}
+	}
+	if podHooks == 0 {
+		t.Error("no pod webhook found")
+	}
+}
+
+// TestCertManagerOverlay: the cert-manager variant renders, asks the CA
+// injector for both webhook configurations, mounts cert-manager's Secret
+// and drops the self-managed Secret and the permission to write it.
+func TestCertManagerOverlay(t *testing.T) {
+	out, err := exec.Command(kubectl(t), "kustomize", filepath.Join(repoRoot(t), "config", "certmanager")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize config/certmanager: %v", err)
+	}
+	ms := parse(t, out)
+	for _, kind := range []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"} {
+		var found bool
+		for _, m := range ms {
+			if m.meta.Kind == kind {
+				found = true
+				if m.obj.Annotations["cert-manager.io/inject-ca-from"] != namespace+"/deckhand-serving-cert" {
+					t.Errorf("%s %s lacks the cert-manager CA injection annotation", kind, m.obj.Name)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s", kind)
+		}
+	}
+	for _, kind := range []string{"Certificate", "Issuer"} {
+		if !slices.ContainsFunc(ms, func(m manifest) bool { return m.meta.Kind == kind }) {
+			t.Errorf("no cert-manager %s", kind)
+		}
+	}
+	if _, ok := find(ms, "Secret", "deckhand-webhook-server-cert"); ok {
+		t.Error("the self-managed Secret is still there")
+	}
+	if _, ok := find(ms, "Role", "deckhand-manager-role"); ok {
+		t.Error("the Role for the self-managed Secret is still there")
+	}
+	dm, ok := find(ms, "Deployment", "deckhand-controller-manager")
+	if !ok {
+		t.Fatal("no Deployment")
+	}
+	d := decode[appsv1.Deployment](t, dm)
+	if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--cert-management=external") {
+		t.Errorf("args %v lack --cert-management=external", d.Spec.Template.Spec.Containers[0].Args)
+	}
+	v := d.Spec.Template.Spec.Volumes[0]
+	if v.Secret == nil || v.Secret.SecretName != "deckhand-webhook-server-cert" {
+		t.Errorf("the certificate volume is not cert-manager's Secret: %+v", v)
+	}
+}
