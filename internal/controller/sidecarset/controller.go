@@ -251,12 +251,37 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		cond.Reason, cond.Message = "NotUpdate", progress+"; updateStrategy.type is NotUpdate, so running pods keep their revision"
 	case us.Paused:
 		cond.Reason, cond.Message = "UpdatePaused", progress+"; the rollout is paused (updateStrategy.paused)"
+	case rolloutHeld(sc, int(st.MatchedPods)):
+		cond.Reason, cond.Message = "UpdateHeld", progress+"; the remaining pods are held back by updateStrategy.partition or updateStrategy.selector, or need recreating (see InPlaceUpdatable)"
 	default:
 		cond.Reason, cond.Message = "RollingUpdate", progress
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	sc.status = st
 	return ctrl.Result{}, nil
+}
+
+// rolloutHeld reports whether every injected pod the strategy lets the
+// controller update is updated, so the rollout stands still by design.
+func rolloutHeld(sc *scope, matched int) bool {
+	partition := scaled(sc.set.Spec.UpdateStrategy.Partition, matched, 0)
+	atLatest, movable := 0, 0
+	for _, p := range sc.pods {
+		if !p.injected {
+			continue
+		}
+		if p.revisionCurrent || p.pending {
+			atLatest++
+			if !p.updated || p.pending {
+				return false // an update is in flight
+			}
+			continue
+		}
+		if p.upgradable && p.inScope {
+			movable++
+		}
+	}
+	return movable == 0 || matched-atLatest <= partition
 }
 
 // updatePods updates the sidecar images of the pods the strategy allows.

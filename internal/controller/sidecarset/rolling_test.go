@@ -1,0 +1,295 @@
+package sidecarset_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// fakeKubelet plays the kubelet's part of an in-place image update, which
+// kwok does not: kwok only walks a pod from Pending to Ready once and never
+// reflects a later image change in the container statuses. When a
+// container's spec image differs from its status image, the fake kubelet
+// first marks the container and the pod not ready (the container
+// restarting), then, a little later, reports the new image, ready again.
+func fakeKubelet(t *testing.T, ns string, restart time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		notReadySince := map[string]time.Time{}
+		for ctx.Err() == nil {
+			pods, err := listPods(ctx, ns)
+			if err == nil {
+				for i := range pods {
+					p := &pods[i]
+					if p.Status.Phase != corev1.PodRunning {
+						continue
+					}
+					changed := false
+					for j := range p.Status.ContainerStatuses {
+						cs := &p.Status.ContainerStatuses[j]
+						want := containerImage(p, cs.Name)
+						if want == "" || cs.Image == want {
+							continue
+						}
+						key := p.Name + "/" + cs.Name
+						switch since, ok := notReadySince[key]; {
+						case !ok:
+							cs.Ready = false
+							notReadySince[key] = time.Now()
+							changed = true
+						case time.Since(since) >= restart:
+							cs.Image, cs.Ready = want, true
+							cs.RestartCount++
+							delete(notReadySince, key)
+							changed = true
+						}
+					}
+					if !changed {
+						continue
+					}
+					all := true
+					for _, cs := range p.Status.ContainerStatuses {
+						all = all && cs.Ready
+					}
+					for j := range p.Status.Conditions {
+						c := &p.Status.Conditions[j]
+						if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+							c.Status = corev1.ConditionFalse
+							if all {
+								c.Status = corev1.ConditionTrue
+							}
+							c.LastTransitionTime = metav1.Now()
+						}
+					}
+					if err := env.Client.Status().Update(ctx, p); err != nil {
+						// Conflict with the controller's patch: read again next round.
+						for j := range p.Status.ContainerStatuses {
+							delete(notReadySince, p.Name+"/"+p.Status.ContainerStatuses[j].Name)
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// availabilityWatch follows every pod of ns from a watch and records the
+// largest number of pods that were at once unavailable: not Ready, or in
+// the middle of a sidecar update (spec image not yet reported by the status).
+type availabilityWatch struct {
+	mu          sync.Mutex
+	unavailable map[string]bool
+	max         int
+	order       []string // pods in the order their sidecar spec image changed to the new image
+	seen        map[string]bool
+	stop        func()
+}
+
+func watchAvailability(t *testing.T, ns, sidecar, newImage string) *availabilityWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pods, err := env.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &availabilityWatch{unavailable: map[string]bool{}, seen: map[string]bool{}}
+	for i := range pods.Items {
+		a.observe(&pods.Items[i], sidecar, newImage)
+	}
+	w, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
+				a.observe(p, sidecar, newImage)
+			}
+		}
+	}()
+	a.stop = func() { cancel(); w.Stop(); <-done }
+	return a
+}
+
+func (a *availabilityWatch) observe(p *corev1.Pod, sidecar, newImage string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	spec := containerImage(p, sidecar)
+	status := ""
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == sidecar {
+			status = cs.Image
+		}
+	}
+	a.unavailable[p.Name] = !podReady(p) || spec != status
+	if spec == newImage && !a.seen[p.Name] {
+		a.seen[p.Name] = true
+		a.order = append(a.order, p.Name)
+	}
+	n := 0
+	for _, u := range a.unavailable {
+		if u {
+			n++
+		}
+	}
+	if n > a.max {
+		a.max = n
+	}
+}
+
+func (a *availabilityWatch) result() (int, []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.max, append([]string(nil), a.order...)
+}
+
+func TestRollingUpdate(t *testing.T) {
+	ns := env.Namespace(t)
+	name := "roll-" + ns
+	s := newSidecarSet(name, ns, "roll", "proxy:1")
+	s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(5))
+	createSidecarSet(t, s)
+
+	const n = 20
+	for i := 0; i < n; i++ {
+		p := newPod(ns, fmt.Sprintf("pod-%02d", i), map[string]string{"app": "roll"})
+		if err := env.Client.Create(ctxT(t), p); err != nil {
+			t.Fatal(err)
+		}
+		if containerImage(p, "proxy") != "proxy:1" {
+			t.Fatalf("pod %s not injected: %+v", p.Name, p.Spec.Containers)
+		}
+	}
+	waitStatus(t, name, 90*time.Second, "all 20 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
+		st := s.Status
+		return st.MatchedPods == n && st.UpdatedPods == n && st.ReadyPods == n && st.UpdatedReadyPods == n && st.NotInjectedPods == 0
+	})
+
+	stopKubelet := fakeKubelet(t, ns, 300*time.Millisecond)
+	defer stopKubelet()
+	watch := watchAvailability(t, ns, "proxy", "proxy:2")
+	defer watch.stop()
+
+	// One pod not ready before the rollout: it must be updated first, and
+	// without using the budget.
+	markNotReady(t, ns, "pod-19")
+
+	// Paused: the new revision is recorded, nothing is updated.
+	s = updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.Paused = true
+		s.Spec.Containers[0].Image = "proxy:2"
+	})
+	paused := waitStatus(t, name, 30*time.Second, "the paused rollout is reported", func(s *deckhandv1alpha1.SidecarSet) bool {
+		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		return c != nil && c.Reason == "UpdatePaused" && s.Status.UpdatedPods == 0
+	})
+	hash, _ := sidecarcontrol.Hashes(&paused.Spec)
+	if paused.Status.LatestRevision != hash {
+		t.Errorf("latestRevision = %s, want %s", paused.Status.LatestRevision, hash)
+	}
+	pods, _ := listPods(ctxT(t), ns)
+	for i := range pods {
+		if img := containerImage(&pods[i], "proxy"); img != "proxy:1" {
+			t.Errorf("pod %s was updated while the rollout was paused: %s", pods[i].Name, img)
+		}
+	}
+
+	// Unpaused with partition 5: 15 pods move, 5 stay.
+	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	held := waitStatus(t, name, 3*time.Minute, "15 pods updated, held by partition", func(s *deckhandv1alpha1.SidecarSet) bool {
+		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		return s.Status.UpdatedPods == 15 && s.Status.UpdatedReadyPods == 15 && c != nil && c.Reason == "UpdateHeld"
+	})
+	if held.Status.MatchedPods != n {
+		t.Errorf("matchedPods = %d, want %d", held.Status.MatchedPods, n)
+	}
+	pods, _ = listPods(ctxT(t), ns)
+	old := 0
+	for i := range pods {
+		if containerImage(&pods[i], "proxy") == "proxy:1" {
+			old++
+		}
+	}
+	if old != 5 {
+		t.Errorf("%d pods on the old image, want partition 5", old)
+	}
+
+	// Partition 0: the rest follow.
+	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(0)) })
+	final := waitStatus(t, name, 2*time.Minute, "all 20 pods updated", func(s *deckhandv1alpha1.SidecarSet) bool {
+		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		return s.Status.UpdatedPods == n && c != nil && c.Status == metav1.ConditionTrue
+	})
+	st := final.Status
+	if st.MatchedPods != n || st.ReadyPods != n || st.UpdatedReadyPods != n || st.NotInjectedPods != 0 || st.NotUpdatablePods != 0 {
+		t.Errorf("final status = %+v", st)
+	}
+	pods, _ = listPods(ctxT(t), ns)
+	for i := range pods {
+		p := &pods[i]
+		rec := sidecarcontrol.ParsePodRecord(p.Annotations)
+		if containerImage(p, "proxy") != "proxy:2" || rec.Hash[name].Hash != st.LatestRevision {
+			t.Errorf("pod %s: image %s, revision %s; want proxy:2 at %s", p.Name, containerImage(p, "proxy"), rec.Hash[name].Hash, st.LatestRevision)
+		}
+	}
+
+	watch.stop()
+	maxUnavailable, order := watch.result()
+	t.Logf("at most %d pods were unavailable or mid-update at once; update order %v", maxUnavailable, order)
+	if maxUnavailable > 2 {
+		t.Errorf("%d pods were unavailable or mid-update at once, maxUnavailable is 2", maxUnavailable)
+	}
+	if len(order) != n {
+		t.Errorf("saw %d pods change image, want %d", len(order), n)
+	}
+	if len(order) > 0 && order[0] != "pod-19" {
+		t.Errorf("the not-ready pod-19 was not updated first: %v", order)
+	}
+}
+
+// markNotReady sets the pod's Ready condition False, as a kubelet whose
+// readiness probe fails would.
+func markNotReady(t *testing.T, ns, name string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		pods, err := listPods(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		for i := range pods {
+			p := &pods[i]
+			if p.Name != name {
+				continue
+			}
+			for j := range p.Status.Conditions {
+				if p.Status.Conditions[j].Type == corev1.PodReady {
+					p.Status.Conditions[j].Status = corev1.ConditionFalse
+				}
+			}
+			return true, env.Client.Status().Update(ctx, p)
+		}
+		return false, nil
+	}, "pod %s marked not ready", name)
+}
