@@ -129,6 +129,7 @@ type RestartScheduleSpec struct {
 	// suspend stops new runs while true. A rollout already in progress is
 	// still followed to completion. Scheduled times that pass while suspended
 	// are not run after resuming.
+	// +kubebuilder:default=false
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 

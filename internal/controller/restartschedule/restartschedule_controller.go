@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -77,6 +78,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("restartschedule").
+		// Many schedules often share a fire time ("0 3 * * *"); with one
+		// worker the last of 1000 would be patched many seconds late. A key is
+		// never reconciled by two workers at once (docs/benchmarks.md, item 4).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		// Status writes are our own; a schedule reacts to spec changes and
 		// otherwise wakes itself at its next fire time.
 		For(&deckhandv1alpha1.RestartSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
@@ -239,10 +244,13 @@ func scheduleKey(spec deckhandv1alpha1.RestartScheduleSpec) string {
 // observeSchedule moves handledThrough so that only slots after the
 // creation, the last schedule edit or the last resume can run.
 func (r *Reconciler) observeSchedule(_ context.Context, s *scope) error {
+	st := &s.rs.Status
 	if s.sched == nil {
+		// Remember the invalid schedule: whatever valid schedule replaces
+		// it is an edit, and starts from the time of that edit.
+		st.ObservedSchedule = scheduleKey(s.rs.Spec)
 		return nil
 	}
-	st := &s.rs.Status
 	now := metav1.NewTime(s.now.Truncate(time.Second))
 	key := scheduleKey(s.rs.Spec)
 	switch {
