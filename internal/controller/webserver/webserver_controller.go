@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -77,6 +78,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("webserver").
+		// Several workers: a reconcile mostly waits for the API server (two
+		// applies and a status write), and a burst of WebServers or a steady
+		// stream of spec changes must not queue behind one another
+		// (docs/benchmarks.md, item 5).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
 		For(&deckhandv1alpha1.WebServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
@@ -245,6 +251,13 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, kind string, exists bo
 		}
 	}
 	if err := r.Client.Apply(ctx, desired, client.FieldOwner(deckhandv1alpha1.FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			// The namespace is going away with the WebServer in it; re-creating
+			// a child the namespace controller already removed is neither
+			// possible nor a failure worth an event.
+			log.FromContext(ctx).V(1).Info("namespace is terminating, not applying", "kind", kind)
+			return false, nil
+		}
 		return false, r.applyFailed(s, kind, err)
 	}
 	if err := convert(desired, applied); err != nil { // Apply decoded the answer into desired

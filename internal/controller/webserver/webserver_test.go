@@ -195,6 +195,24 @@ func update(t *testing.T, ns, name string, change func(ws *deckhandv1alpha1.WebS
 	}, "updating WebServer %s/%s", ns, name)
 }
 
+// editDeployment changes the Deployment with an Update under the field
+// manager kubectl edit uses, retrying on conflicts.
+func editDeployment(t *testing.T, ns, name string, change func(d *appsv1.Deployment)) {
+	t.Helper()
+	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		change(d)
+		err = env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit"))
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}, "editing Deployment %s/%s", ns, name)
+}
+
 // kubectl runs the real kubectl against the test cluster.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
@@ -386,14 +404,7 @@ func TestDriftAndForeignFields(t *testing.T) {
 	})
 
 	// Hand edit of the image (an Update, as kubectl edit sends): restored.
-	d, err := getDeployment(ctx, ns, "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "httpd"
-	if err := env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	editDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "httpd" })
 	waitDeployment(t, ns, "web", "image restored to nginx", func(d *appsv1.Deployment) bool {
 		return d.Spec.Template.Spec.Containers[0].Image == "nginx"
 	})
@@ -434,15 +445,8 @@ func TestDriftAndForeignFields(t *testing.T) {
 	waitDeployment(t, ns, "web", "env A applied", func(d *appsv1.Deployment) bool {
 		return len(d.Spec.Template.Spec.Containers[0].Env) == 1
 	})
-	d, err = getDeployment(ctx, ns, "web")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "caddy"
-	if err := env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
-	d = waitDeployment(t, ns, "web", "image restored again", func(d *appsv1.Deployment) bool {
+	editDeployment(t, ns, "web", func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "caddy" })
+	d := waitDeployment(t, ns, "web", "image restored again", func(d *appsv1.Deployment) bool {
 		return d.Spec.Template.Spec.Containers[0].Image == "nginx"
 	})
 	a := d.Spec.Template.Annotations
