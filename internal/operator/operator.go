@@ -7,6 +7,15 @@ package operator
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	podsetctrl "github.com/deckhand-dev/deckhand/internal/controller/podset"
+	restartschedulectrl "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
+	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
+	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
+	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
+	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
+	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
 )
 
 // Options are the settings handed to the controllers and webhooks.
@@ -34,6 +43,33 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	// Registrations are added here, one block per kind:
 	//   if err := (&<kind>ctrl.Reconciler{...}).SetupWithManager(mgr); err != nil { return err }
 	//   if err := <kind>webhook.SetupWebhookWithManager(mgr, ...); err != nil { return err }
+	if err := (&webserverctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := webserverwebhook.SetupWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&restartschedulectrl.Reconciler{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&restartschedulectrl.AnnotationReconciler{DefaultSchedule: opts.DefaultRestartSchedule}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := restartschedulewebhook.SetupWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&podsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := podsetwebhook.SetupWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := sidecarsetwebhook.SetupWebhookWithManager(mgr); err != nil {
+		return err
+	}
 	_ = mgr
 	_ = opts
 	return nil
