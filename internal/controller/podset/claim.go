@@ -24,7 +24,7 @@ func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
 // ones into active and terminating (PodControllerRefManager.ClaimPods).
 func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(s.ps.Namespace)); err != nil {
+	if err := r.podReader.List(ctx, &list, client.InNamespace(s.ps.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
 	checked := false

@@ -15,10 +15,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
@@ -49,12 +51,17 @@ type Reconciler struct {
 	Expectations *expectations.Expectations
 	// MaxConcurrentReconciles defaults to 4.
 	MaxConcurrentReconciles int
+	// PodCache, when set, is the informer cache pods are watched and listed
+	// from instead of the manager's (tests use one fed by a deliberately
+	// slow watch). Events and reads always come from the same cache, as
+	// expectations require.
+	PodCache cache.Cache
+
+	// podReader lists pods: PodCache or the manager's client.
+	podReader client.Reader
 
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
-	// afterWrite, when set, runs after every sync that wrote; tests use it
-	// to widen the window in which the cache lags the controller's writes.
-	afterWrite func()
 }
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
@@ -82,9 +89,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&deckhandv1alpha1.PodSet{}).
-		Watches(&corev1.Pod{}, &podEventHandler{client: r.Client, exp: r.Expectations}).
+	podHandler := &podEventHandler{client: r.Client, exp: r.Expectations}
+	b := ctrl.NewControllerManagedBy(mgr).For(&deckhandv1alpha1.PodSet{})
+	if r.PodCache != nil {
+		r.podReader = r.PodCache
+		b = b.WatchesRawSource(source.Kind[client.Object](r.PodCache, &corev1.Pod{}, podHandler))
+	} else {
+		r.podReader = r.Client
+		b = b.Watches(&corev1.Pod{}, podHandler)
+	}
+	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("podset").
 		Complete(r)
@@ -160,9 +174,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		errs = append(errs, err)
 	}
 	result = lowestRequeue(result, res)
-	if s.wrote && r.afterWrite != nil {
-		r.afterWrite()
-	}
 	if len(errs) > 0 {
 		logger.V(1).Info("sync failed", "podset", klog.KObj(ps), "error", errors.Join(errs...))
 		return ctrl.Result{}, errors.Join(errs...)

@@ -3,8 +3,12 @@ package podset_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -32,7 +38,15 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
-			if err := (&podset.Reconciler{}).SetupWithManager(mgr); err != nil {
+			r := &podset.Reconciler{}
+			if d := slowWatchDelay.Load(); d > 0 {
+				c, err := slowPodCache(mgr, time.Duration(d))
+				if err != nil {
+					return err
+				}
+				r.PodCache = c
+			}
+			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
 			return podsetwebhook.SetupWebhookWithManager(mgr)
@@ -181,4 +195,46 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 		return ok, err
 	}, "%s", what)
 	_ = lastErr
+}
+
+// slowWatchDelay, when non-zero, makes the next manager started watch pods
+// through slowPodCache with that delay.
+var slowWatchDelay atomic.Int64
+
+// slowPodCache returns an informer cache (added to mgr) whose pod watch
+// stream is read with a pause before every read, so the controller sees its
+// own creates and deletes late, both in reads and in events, as with a
+// loaded API server or a slow network.
+func slowPodCache(mgr ctrl.Manager, delay time.Duration) (cache.Cache, error) {
+	cfg := rest.CopyConfig(mgr.GetConfig())
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return slowWatchTransport{rt: rt, delay: delay} })
+	c, err := cache.New(cfg, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	return c, mgr.Add(c)
+}
+
+type slowWatchTransport struct {
+	rt    http.RoundTripper
+	delay time.Duration
+}
+
+func (t slowWatchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil || req.URL.Query().Get("watch") != "true" || !strings.HasSuffix(req.URL.Path, "/pods") {
+		return resp, err
+	}
+	resp.Body = &slowBody{ReadCloser: resp.Body, delay: t.delay}
+	return resp, nil
+}
+
+type slowBody struct {
+	io.ReadCloser
+	delay time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	time.Sleep(b.delay)
+	return b.ReadCloser.Read(p)
 }
