@@ -39,10 +39,12 @@ type Reconciler struct {
 	expect updateExpectations
 }
 
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// Reads go through the informer cache (list, watch); writes are pod patches
+// (in-place updates) and status patches.
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller with mgr.

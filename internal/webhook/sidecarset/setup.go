@@ -22,8 +22,8 @@ import (
 
 // The validator dry-runs pods; the injector reads SidecarSets and namespaces.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
 
 // DryRunNamespace is the namespace the synthetic validation pods are
 // dry-run in; it exists in every cluster.
