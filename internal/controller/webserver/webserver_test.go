@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
@@ -812,3 +813,32 @@ func TestValidation(t *testing.T) {
 func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
 
 func intOrString(i int) intstr.IntOrString { return intstr.FromInt(i) }
+
+// The sample in config/samples works: both WebServers become Available.
+func TestSample(t *testing.T) {
+	ctx, ns := ctx(t), env.Namespace(t)
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "samples", "apps_v1alpha1_webserver.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		ws := &deckhandv1alpha1.WebServer{}
+		if err := yaml.UnmarshalStrict([]byte(doc), ws); err != nil {
+			t.Fatalf("sample: %v", err)
+		}
+		ws.Namespace = ns
+		if err := env.Client.Create(ctx, ws); err != nil {
+			t.Fatalf("creating sample %s: %v", ws.Name, err)
+		}
+		names = append(names, ws.Name)
+	}
+	if len(names) != 2 {
+		t.Fatalf("sample has %d WebServers, want 2", len(names))
+	}
+	for _, name := range names {
+		waitWebServer(t, ns, name, "Available", func(ws *deckhandv1alpha1.WebServer) bool {
+			return isCondition(ws, "Available", metav1.ConditionTrue, "") && isCondition(ws, "Degraded", metav1.ConditionFalse, "")
+		})
+	}
+}
