@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+)
+
+const admissionNode = "fake-node-0"
+
+type admVariant string
+
+const (
+	admNone    admVariant = "no webhook"
+	admNull    admVariant = "null webhook (bench's own, admits without a patch)"
+	admOne     admVariant = "1 SidecarSet"
+	admHundred admVariant = "100 SidecarSets (1 matches)"
+)
+
+type admResult struct {
+	lat     []time.Duration
+	elapsed time.Duration
+	pods    int
+	runs    []float64 // throughput of each run
+}
+
+func (a *admResult) throughput() float64 { return float64(a.pods) / a.elapsed.Seconds() }
+
+// benchAdmission: item 1. Its own cluster: etcd (--unsafe-no-fsync) and
+// kube-apiserver only, so that nothing but the benchmark touches the pods
+// (no scheduler, no kubelet, no controller-manager); the Deckhand manager
+// runs as a process and serves the pod webhook.
+func benchAdmission(ctx context.Context, cfg *config, r *report) error {
+	e, err := startEnv(ctx, cfg, "admission", localcluster.Options{}, nil)
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	// A fake node: a Node object nothing runs. Pods are pre-bound to it
+	// (spec.nodeName), so they skip the scheduler and nothing updates them.
+	if err := e.c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: admissionNode}}); err != nil {
+		return err
+	}
+	n, clients := cfg.size(2000, 300), 16
+	order := []admVariant{admNone, admNull, admOne, admHundred, admHundred, admOne, admNull, admNone}
+	if cfg.quick {
+		order = order[:4]
+	}
+	null, err := startNullWebhook(e.certDir)
+	if err != nil {
+		return err
+	}
+	defer null.srv.Close()
+	res := map[admVariant]*admResult{}
+	for round, v := range order {
+		if err := null.install(ctx, e, v == admNull); err != nil {
+			return err
+		}
+		if err := setAdmissionVariant(ctx, e, v); err != nil {
+			return fmt.Errorf("%s: %w", v, err)
+		}
+		ns := fmt.Sprintf("adm-%d", round)
+		if err := e.namespace(ctx, ns); err != nil {
+			return err
+		}
+		if err := probeInjection(ctx, e, ns, v != admNone && v != admNull, null, v == admNull); err != nil {
+			return fmt.Errorf("%s: %w", v, err)
+		}
+		if round == 2 || round == 3 { // the first run with 1 and with 100 SidecarSets
+			go e.saveProfile(ctx, cfg, "profile?seconds=3", fmt.Sprintf("cpu-admission-%d", round))
+		}
+		lat, elapsed, err := createPods(ctx, e, ns, n, clients)
+		if err != nil {
+			return fmt.Errorf("%s: %w", v, err)
+		}
+		ar := res[v]
+		if ar == nil {
+			ar = &admResult{}
+			res[v] = ar
+		}
+		ar.lat = append(ar.lat, lat...)
+		ar.elapsed += elapsed
+		ar.pods += n
+		ar.runs = append(ar.runs, float64(n)/elapsed.Seconds())
+		logf("[admission] %s: %d pods in %s (%.0f/s), p50 %s p99 %s", v, n, secs(elapsed), float64(n)/elapsed.Seconds(),
+			ms(percentile(lat, 50)), ms(percentile(lat, 99)))
+		if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+			return err
+		}
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "Cluster: etcd `--unsafe-no-fsync` + kube-apiserver only; the Deckhand manager as a process (all controllers and webhooks). "+
+		"%d pods per run, %d concurrent clients, no client-side rate limit, pods pre-bound to a fake Node (`spec.nodeName`). "+
+		"Run order %s (the variants are interleaved so that drift in machine load hits them alike); figures pool the runs of a variant.\n\n",
+		n, clients, joinVariants(order))
+	b.WriteString("| variant | pods | creates/s (per run) | creates/s (pooled) | p50 | p99 | throughput vs none |\n|---|---|---|---|---|---|---|\n")
+	base := res[admNone]
+	for _, v := range []admVariant{admNone, admNull, admOne, admHundred} {
+		a := res[v]
+		var runs []string
+		for _, x := range a.runs {
+			runs = append(runs, fmt.Sprintf("%.0f", x))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %.2fx |\n", v, a.pods, strings.Join(runs, ", "), a.throughput(),
+			ms(percentile(a.lat, 50)), ms(percentile(a.lat, 99)), a.throughput()/base.throughput())
+	}
+	r.section("1. Pod admission with sidecar injection", b.String())
+
+	one, hundred := res[admOne], res[admHundred]
+	ratio := one.throughput() / base.throughput()
+	r.target("1", "throughput with injection (1 SidecarSet) / without", ">= 0.85", fmt.Sprintf("%.2f", ratio), ratio >= 0.85)
+	added := percentile(one.lat, 50) - percentile(base.lat, 50)
+	r.target("1", "added p50 latency (1 SidecarSet - none)", "<= 1 ms", ms(added), added <= time.Millisecond)
+	slower := one.throughput()/hundred.throughput() - 1
+	r.target("1", "100 SidecarSets slower than 1 (throughput)", "<= 10%", fmt.Sprintf("%+.1f%%", slower*100), slower <= 0.10)
+	nw := res[admNull]
+	r.note(fmt.Sprintf("Admission, the control plane's own webhook cost: the null webhook reaches %.2fx the throughput without a webhook and adds %s at p50. "+
+		"Deckhand with 1 SidecarSet against the null webhook: %.2fx throughput, %s added p50.",
+		nw.throughput()/base.throughput(), ms(percentile(nw.lat, 50)-percentile(base.lat, 50)),
+		one.throughput()/nw.throughput(), ms(percentile(one.lat, 50)-percentile(nw.lat, 50))))
+	p50slower := percentile(hundred.lat, 50) - percentile(one.lat, 50)
+	r.note(fmt.Sprintf("Admission: p50 with 100 SidecarSets minus p50 with 1: %s.", ms(p50slower)))
+	return nil
+}
+
+func joinVariants(v []admVariant) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, string(x))
+	}
+	return strings.Join(s, " → ")
+}
+
+func benchSidecarSet(name, app string) *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{
+				Name: "log-agent", Image: "registry.example.com/logging/agent:1.0",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+			}}},
+		},
+	}
+}
+
+func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
+	want := map[string]string{}
+	switch v {
+	case admOne:
+		want["bench-match"] = "bench"
+	case admHundred:
+		want["bench-match"] = "bench"
+		for i := 1; i < 100; i++ {
+			want[fmt.Sprintf("bench-other-%02d", i)] = fmt.Sprintf("other-%d", i)
+		}
+	}
+	var list deckhandv1alpha1.SidecarSetList
+	if err := e.c.List(ctx, &list); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if _, ok := want[s.Name]; !ok {
+			if err := e.c.Delete(ctx, s); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			continue
+		}
+		have[s.Name] = true
+	}
+	for name, app := range want {
+		if !have[name] {
+			if err := e.c.Create(ctx, benchSidecarSet(name, app)); err != nil {
+				return err
+			}
+		}
+	}
+	hooks := e.hooks
+	if v == admNone || v == admNull {
+		hooks.Serves = func(path string) bool { return path != sidecarsetwebhook.PodWebhookPath }
+	}
+	if err := hooks.Install(ctx, e.cs); err != nil {
+		return err
+	}
+	// Let the manager's informers see every SidecarSet before measuring.
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var l deckhandv1alpha1.SidecarSetList
+		if err := e.c.List(ctx, &l); err != nil {
+			return false, nil
+		}
+		return len(l.Items) == len(want), nil
+	})
+}
+
+func benchPod(ns, name string) *corev1.Pod {
+	c := func(name string) corev1.Container {
+		return corev1.Container{
+			Name: name, Image: "registry.example.com/team/" + name + ":v1",
+			Env:       []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+		}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "bench", "tier": "web"}},
+		Spec: corev1.PodSpec{
+			NodeName:                      admissionNode,
+			Containers:                    []corev1.Container{c("app"), c("proxy")},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+}
+
+// probeInjection waits until the API server applies (or no longer applies)
+// the pod webhook: it reads its webhook configurations from an informer.
+func probeInjection(ctx context.Context, e *env, ns string, inject bool, null *nullWebhook, nullOn bool) error {
+	want := 2
+	if inject {
+		want = 3
+	}
+	var got int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := benchPod(ns, "probe")
+		calls := null.calls.Load()
+		if err := e.c.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		got = len(p.Spec.Containers)
+		return got == want && (null.calls.Load() > calls) == nullOn, nil
+	})
+	if err != nil {
+		return fmt.Errorf("probe pod has %d containers, want %d: %w", got, want, err)
+	}
+	return nil
+}
+
+// createPods creates n pods with w concurrent clients and returns each
+// create's latency and the wall time.
+func createPods(ctx context.Context, e *env, ns string, n, w int) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var mu sync.Mutex
+	var failures int
+	start := time.Now()
+	err := runWorkers(n, w, func(i int) error {
+		p := benchPod(ns, fmt.Sprintf("pod-%05d", i))
+		t := time.Now()
+		_, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		lat[i] = time.Since(t)
+		if err != nil {
+			mu.Lock()
+			failures++
+			mu.Unlock()
+			return err
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%d creates failed, first: %w", failures, err)
+	}
+	return lat, elapsed, nil
+}
+
+// nullWebhook is the smallest possible pod mutating webhook (it reads the
+// request's uid and admits without a patch): what calling any webhook costs
+// the control plane, separate from what Deckhand's handler adds.
+type nullWebhook struct {
+	srv   *http.Server
+	url   string
+	calls atomic.Int64
+}
+
+const nullWebhookName = "bench-null-webhook"
+
+func startNullWebhook(certDir string) (*nullWebhook, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		return nil, err
+	}
+	n := &nullWebhook{url: "https://" + ln.Addr().String() + "/null"}
+	n.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.calls.Add(1)
+		var review struct {
+			Request struct {
+				UID string `json:"uid"`
+			} `json:"request"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.Request.UID)
+	})}
+	go func() { _ = n.srv.Serve(ln) }()
+	return n, nil
+}
+
+// install creates (on) or deletes (off) the null webhook's configuration.
+func (n *nullWebhook) install(ctx context.Context, e *env, on bool) error {
+	api := e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if err := api.Delete(ctx, nullWebhookName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if !on {
+		return nil
+	}
+	none := admissionregistrationv1.SideEffectClassNone
+	ignore := admissionregistrationv1.Ignore
+	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: nullWebhookName},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    "null.bench.deckhand.dev",
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(n.url), CABundle: e.hooks.CABundle},
+			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+			SideEffects:             &none,
+			FailurePolicy:           &ignore,
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](5),
+		}},
+	}
+	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})
+	return err
+}
