@@ -676,3 +676,48 @@ func watchDeployments(ctx context.Context, ns string) (watch.Interface, error) {
 	}
 	return wc.Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns))
 }
+
+// StatefulSets and DaemonSets restart and are followed to completion too; the
+// StatefulSet opts in by annotation only.
+func TestE2EStatefulSetAndDaemonSet(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	podTemplate := func(app string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+		}
+	}
+	create(t, &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db", Annotations: map[string]string{deckhandv1alpha1.RestartScheduleAnnotation: "@every 3s"}},
+		Spec: appsv1.StatefulSetSpec{
+			Replicas: ptr.To[int32](2), ServiceName: "db",
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			Template: podTemplate("db"),
+		},
+	})
+	create(t, &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "agent"}},
+			Template: podTemplate("agent"),
+		},
+	})
+	create(t, &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 3s",
+			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "DaemonSet", Name: "agent"}}},
+	})
+	for name, workload := range map[string]string{"db": "StatefulSet/db", "agent": "DaemonSet/agent"} {
+		waitHistory(t, ns, name, "a Succeeded restart of "+workload, func(h deckhandv1alpha1.RestartRecord) bool {
+			return h.Workload == workload && h.Result == deckhandv1alpha1.RestartSucceeded
+		})
+	}
+	sts := &appsv1.StatefulSet{}
+	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "db"}, sts); err != nil {
+		t.Fatal(err)
+	}
+	if sts.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" {
+		t.Fatalf("StatefulSet template not restarted: %v", sts.Spec.Template.Annotations)
+	}
+}
