@@ -43,7 +43,11 @@ type observed struct {
 // the last transition times of conditions whose status did not change.
 func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.WebServerStatus {
 	st := *ws.Status.DeepCopy()
-	st.ObservedGeneration = ws.Generation
+	if len(o.applyErrs) == 0 {
+		// Only a reconcile that applied (or deliberately left alone) every
+		// child has acted on this generation; the conditions say why not.
+		st.ObservedGeneration = ws.Generation
+	}
 	st.Selector = labels.SelectorFromSet(selectorLabels(ws.Name)).String()
 	st.Replicas, st.ReadyReplicas, st.AvailableReplicas = 0, 0, 0
 	st.URL = ""
