@@ -1,0 +1,166 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// TestCrashPodSetScaleAndRollingUpdate scales a PodSet 0 -> n -> (rolling
+// template update) -> 0, in cycles, while the manager is SIGKILLed at random
+// moments. A watch over every pod of the namespace checks throughout that
+// there are never more active pods than replicas (+ maxSurge during the
+// update) and, during the update, never more unavailable than
+// maxUnavailable; pods of a bystander Deployment with the same labels are
+// never touched; nothing is left once the PodSet is deleted.
+func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
+	n, minKills, maxCycles := 30, 2, 3
+	minGap, maxGap := 3*time.Second, 8*time.Second
+	if stress() {
+		n, minKills, maxCycles = 300, 20, 20
+		minGap, maxGap = 2*time.Second, 10*time.Second
+	}
+	surge, unavailable := max(1, n/10), max(1, n/10)
+	ns := testenv.Namespace(t, suite.client)
+	labels := map[string]string{"app": "crash-podset"}
+	by := createBystanders(t, ns, labels)
+	w := watchPods(t, ns)
+
+	ps := &deckhandv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: ns},
+		Spec: deckhandv1alpha1.PodSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "VERSION", Value: "0"}},
+				}}},
+			},
+			UpdateStrategy: deckhandv1alpha1.PodSetUpdateStrategy{
+				Type:              deckhandv1alpha1.RollingUpdatePodSetStrategyType,
+				MaxSurge:          ptr.To(intstr.FromInt32(int32(surge))),
+				MaxUnavailable:    ptr.To(intstr.FromInt32(int32(unavailable))),
+				InPlaceIfPossible: ptr.To(false),
+			},
+		},
+	}
+	retry(t, 2*time.Minute, "creating the PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
+	uid := ps.UID
+
+	// The invariants, over the PodSet's own pods only.
+	mine := func(pods map[string]*corev1.Pod) (active, ready int, versions map[string]int) {
+		versions = map[string]int{}
+		for _, p := range pods {
+			if !controlledBy(p, uid) || !podActive(p) {
+				continue
+			}
+			active++
+			if podReady(p) {
+				ready++
+			}
+			for _, e := range p.Spec.Containers[0].Env {
+				if e.Name == "VERSION" {
+					versions[e.Value]++
+				}
+			}
+		}
+		return active, ready, versions
+	}
+	scaleCheck := func(bound int) func(map[string]*corev1.Pod) error {
+		return func(pods map[string]*corev1.Pod) error {
+			if active, _, _ := mine(pods); active > bound {
+				return fmt.Errorf("%d active pods, more than the %d replicas", active, bound)
+			}
+			return nil
+		}
+	}
+	updateCheck := func(pods map[string]*corev1.Pod) error {
+		active, ready, _ := mine(pods)
+		if active > n+surge {
+			return fmt.Errorf("%d active pods during the update, more than %d replicas + %d maxSurge", active, n, surge)
+		}
+		if n-ready > unavailable {
+			return fmt.Errorf("%d of %d pods unavailable during the update, more than maxUnavailable %d", n-ready, n, unavailable)
+		}
+		return nil
+	}
+	// waitPods waits, on the watch's own view, for the PodSet's pods to be
+	// exactly want active and ready at version.
+	waitPods := func(want int, version string) {
+		t.Helper()
+		eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
+			w.mu.Lock()
+			active, ready, versions := mine(w.pods)
+			w.mu.Unlock()
+			if active == want && ready == want && (want == 0 || versions[version] == want) {
+				return true, nil
+			}
+			return false, fmt.Errorf("active %d, ready %d, by version %v", active, ready, versions)
+		}, "the PodSet has %d ready pods at version %s", want, version)
+	}
+	update := func(what string, mutate func(*deckhandv1alpha1.PodSet)) {
+		t.Helper()
+		retry(t, 3*time.Minute, what, func(ctx context.Context) error {
+			cur := &deckhandv1alpha1.PodSet{}
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+				return err
+			}
+			mutate(cur)
+			return suite.client.Update(ctx, cur)
+		})
+	}
+
+	start := time.Now()
+	c := startChaos(t, minGap, maxGap, 0)
+	cycles := 0
+	for version := 1; cycles < maxCycles; version++ {
+		cycles++
+		w.setCheck(scaleCheck(n))
+		update("scaling up", func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To(int32(n)) })
+		waitPods(n, strconv.Itoa(version-1))
+
+		w.setCheck(updateCheck)
+		update("updating the template", func(p *deckhandv1alpha1.PodSet) {
+			p.Spec.Template.Spec.Containers[0].Env[0].Value = strconv.Itoa(version)
+		})
+		waitPods(n, strconv.Itoa(version))
+
+		w.setCheck(scaleCheck(n))
+		update("scaling down", func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To(int32(0)) })
+		waitPods(0, "")
+		if c.Kills() >= minKills {
+			break
+		}
+	}
+	kills := c.Stop(t)
+	w.assertHeld(t)
+	if kills < minKills {
+		t.Fatalf("only %d kills in %d cycles; want at least %d", kills, cycles, minKills)
+	}
+	figure(t, "%d pods, %d cycles (scale 0->%d, rolling update maxSurge %d maxUnavailable %d, scale ->0), %d SIGKILLs survived, %d pod events checked, %s",
+		n, cycles, n, surge, unavailable, kills, w.Events(), time.Since(start).Round(time.Second))
+
+	// Scale up once more and delete the PodSet: nothing it owned is left.
+	update("scaling up before deletion", func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To(int32(min(n, 20))) })
+	eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		a, _, _ := mine(w.pods)
+		return a == min(n, 20), nil
+	}, "the PodSet has %d pods again", min(n, 20))
+	retry(t, 2*time.Minute, "deleting the PodSet", func(ctx context.Context) error { return client.IgnoreNotFound(suite.client.Delete(ctx, ps)) })
+	assertNothingOwnedBy(t, ns, uid, "the PodSet")
+	by.assertUntouched(t)
+}

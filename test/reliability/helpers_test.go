@@ -1,0 +1,399 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// retry runs fn until it succeeds, for at most timeout. Writes that go
+// through Deckhand's webhooks (failurePolicy Fail) are refused while the
+// manager is down, as users would see; the test, like a user, tries again.
+func retry(t *testing.T, timeout time.Duration, what string, fn func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = fn(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: still failing after %s: %v", what, timeout, last)
+	}
+}
+
+// eventually waits for cond (generous, bounded) with a clear message.
+func eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Context) (bool, error), format string, args ...any) {
+	t.Helper()
+	testenv.Eventually(t, timeout, cond, format, args...)
+}
+
+// chaos SIGKILLs the main manager at random moments and restarts it.
+type chaos struct {
+	mu       sync.Mutex
+	kills    int
+	downtime time.Duration
+	err      error
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// startChaos kills the manager every minGap..maxGap (uniformly random),
+// keeps it down 0..500ms, restarts it and waits until it is ready, until
+// stopped or maxKills (0: no limit) is reached.
+func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos {
+	t.Helper()
+	ensureDeckhand(t)
+	c := &chaos{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for maxKills == 0 || c.Kills() < maxKills {
+			gap := minGap + time.Duration(rand.Int64N(int64(maxGap-minGap)+1))
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(gap):
+			}
+			start := time.Now()
+			suite.deckhand.Kill()
+			time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			err := suite.deckhand.Restart(ctx)
+			cancel()
+			c.mu.Lock()
+			c.kills++
+			c.downtime += time.Since(start)
+			if err != nil {
+				c.err = err
+			}
+			c.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { c.Stop(t) })
+	return c
+}
+
+// Kills is how many times the manager was killed (and restarted) so far.
+func (c *chaos) Kills() int { c.mu.Lock(); defer c.mu.Unlock(); return c.kills }
+
+// Stop ends the chaos and fails t if a restart failed. The manager runs afterwards.
+func (c *chaos) Stop(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		t.Fatalf("the manager did not come back after a SIGKILL: %v", c.err)
+	}
+	ensureDeckhand(t)
+	return c.kills
+}
+
+// Wait blocks until at least n kills happened (or the chaos ended).
+func (c *chaos) Wait(t *testing.T, n int, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func(context.Context) (bool, error) {
+		select {
+		case <-c.done:
+			return true, nil
+		default:
+		}
+		return c.Kills() >= n, nil
+	}, "%d kills happened (%d so far)", n, c.Kills())
+}
+
+// podWatch follows every pod of a namespace from an informer and checks an
+// invariant on each event, over the whole run.
+type podWatch struct {
+	mu         sync.Mutex
+	pods       map[string]*corev1.Pod
+	check      func(pods map[string]*corev1.Pod) error
+	violations []string
+	events     int
+	stop       chan struct{}
+}
+
+func watchPods(t *testing.T, ns string) *podWatch {
+	t.Helper()
+	w := &podWatch{pods: map[string]*corev1.Pod{}, stop: make(chan struct{})}
+	f := informers.NewSharedInformerFactoryWithOptions(suite.clientset, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.observe(obj.(*corev1.Pod), false) },
+		UpdateFunc: func(_, obj any) { w.observe(obj.(*corev1.Pod), false) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				w.observe(p, true)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(w.stop)
+	if !toolscache.WaitForCacheSync(w.stop, inf.HasSynced) {
+		t.Fatal("pod informer did not sync")
+	}
+	t.Cleanup(func() { close(w.stop); f.Shutdown() })
+	return w
+}
+
+func (w *podWatch) observe(p *corev1.Pod, deleted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.events++
+	if deleted {
+		delete(w.pods, p.Name)
+	} else {
+		w.pods[p.Name] = p
+	}
+	if w.check == nil {
+		return
+	}
+	if err := w.check(w.pods); err != nil && len(w.violations) < 20 {
+		w.violations = append(w.violations, fmt.Sprintf("event %d (%s): %v", w.events, p.Name, err))
+	}
+}
+
+// setCheck replaces the invariant (nil: none) and checks it at once.
+func (w *podWatch) setCheck(check func(pods map[string]*corev1.Pod) error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.check = check
+	if check != nil {
+		if err := check(w.pods); err != nil && len(w.violations) < 20 {
+			w.violations = append(w.violations, fmt.Sprintf("at setCheck: %v", err))
+		}
+	}
+}
+
+// assertHeld fails t with every violation seen so far.
+func (w *podWatch) assertHeld(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.violations) > 0 {
+		t.Fatalf("invariant violated %d time(s) (first ones):\n%s", len(w.violations), strings.Join(w.violations, "\n"))
+	}
+}
+
+func (w *podWatch) Events() int { w.mu.Lock(); defer w.mu.Unlock(); return w.events }
+
+func podActive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func controlledBy(p metav1.Object, uid types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(p)
+	return ref != nil && ref.UID == uid
+}
+
+// bystanders are objects Deckhand does not own, placed next to its work
+// (some with the very labels its selectors use). At the end none of them
+// may have been modified or deleted.
+type bystanders struct {
+	ns        string
+	versions  map[string]string // kind/name -> resourceVersion (objects nobody else writes)
+	depGen    int64
+	depPods   []string // UIDs of the bystander Deployment's pods
+	depLabels map[string]string
+}
+
+func createBystanders(t *testing.T, ns string, labels map[string]string) *bystanders {
+	t.Helper()
+	ctx := ctxT(t, 3*time.Minute)
+	b := &bystanders{ns: ns, versions: map[string]string{}, depLabels: map[string]string{"bystander": "deployment"}}
+	for k, v := range labels {
+		b.depLabels[k] = v
+	}
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels}, Data: map[string]string{"a": "b"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels}, StringData: map[string]string{"a": "b"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels},
+			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}},
+	}
+	for _, o := range objs {
+		if err := suite.client.Create(ctx, o); err != nil {
+			t.Fatalf("creating bystander: %v", err)
+		}
+	}
+	// A Deployment whose pods carry the labels too: a PodSet or SidecarSet
+	// selector matches them, but they have a controller of their own.
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: b.depLabels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: b.depLabels, Annotations: map[string]string{"apps.deckhand.dev/sidecarset-skip-injection": "true"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "bystander:1"}}},
+			},
+		},
+	}
+	if err := suite.client.Create(ctx, dep); err != nil {
+		t.Fatalf("creating bystander Deployment: %v", err)
+	}
+	eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := b.pods(ctx)
+		return err == nil && len(pods) == 2, err
+	}, "the bystander Deployment has 2 pods")
+	time.Sleep(2 * time.Second) // let the Deployment's own status writes settle before recording
+	for _, o := range objs {
+		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		b.versions[fmt.Sprintf("%T/%s", o, o.GetName())] = o.GetResourceVersion()
+	}
+	if err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+		t.Fatal(err)
+	}
+	b.depGen = dep.Generation
+	pods, err := b.pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		b.depPods = append(b.depPods, string(p.UID))
+	}
+	sort.Strings(b.depPods)
+	return b
+}
+
+func (b *bystanders) pods(ctx context.Context) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := suite.client.List(ctx, &list, client.InNamespace(b.ns), client.MatchingLabels(b.depLabels)); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// assertUntouched fails t if a bystander was modified or deleted, or the
+// bystander Deployment's pods were adopted, changed or deleted.
+func (b *bystanders) assertUntouched(t *testing.T) {
+	t.Helper()
+	ctx := ctxT(t, time.Minute)
+	for key, rv := range b.versions {
+		kind, name, _ := strings.Cut(key, "/")
+		var o client.Object
+		switch kind {
+		case "*v1.ConfigMap":
+			o = &corev1.ConfigMap{}
+		case "*v1.Secret":
+			o = &corev1.Secret{}
+		case "*v1.Service":
+			o = &corev1.Service{}
+		}
+		if err := suite.client.Get(ctx, types.NamespacedName{Namespace: b.ns, Name: name}, o); err != nil {
+			t.Errorf("bystander %s: %v", key, err)
+			continue
+		}
+		if o.GetResourceVersion() != rv {
+			t.Errorf("bystander %s was modified (resourceVersion %s -> %s)", key, rv, o.GetResourceVersion())
+		}
+	}
+	dep := &appsv1.Deployment{}
+	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: b.ns, Name: "bystander"}, dep); err != nil {
+		t.Errorf("bystander Deployment: %v", err)
+	} else if dep.Generation != b.depGen {
+		t.Errorf("the bystander Deployment's spec was modified (generation %d -> %d)", b.depGen, dep.Generation)
+	}
+	pods, err := b.pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uids []string
+	for _, p := range pods {
+		uids = append(uids, string(p.UID))
+		if ref := metav1.GetControllerOf(&p); ref == nil || ref.Kind != "ReplicaSet" {
+			t.Errorf("bystander pod %s changed controller: %+v", p.Name, ref)
+		}
+		if len(p.Spec.Containers) != 1 {
+			t.Errorf("bystander pod %s has %d containers", p.Name, len(p.Spec.Containers))
+		}
+	}
+	sort.Strings(uids)
+	if strings.Join(uids, ",") != strings.Join(b.depPods, ",") {
+		t.Errorf("the bystander Deployment's pods were deleted or replaced: %v -> %v", b.depPods, uids)
+	}
+}
+
+// assertNothingOwnedBy waits until no pod, Deployment or Service in ns has
+// an owner reference to uid (garbage collection by kube-controller-manager
+// after Deckhand's object is deleted).
+func assertNothingOwnedBy(t *testing.T, ns string, uid types.UID, what string) {
+	t.Helper()
+	eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		var left []string
+		var pods corev1.PodList
+		var deps appsv1.DeploymentList
+		var svcs corev1.ServiceList
+		for _, l := range []client.ObjectList{&pods, &deps, &svcs} {
+			if err := suite.client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+		}
+		var objs []metav1.Object
+		for i := range pods.Items {
+			objs = append(objs, &pods.Items[i])
+		}
+		for i := range deps.Items {
+			objs = append(objs, &deps.Items[i])
+		}
+		for i := range svcs.Items {
+			objs = append(objs, &svcs.Items[i])
+		}
+		for _, o := range objs {
+			for _, ref := range o.GetOwnerReferences() {
+				if ref.UID == uid {
+					left = append(left, o.GetName())
+				}
+			}
+		}
+		if len(left) > 0 {
+			return false, fmt.Errorf("still owned by %s: %v", what, left)
+		}
+		return true, nil
+	}, "nothing owned by %s is left", what)
+}

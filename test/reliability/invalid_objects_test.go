@@ -1,0 +1,266 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// invalidCase is one bad object: built from a valid one by mutate, created
+// (or, with update, created valid and then changed) against the real API
+// server with every Deckhand webhook installed, and refused with a message
+// that names field.
+type invalidCase struct {
+	name   string
+	obj    func(ns string) client.Object
+	update bool
+	mutate func(client.Object)
+	field  string
+}
+
+func validPodSet(ns string) client.Object {
+	labels := map[string]string{"app": "web"}
+	return &deckhandv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "ps-" + utilrand.String(5), Namespace: ns},
+		Spec: deckhandv1alpha1.PodSetSpec{
+			Replicas: ptr.To[int32](0),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
+			},
+		},
+	}
+}
+
+func validWebServer(ns string) client.Object {
+	return &deckhandv1alpha1.WebServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "ws-" + utilrand.String(5), Namespace: ns},
+		Spec:       deckhandv1alpha1.WebServerSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](0)},
+	}
+}
+
+func validRestartSchedule(ns string) client.Object {
+	return &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "rs-" + utilrand.String(5), Namespace: ns},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Schedule: "0 3 * * *", TimeZone: "Europe/Paris", Suspend: true,
+			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "web"}},
+		},
+	}
+}
+
+func validSidecarSet(ns string) client.Object {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "scs-" + utilrand.String(6)},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Namespace:  ns,
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "invalid-objects"}},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "log", Image: "fluent-bit:3"}}},
+		},
+	}
+}
+
+func ps(f func(*deckhandv1alpha1.PodSet)) func(client.Object) {
+	return func(o client.Object) { f(o.(*deckhandv1alpha1.PodSet)) }
+}
+func ws(f func(*deckhandv1alpha1.WebServer)) func(client.Object) {
+	return func(o client.Object) { f(o.(*deckhandv1alpha1.WebServer)) }
+}
+func rs(f func(*deckhandv1alpha1.RestartSchedule)) func(client.Object) {
+	return func(o client.Object) { f(o.(*deckhandv1alpha1.RestartSchedule)) }
+}
+func scs(f func(*deckhandv1alpha1.SidecarSet)) func(client.Object) {
+	return func(o client.Object) { f(o.(*deckhandv1alpha1.SidecarSet)) }
+}
+
+func invalidCases() []invalidCase {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(i int32) *intstr.IntOrString { v := intstr.FromInt32(i); return &v }
+	return []invalidCase{
+		// PodSet
+		{"podset negative replicas", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To[int32](-1) }), "spec.replicas"},
+		{"podset negative minReadySeconds", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.MinReadySeconds = -5 }), "spec.minReadySeconds"},
+		{"podset no selector", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Selector = nil }), "spec.selector"},
+		{"podset empty selector", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Selector = &metav1.LabelSelector{} }), "spec.selector"},
+		{"podset selector misses the template", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Template.Labels = map[string]string{"app": "db"} }), "spec.template.metadata.labels"},
+		{"podset bad selector operator", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) {
+			p.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
+		}), "spec.selector"},
+		{"podset restartPolicy Never", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever }), "spec.template.spec.restartPolicy"},
+		{"podset activeDeadlineSeconds", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Template.Spec.ActiveDeadlineSeconds = ptr.To[int64](30) }), "spec.template.spec.activeDeadlineSeconds"},
+		{"podset no containers", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Template.Spec.Containers = nil }), "spec.template.spec.containers"},
+		{"podset invalid container name", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Template.Spec.Containers[0].Name = "Bad_Name" }), "spec.template.spec.containers[0].name"},
+		{"podset container without image", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.Template.Spec.Containers[0].Image = "" }), "spec.template.spec.containers[0].image"},
+		{"podset unknown strategy", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.UpdateStrategy.Type = "Recreate" }), "spec.updateStrategy.type"},
+		{"podset maxUnavailable 150%", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.UpdateStrategy.MaxUnavailable = pct("150%") }), "spec.updateStrategy.maxUnavailable"},
+		{"podset maxSurge not a percentage", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.UpdateStrategy.MaxSurge = pct("lots") }), "spec.updateStrategy.maxSurge"},
+		{"podset maxSurge and maxUnavailable both 0", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) {
+			p.Spec.UpdateStrategy.MaxSurge, p.Spec.UpdateStrategy.MaxUnavailable = num(0), pct("0%")
+		}), "spec.updateStrategy"},
+		{"podset negative partition", validPodSet, false, ps(func(p *deckhandv1alpha1.PodSet) { p.Spec.UpdateStrategy.Partition = ptr.To[int32](-1) }), "spec.updateStrategy.partition"},
+		{"podset selector changed", validPodSet, true, ps(func(p *deckhandv1alpha1.PodSet) {
+			p.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web", "tier": "x"}}
+			p.Spec.Template.Labels["tier"] = "x"
+		}), "spec.selector"},
+
+		// WebServer
+		{"webserver no image", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.Image = "" }), "spec.image"},
+		{"webserver upper-case image", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.Image = "Nginx:1.27" }), "spec.image"},
+		{"webserver port 0", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.Port = -1 }), "spec.port"},
+		{"webserver port 70000", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.Port = 70000 }), "spec.port"},
+		{"webserver negative replicas", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.Replicas = ptr.To[int32](-1) }), "spec.replicas"},
+		{"webserver ExternalName service", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.ServiceType = corev1.ServiceTypeExternalName }), "spec.serviceType"},
+		{"webserver name not a DNS-1035 label", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Name = "9site-" + utilrand.String(4) }), "metadata.name"},
+		{"webserver duplicate env", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) {
+			w.Spec.Env = []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}
+		}), "spec.env[1]"},
+		{"webserver env name with =", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.Env = []corev1.EnvVar{{Name: "A=B", Value: "1"}} }), "spec.env[0].name"},
+		{"webserver env value and valueFrom", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) {
+			w.Spec.Env = []corev1.EnvVar{{Name: "A", Value: "1", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+		}), "spec.env[0].valueFrom"},
+		{"webserver requests above limits", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) {
+			w.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}, Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+		}), "spec.resources.requests[cpu]"},
+		{"webserver podLabels overrides its selector", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) {
+			w.Spec.PodLabels = map[string]string{"app.kubernetes.io/instance": "other"}
+		}), "spec.podLabels"},
+		{"webserver invalid podLabels key", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.PodLabels = map[string]string{"bad key!": "v"} }), "spec.podLabels"},
+		{"webserver invalid podAnnotations key", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.PodAnnotations = map[string]string{"-bad-": "v"} }), "spec.podAnnotations"},
+		{"webserver probe without handler", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) { w.Spec.ReadinessProbe = &corev1.Probe{PeriodSeconds: 5} }), "spec.readinessProbe"},
+		{"webserver probe port 0", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) {
+			w.Spec.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(0)}}}
+		}), "spec.readinessProbe.tcpSocket.port"},
+		{"webserver probe negative period", validWebServer, false, ws(func(w *deckhandv1alpha1.WebServer) {
+			w.Spec.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromString("http")}}, PeriodSeconds: -1}
+		}), "spec.readinessProbe.periodSeconds"},
+
+		// RestartSchedule
+		{"restartschedule cron syntax", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "every night" }), "spec.schedule"},
+		{"restartschedule never fires", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "0 0 31 2 *" }), "spec.schedule"},
+		{"restartschedule time zone in the schedule", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "CRON_TZ=UTC 0 3 * * *" }), "spec.schedule"},
+		{"restartschedule @every 0s", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "@every 0s" }), "spec.schedule"},
+		{"restartschedule unknown time zone", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.TimeZone = "Mars/Olympus" }), "spec.timeZone"},
+		{"restartschedule Local time zone", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.TimeZone = "Local" }), "spec.timeZone"},
+		{"restartschedule targetRef and selector", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Target.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+		}), "spec.target"},
+		{"restartschedule no target", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef = nil }), "spec.target"},
+		{"restartschedule target kind Pod", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Kind = "Pod" }), "spec.target.targetRef.kind"},
+		{"restartschedule target without name", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Name = "" }), "spec.target.targetRef.name"},
+		{"restartschedule startingDeadlineSeconds 0", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.StartingDeadlineSeconds = ptr.To[int64](0) }), "spec.startingDeadlineSeconds"},
+		{"restartschedule maxConcurrent -1", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.MaxConcurrent = -1 }), "spec.maxConcurrent"},
+		{"restartschedule negative rolloutTimeout", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.RolloutTimeout = &metav1.Duration{Duration: -time.Second}
+		}), "spec.rolloutTimeout"},
+		{"restartschedule historyLimit 1000", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.HistoryLimit = 1000 }), "spec.historyLimit"},
+		{"restartschedule concurrencyPolicy Allow", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.ConcurrencyPolicy = "Allow" }), "spec.concurrencyPolicy"},
+		{"restartschedule schedule changed to invalid", validRestartSchedule, true, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "61 * * * *" }), "spec.schedule"},
+
+		// SidecarSet
+		{"sidecarset empty selector", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Selector = &metav1.LabelSelector{} }), "spec.selector"},
+		{"sidecarset invalid namespace", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Namespace = "Not_A_Namespace" }), "spec.namespace"},
+		{"sidecarset no containers", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers = nil }), "spec.containers"},
+		{"sidecarset container without image", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "" }), "spec.containers[0].image"},
+		{"sidecarset invalid container name", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Name = "Bad_Name" }), "spec.containers[0].name"},
+		{"sidecarset duplicate container names", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers = append(s.Spec.Containers, s.Spec.Containers[0])
+		}), "spec.containers[1].name"},
+		{"sidecarset unknown podInjectPolicy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].PodInjectPolicy = "Middle" }), "spec.containers[0].podInjectPolicy"},
+		{"sidecarset unknown shareVolumePolicy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].ShareVolumePolicy.Type = "sometimes" }), "spec.containers[0].shareVolumePolicy.type"},
+		{"sidecarset transferEnv without source", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{EnvName: "TZ"}}
+		}), "spec.containers[0].transferEnv[0].sourceContainerName"},
+		{"sidecarset restartPolicy on a container", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		}), "spec.containers[0].restartPolicy"},
+		{"sidecarset unknown update strategy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Type = "Recreate" }), "spec.updateStrategy.type"},
+		{"sidecarset maxUnavailable 0", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = num(0) }), "spec.updateStrategy.maxUnavailable"},
+		{"sidecarset partition and selector", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Partition = num(1)
+			s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
+		}), "spec.updateStrategy"},
+		{"sidecarset duplicate volumes", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			v := corev1.Volume{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+			s.Spec.Volumes = []corev1.Volume{v, v}
+		}), "spec.volumes[1].name"},
+		{"sidecarset negative requests", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi")}
+		}), "spec.containers[0].resources.requests[memory]"},
+	}
+}
+
+// TestInvalidObjectsAreRejectedNamingTheField creates every invalid object
+// of the table against the real API server (CRD schema, CEL rules and
+// Deckhand's webhooks all in place) and checks that each is refused with
+// an Invalid error whose message names the offending field.
+func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
+	ensureDeckhand(t)
+	ns := testenv.Namespace(t, suite.client)
+	cases := invalidCases()
+	if len(cases) < 40 {
+		t.Fatalf("the table has %d cases; the issue asks for at least 40", len(cases))
+	}
+	kinds := map[string]int{}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t, time.Minute)
+			obj := tc.obj(ns)
+			kinds[fmt.Sprintf("%T", obj)]++
+			if tc.update {
+				if err := suite.client.Create(ctx, obj); err != nil {
+					t.Fatalf("creating the valid object first: %v", err)
+				}
+				t.Cleanup(func() { _ = suite.client.Delete(context.Background(), obj) })
+				// The controller may write the object meanwhile: mutate the
+				// latest version until the answer is not a conflict.
+				var err error
+				for range 20 {
+					if err = suite.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+						t.Fatal(err)
+					}
+					tc.mutate(obj)
+					if err = suite.client.Update(ctx, obj); !apierrors.IsConflict(err) {
+						break
+					}
+				}
+				assertNamesField(t, err, tc.field)
+				return
+			}
+			tc.mutate(obj)
+			err := suite.client.Create(ctx, obj)
+			if err == nil {
+				_ = suite.client.Delete(context.Background(), obj)
+			}
+			assertNamesField(t, err, tc.field)
+		})
+	}
+	figure(t, "%d invalid objects (%v) each rejected by the API server with the field named", len(cases), kinds)
+}
+
+func assertNamesField(t *testing.T, err error, field string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want it refused naming %s", field)
+	}
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+		t.Fatalf("refused with %v (reason %s), want Invalid naming %s", err, apierrors.ReasonForError(err), field)
+	}
+	if !strings.Contains(err.Error(), field) {
+		t.Fatalf("the message does not name %s:\n%v", field, err)
+	}
+}

@@ -1,0 +1,182 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// suite is the cluster and the manager process every test shares. Tests
+// run one after the other: some of them kill or replace the manager.
+var suite struct {
+	root      string
+	work      string
+	bin       string
+	cluster   *localcluster.Cluster
+	deckhand  *localcluster.DeckhandProcess
+	client    client.Client
+	clientset kubernetes.Interface
+	certDir   string
+	caPEM     []byte
+	port      int      // webhook port of the main manager
+	baseArgs  []string // flags every manager of this suite gets
+	stress    bool
+}
+
+// stress reports whether the long versions run (DECKHAND_STRESS=1).
+func stress() bool { return suite.stress }
+
+func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+
+func runSuite(m *testing.M) int {
+	suite.stress = os.Getenv("DECKHAND_STRESS") == "1"
+	logf.SetLogger(logr.Discard()) // the clients' own logs are not wanted here
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "reliability: "+format+"\n", args...)
+		return 1
+	}
+	var err error
+	if suite.root, err = localcluster.RepoRoot(); err != nil {
+		return fail("%v", err)
+	}
+	if suite.work, err = os.MkdirTemp("", "deckhand-reliability-"); err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(suite.work)
+
+	// The manager under test is built from this tree.
+	suite.bin = filepath.Join(suite.work, "deckhand")
+	build := exec.CommandContext(ctx, "go", "build", "-o", suite.bin, "./cmd/deckhand")
+	build.Dir, build.Stdout, build.Stderr = suite.root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fail("building deckhand: %v", err)
+	}
+
+	// Two fake nodes; kube-controller-manager for garbage collection and
+	// Deployments (WebServer, RestartSchedule targets).
+	opts := localcluster.Full(2)
+	opts.Dir = filepath.Join(suite.work, "cluster")
+	cluster, err := localcluster.Start(ctx, opts)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer cluster.Stop()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			cluster.Stop()
+			os.Exit(1)
+		}
+	}()
+	defer signal.Stop(sigs)
+	suite.cluster, suite.clientset = cluster, cluster.Clientset()
+	if suite.client, err = client.New(cluster.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return fail("%v", err)
+	}
+	if err := localcluster.InstallCRDs(cluster.Config, filepath.Join(suite.root, "config", "crd", "bases")); err != nil {
+		return fail("installing CRDs: %v", err)
+	}
+	suite.certDir = filepath.Join(suite.work, "webhook-certs")
+	if suite.caPEM, err = localcluster.LocalWebhookCerts(suite.certDir); err != nil {
+		return fail("%v", err)
+	}
+	if suite.port, err = localcluster.FreePort(); err != nil {
+		return fail("%v", err)
+	}
+	if err := installWebhooks(ctx, suite.port); err != nil {
+		return fail("installing webhooks: %v", err)
+	}
+	// The certificates are the harness's (LocalWebhookCerts); a manager that
+	// can manage its own is told not to. Leader election is off for the
+	// main manager so that a SIGKILLed one comes back at once (leader
+	// failover has a test of its own).
+	suite.baseArgs = nil
+	if help, _ := exec.Command(suite.bin, "-help").CombinedOutput(); strings.Contains(string(help), "cert-management") {
+		suite.baseArgs = append(suite.baseArgs, "--cert-management=external")
+	}
+	suite.deckhand, err = cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
+		Binary: suite.bin, WebhookPort: suite.port, CertDir: suite.certDir,
+		Args: append([]string{"--leader-elect=false"}, suite.baseArgs...),
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer func() { suite.deckhand.Stop() }()
+
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "\n===== reliability: component logs (tests failed) =====\n%s\n", cluster.Logs(60))
+	}
+	return code
+}
+
+// installWebhooks points Deckhand's webhook configurations at the manager
+// listening on port.
+func installWebhooks(ctx context.Context, port int) error {
+	hooks := localcluster.LocalWebhooks{
+		ManifestPath: filepath.Join(suite.root, "config", "webhook", "manifests.yaml"),
+		URL:          "https://127.0.0.1:" + strconv.Itoa(port),
+		CABundle:     suite.caPEM,
+	}
+	return hooks.Install(ctx, suite.clientset)
+}
+
+// ensureDeckhand makes sure the main manager runs (a test that failed
+// half-way may have left it killed).
+func ensureDeckhand(t *testing.T) {
+	t.Helper()
+	if suite.deckhand.Exited() {
+		if err := suite.deckhand.Restart(ctxT(t, 2*time.Minute)); err != nil {
+			t.Fatalf("restarting deckhand: %v", err)
+		}
+	}
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// figures collects the numbers docs/reliability.md records. They are
+// logged, and appended to $DECKHAND_RELIABILITY_REPORT when set.
+var figuresMu sync.Mutex
+
+func figure(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf("%s: %s", t.Name(), fmt.Sprintf(format, args...))
+	t.Log(line)
+	path := os.Getenv("DECKHAND_RELIABILITY_REPORT")
+	if path == "" {
+		return
+	}
+	figuresMu.Lock()
+	defer figuresMu.Unlock()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Logf("writing figures: %v", err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), line)
+}
