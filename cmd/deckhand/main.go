@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/certs"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 )
 
@@ -47,6 +49,7 @@ type options struct {
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
 	pprofAddr            string
+	certs                certs.Options
 	operator             operator.Options
 }
 
@@ -73,12 +76,37 @@ func main() {
 		"Burst of the manager's API client when --kube-api-qps is set (default: 1.5 x QPS).")
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address to serve net/http/pprof on (for example 127.0.0.1:6060). Empty turns profiling off.")
+	o.certs = certs.DefaultOptions()
+	flag.StringVar(&o.certs.Mode, "cert-management", o.certs.Mode,
+		"Who provides the webhook certificates: \"self\" (Deckhand creates, rotates and injects them) or \"external\" (cert-manager or a mounted Secret fills --webhook-cert-dir and injects the CA).")
+	flag.StringVar(&o.certs.SecretName, "cert-secret-name", o.certs.SecretName,
+		"Secret holding the CA and the serving certificate (self mode).")
+	flag.StringVar(&o.certs.SecretNamespace, "cert-secret-namespace", "",
+		"Namespace of that Secret (default: the manager's own namespace).")
+	flag.StringVar(&o.certs.ServiceName, "webhook-service-name", o.certs.ServiceName,
+		"Webhook Service; the serving certificate is issued for <name>.<namespace>.svc (self mode).")
+	extraDNS := flag.String("cert-extra-dns-names", "",
+		"Comma-separated extra DNS names for the serving certificate, e.g. \"localhost\" for a manager run outside the cluster (self mode).")
+	mutating := flag.String("mutating-webhook-configurations", strings.Join(o.certs.MutatingWebhookConfigurations, ","),
+		"Comma-separated MutatingWebhookConfigurations the CA bundle is injected into (self mode).")
+	validating := flag.String("validating-webhook-configurations", strings.Join(o.certs.ValidatingWebhookConfigurations, ","),
+		"Comma-separated ValidatingWebhookConfigurations the CA bundle is injected into (self mode).")
+	flag.DurationVar(&o.certs.CAValidity, "cert-ca-validity", o.certs.CAValidity, "Lifetime of a new CA certificate (self mode).")
+	flag.DurationVar(&o.certs.CertValidity, "cert-validity", o.certs.CertValidity, "Lifetime of a new serving certificate (self mode).")
+	flag.DurationVar(&o.certs.RotationLookahead, "cert-rotation-lookahead", o.certs.RotationLookahead,
+		"Renew a certificate once it would be expired this long from now (self mode).")
+	flag.DurationVar(&o.certs.RotationCheckInterval, "cert-rotation-check-interval", o.certs.RotationCheckInterval,
+		"How often the certificates' validity is checked (self mode).")
 	o.operator = operator.DefaultOptions()
 	flag.StringVar(&o.operator.DefaultRestartSchedule, "default-restart-schedule", o.operator.DefaultRestartSchedule,
 		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	o.certs.CertDir = o.webhookCertDir
+	o.certs.ExtraDNSNames = splitList(*extraDNS)
+	o.certs.MutatingWebhookConfigurations = splitList(*mutating)
+	o.certs.ValidatingWebhookConfigurations = splitList(*validating)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	if err := run(o); err != nil {
@@ -132,19 +160,41 @@ func run(o options) error {
 		return err
 	}
 
-	if err := operator.Setup(mgr, o.operator); err != nil {
+	// Controllers and webhooks are registered only once the webhook
+	// certificates exist (self mode: created and injected by the rotator),
+	// so the webhook server never starts without a certificate.
+	certsReady, err := certs.Setup(mgr, o.certs)
+	if err != nil {
+		return err
+	}
+	gate := certs.NewGate(certsReady, func() error { return operator.Setup(mgr, o.operator) })
+	if err := mgr.Add(gate); err != nil {
 		return err
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	// Ready only once the webhook server is serving, so that a Service never
-	// routes admission requests to a replica that cannot answer them.
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+	// Ready only once the certificates exist and the webhook server is
+	// serving, so that a Service never routes admission requests to a
+	// replica that cannot answer them.
+	if err := mgr.AddReadyzCheck("webhook", gate.Checker(func() healthz.Checker {
+		return mgr.GetWebhookServer().StartedChecker()
+	})); err != nil {
 		return err
 	}
 
 	setupLog.Info("starting manager")
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
