@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -32,7 +33,9 @@ type admVariant string
 
 const (
 	admNone    admVariant = "no webhook"
-	admNull    admVariant = "null webhook (bench's own, admits without a patch)"
+	admPre     admVariant = "no webhook, sidecar already in the pod"
+	admNull    admVariant = "null webhook (admits, no patch)"
+	admNullInj admVariant = "null webhook adding the sidecar"
 	admOne     admVariant = "1 SidecarSet"
 	admHundred admVariant = "100 SidecarSets (1 matches)"
 )
@@ -42,6 +45,8 @@ type admResult struct {
 	elapsed time.Duration
 	pods    int
 	runs    []float64 // throughput of each run
+	mgrReq  float64   // the manager's API requests during the runs
+	writes  float64   // API writes (all clients) during the runs
 }
 
 func (a *admResult) throughput() float64 { return float64(a.pods) / a.elapsed.Seconds() }
@@ -62,9 +67,9 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	n, clients := cfg.size(2000, 300), 16
-	order := []admVariant{admNone, admNull, admOne, admHundred, admHundred, admOne, admNull, admNone}
+	order := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred, admHundred, admOne, admNullInj, admNull, admPre, admNone}
 	if cfg.quick {
-		order = order[:4]
+		order = order[:6]
 	}
 	null, err := startNullWebhook(e.certDir)
 	if err != nil {
@@ -73,7 +78,8 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	defer null.srv.Close()
 	res := map[admVariant]*admResult{}
 	for round, v := range order {
-		if err := null.install(ctx, e, v == admNull); err != nil {
+		null.inject.Store(v == admNullInj)
+		if err := null.install(ctx, e, v == admNull || v == admNullInj); err != nil {
 			return err
 		}
 		if err := setAdmissionVariant(ctx, e, v); err != nil {
@@ -83,13 +89,15 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		if err := e.namespace(ctx, ns); err != nil {
 			return err
 		}
-		if err := probeInjection(ctx, e, ns, v != admNone && v != admNull, null, v == admNull); err != nil {
+		if err := probeInjection(ctx, e, ns, v, null); err != nil {
 			return fmt.Errorf("%s: %w", v, err)
 		}
-		if round == 2 || round == 3 { // the first run with 1 and with 100 SidecarSets
-			go e.saveProfile(ctx, cfg, "profile?seconds=3", fmt.Sprintf("cpu-admission-%d", round))
+		if v == admOne || v == admNullInj { // CPU profile of the manager while it injects
+			go e.saveProfile(ctx, cfg, "profile?seconds=5", fmt.Sprintf("cpu-admission-%d", round))
 		}
-		lat, elapsed, err := createPods(ctx, e, ns, n, clients)
+		s0 := e.snapshot(ctx)
+		lat, elapsed, err := createPods(ctx, e, ns, n, clients, v == admPre)
+		c := diff(s0, e.snapshot(ctx))
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
 		}
@@ -102,6 +110,8 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		ar.elapsed += elapsed
 		ar.pods += n
 		ar.runs = append(ar.runs, float64(n)/elapsed.Seconds())
+		ar.mgrReq += c.mgrRequests
+		ar.writes += c.apiMutating
 		logf("[admission] %s: %d pods in %s (%.0f/s), p50 %s p99 %s", v, n, secs(elapsed), float64(n)/elapsed.Seconds(),
 			ms(percentile(lat, 50)), ms(percentile(lat, 99)))
 		if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
@@ -114,16 +124,16 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		"%d pods per run, %d concurrent clients, no client-side rate limit, pods pre-bound to a fake Node (`spec.nodeName`). "+
 		"Run order %s (the variants are interleaved so that drift in machine load hits them alike); figures pool the runs of a variant.\n\n",
 		n, clients, joinVariants(order))
-	b.WriteString("| variant | pods | creates/s (per run) | creates/s (pooled) | p50 | p99 | throughput vs none |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| variant | pods | creates/s (per run) | creates/s (pooled) | p50 | p99 | throughput vs none | Deckhand requests per pod | API writes per pod |\n|---|---|---|---|---|---|---|---|---|\n")
 	base := res[admNone]
-	for _, v := range []admVariant{admNone, admNull, admOne, admHundred} {
+	for _, v := range []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred} {
 		a := res[v]
 		var runs []string
 		for _, x := range a.runs {
 			runs = append(runs, fmt.Sprintf("%.0f", x))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %.2fx |\n", v, a.pods, strings.Join(runs, ", "), a.throughput(),
-			ms(percentile(a.lat, 50)), ms(percentile(a.lat, 99)), a.throughput()/base.throughput())
+		fmt.Fprintf(&b, "| %s | %d | %s | %.0f | %s | %s | %.2fx | %.2f | %.2f |\n", v, a.pods, strings.Join(runs, ", "), a.throughput(),
+			ms(percentile(a.lat, 50)), ms(percentile(a.lat, 99)), a.throughput()/base.throughput(), a.mgrReq/float64(a.pods), a.writes/float64(a.pods))
 	}
 	r.section("1. Pod admission with sidecar injection", b.String())
 
@@ -134,11 +144,19 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	r.target("1", "added p50 latency (1 SidecarSet - none)", "<= 1 ms", ms(added), added <= time.Millisecond)
 	slower := one.throughput()/hundred.throughput() - 1
 	r.target("1", "100 SidecarSets slower than 1 (throughput)", "<= 10%", fmt.Sprintf("%+.1f%%", slower*100), slower <= 0.10)
-	nw := res[admNull]
-	r.note(fmt.Sprintf("Admission, the control plane's own webhook cost: the null webhook reaches %.2fx the throughput without a webhook and adds %s at p50. "+
-		"Deckhand with 1 SidecarSet against the null webhook: %.2fx throughput, %s added p50.",
-		nw.throughput()/base.throughput(), ms(percentile(nw.lat, 50)-percentile(base.lat, 50)),
-		one.throughput()/nw.throughput(), ms(percentile(one.lat, 50)-percentile(nw.lat, 50))))
+	pre, nw, ni := res[admPre], res[admNull], res[admNullInj]
+	tp := func(a *admResult) float64 { return a.throughput() }
+	p50 := func(a *admResult) time.Duration { return percentile(a.lat, 50) }
+	fmt.Fprintf(&b, "\nWhere the cost goes (each step against the one before it, throughput ratio and added p50):\n\n"+
+		"| step | from -> to | throughput | added p50 |\n|---|---|---|---|\n"+
+		"| a third container in every pod (bigger objects to store, watch and decode) | none -> sidecar already in the pod | %.2fx | %s |\n"+
+		"| calling a webhook at all | none -> null webhook | %.2fx | %s |\n"+
+		"| the API server applying an injection patch | null webhook -> null webhook adding the sidecar | %.2fx | %s |\n"+
+		"| Deckhand's injection instead of the minimal one | null webhook adding the sidecar -> 1 SidecarSet | %.2fx | %s |\n",
+		tp(pre)/tp(base), ms(p50(pre)-p50(base)), tp(nw)/tp(base), ms(p50(nw)-p50(base)),
+		tp(ni)/tp(nw), ms(p50(ni)-p50(nw)), tp(one)/tp(ni), ms(p50(one)-p50(ni)))
+	r.sections[len(r.sections)-1] = "## 1. Pod admission with sidecar injection\n\n" + b.String()
+	r.target("1", "(diagnostic) Deckhand 1 SidecarSet vs a minimal webhook injecting the same sidecar: throughput", "no target", fmt.Sprintf("%.2fx", tp(one)/tp(ni)), true)
 	p50slower := percentile(hundred.lat, 50) - percentile(one.lat, 50)
 	r.note(fmt.Sprintf("Admission: p50 with 100 SidecarSets minus p50 with 1: %s.", ms(p50slower)))
 	return nil
@@ -156,11 +174,8 @@ func benchSidecarSet(name, app string) *deckhandv1alpha1.SidecarSet {
 	return &deckhandv1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{
-				Name: "log-agent", Image: "registry.example.com/logging/agent:1.0",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
-			}}},
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: sidecarContainer()}},
 		},
 	}
 }
@@ -199,7 +214,7 @@ func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 		}
 	}
 	hooks := e.hooks
-	if v == admNone || v == admNull {
+	if v != admOne && v != admHundred {
 		hooks.Serves = func(path string) bool { return path != sidecarsetwebhook.PodWebhookPath }
 	}
 	if err := hooks.Install(ctx, e.cs); err != nil {
@@ -215,7 +230,15 @@ func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 	})
 }
 
-func benchPod(ns, name string) *corev1.Pod {
+// sidecarContainer is the container the SidecarSets inject.
+func sidecarContainer() corev1.Container {
+	return corev1.Container{
+		Name: "log-agent", Image: "registry.example.com/logging/agent:1.0",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+	}
+}
+
+func benchPod(ns, name string, withSidecar bool) *corev1.Pod {
 	c := func(name string) corev1.Container {
 		return corev1.Container{
 			Name: name, Image: "registry.example.com/team/" + name + ":v1",
@@ -223,7 +246,7 @@ func benchPod(ns, name string) *corev1.Pod {
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
 		}
 	}
-	return &corev1.Pod{
+	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "bench", "tier": "web"}},
 		Spec: corev1.PodSpec{
 			NodeName:                      admissionNode,
@@ -231,18 +254,23 @@ func benchPod(ns, name string) *corev1.Pod {
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 		},
 	}
+	if withSidecar {
+		p.Spec.Containers = append(p.Spec.Containers, sidecarContainer())
+	}
+	return p
 }
 
 // probeInjection waits until the API server applies (or no longer applies)
 // the pod webhook: it reads its webhook configurations from an informer.
-func probeInjection(ctx context.Context, e *env, ns string, inject bool, null *nullWebhook, nullOn bool) error {
-	want := 2
-	if inject {
-		want = 3
+func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *nullWebhook) error {
+	want := 3
+	if v == admNone || v == admNull {
+		want = 2
 	}
+	nullOn := v == admNull || v == admNullInj
 	var got int
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		p := benchPod(ns, "probe")
+		p := benchPod(ns, "probe", v == admPre)
 		calls := null.calls.Load()
 		if err := e.c.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, nil
@@ -258,13 +286,13 @@ func probeInjection(ctx context.Context, e *env, ns string, inject bool, null *n
 
 // createPods creates n pods with w concurrent clients and returns each
 // create's latency and the wall time.
-func createPods(ctx context.Context, e *env, ns string, n, w int) ([]time.Duration, time.Duration, error) {
+func createPods(ctx context.Context, e *env, ns string, n, w int, withSidecar bool) ([]time.Duration, time.Duration, error) {
 	lat := make([]time.Duration, n)
 	var mu sync.Mutex
 	var failures int
 	start := time.Now()
 	err := runWorkers(n, w, func(i int) error {
-		p := benchPod(ns, fmt.Sprintf("pod-%05d", i))
+		p := benchPod(ns, fmt.Sprintf("pod-%05d", i), withSidecar)
 		t := time.Now()
 		_, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 		lat[i] = time.Since(t)
@@ -287,9 +315,10 @@ func createPods(ctx context.Context, e *env, ns string, n, w int) ([]time.Durati
 // request's uid and admits without a patch): what calling any webhook costs
 // the control plane, separate from what Deckhand's handler adds.
 type nullWebhook struct {
-	srv   *http.Server
-	url   string
-	calls atomic.Int64
+	srv    *http.Server
+	url    string
+	calls  atomic.Int64
+	inject atomic.Bool // answer with a JSON patch adding sidecarContainer
 }
 
 const nullWebhookName = "bench-null-webhook"
@@ -304,6 +333,11 @@ func startNullWebhook(certDir string) (*nullWebhook, error) {
 		return nil, err
 	}
 	n := &nullWebhook{url: "https://" + ln.Addr().String() + "/null"}
+	sc, err := json.Marshal(sidecarContainer())
+	if err != nil {
+		return nil, err
+	}
+	patch := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, `[{"op":"add","path":"/spec/containers/-","value":%s}]`, sc))
 	n.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.calls.Add(1)
 		var review struct {
@@ -316,6 +350,10 @@ func startNullWebhook(certDir string) (*nullWebhook, error) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if n.inject.Load() {
+			fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true,"patchType":"JSONPatch","patch":%q}}`, review.Request.UID, patch)
+			return
+		}
 		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.Request.UID)
 	})}
 	go func() { _ = n.srv.Serve(ln) }()
