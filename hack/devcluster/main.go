@@ -104,7 +104,7 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 		WebhookPort: port,
 		CertDir:     certDir,
 		Stdout:      os.Stdout,
-		Args:        []string{"--leader-elect=false", "--zap-devel", "--cert-management=external"},
+		Args:        []string{"--leader-elect=false", "--zap-devel"},
 	})
 	if err != nil {
 		return err

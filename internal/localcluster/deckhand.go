@@ -26,7 +26,8 @@ type DeckhandOptions struct {
 	Kubeconfig string
 	// WebhookPort and CertDir: where the webhook server listens and the
 	// certificate it serves (tls.crt/tls.key). Reused across restarts so the
-	// installed webhook configurations stay valid.
+	// installed webhook configurations stay valid. The manager runs with
+	// --cert-management=external unless Args say otherwise.
 	WebhookPort int
 	CertDir     string
 	// Name distinguishes the log files of several managers ("deckhand" by default).
@@ -76,6 +77,11 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(d.HealthPort),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(d.MetricsPort),
 		"--leader-election-namespace", "default",
+		// CertDir holds a ready certificate (LocalWebhookCerts) and the
+		// webhook configurations carry its CA (LocalWebhooks): the manager
+		// must not manage certificates itself. Args may say otherwise
+		// (--cert-management=self, as test/e2e does).
+		"--cert-management=external",
 	}
 	args = append(args, d.opts.Args...)
 	if d.opts.Stdout != nil {

@@ -172,6 +172,7 @@ func runSuite(m *testing.M) int {
 	args := append([]string{
 		"--leader-elect=true",
 		"--leader-election-namespace=" + systemNamespace,
+		"--cert-management=self",
 		"--cert-secret-namespace=" + systemNamespace,
 		"--cert-extra-dns-names=localhost",
 	}, certArgs...)
