@@ -40,9 +40,6 @@ func CacheOptions() cache.Options {
 // Setup registers every controller and webhook with mgr.
 // Each kind's packages expose the same entry points, so this stays a list.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	// Registrations are added here, one block per kind:
-	//   if err := (&<kind>ctrl.Reconciler{...}).SetupWithManager(mgr); err != nil { return err }
-	//   if err := <kind>webhook.SetupWebhookWithManager(mgr, ...); err != nil { return err }
 	if err := (&webserverctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -70,7 +67,5 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := sidecarsetwebhook.SetupWebhookWithManager(mgr); err != nil {
 		return err
 	}
-	_ = mgr
-	_ = opts
 	return nil
 }
