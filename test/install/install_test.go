@@ -94,7 +94,6 @@ func firstDifference(a, b []byte) string {
 	return "(none)"
 }
 
-
 // manifest is one document of a rendered YAML stream.
 type manifest struct {
 	meta metav1.TypeMeta
