@@ -44,6 +44,14 @@ func eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Conte
 	testenv.Eventually(t, timeout, cond, format, args...)
 }
 
+// orErr is a condition's answer: done, or not yet because of err.
+func orErr(ok bool, err error) (bool, error) {
+	if ok {
+		return true, nil
+	}
+	return false, err
+}
+
 // chaos SIGKILLs the main manager at random moments and restarts it.
 type chaos struct {
 	mu       sync.Mutex

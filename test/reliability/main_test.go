@@ -16,8 +16,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/deckhand-dev/deckhand/internal/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/testenv"

@@ -1,0 +1,447 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+func killPlan() (minKills int, minGap, maxGap time.Duration) {
+	if stress() {
+		return 20, 2 * time.Second, 8 * time.Second
+	}
+	return 2, 3 * time.Second, 8 * time.Second
+}
+
+// TestCrashRestartScheduleFiring runs a RestartSchedule firing every 10s on
+// a Deployment while the manager is SIGKILLed at random moments. A watch on
+// the Deployment checks that every restart writes a slot later than the
+// previous one (a slot never restarts the workload twice, and no slot goes
+// back in time), that there are no more restarts than slots, and the
+// status history never records one slot twice.
+func TestCrashRestartScheduleFiring(t *testing.T) {
+	minKills, minGap, maxGap := killPlan()
+	ns := testenv.Namespace(t, suite.client)
+	by := createBystanders(t, ns, map[string]string{"app": "crash-restart"})
+	labels := map[string]string{"app": "restart-target"}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "target", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+			},
+		},
+	}
+	ctx := ctxT(t, 30*time.Minute)
+	if err := suite.client.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	var last time.Time
+	var restarts int
+	var violations []string
+	f := informers.NewSharedInformerFactoryWithOptions(suite.clientset, 0, informers.WithNamespace(ns))
+	inf := f.Apps().V1().Deployments().Informer()
+	observe := func(obj any) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok || d.Name != "target" {
+			return
+		}
+		v := d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
+		if v == "" {
+			return
+		}
+		slot, err := time.Parse(time.RFC3339, v)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case err != nil:
+			violations = append(violations, fmt.Sprintf("restarted-at %q is not a time", v))
+		case slot.Equal(last):
+		case slot.Before(last):
+			violations = append(violations, fmt.Sprintf("restart for slot %s after slot %s", slot, last))
+		default:
+			last = slot
+			restarts++
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: observe, UpdateFunc: func(_, o any) { observe(o) }}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	f.Start(stop)
+	t.Cleanup(func() { close(stop); f.Shutdown() })
+
+	rs := &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "every-10s", Namespace: ns},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Schedule: "@every 10s",
+			Target:   deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "target"}},
+		},
+	}
+	start := time.Now()
+	retry(t, 2*time.Minute, "creating the RestartSchedule", func(ctx context.Context) error { return suite.client.Create(ctx, rs) })
+	c := startChaos(t, minGap, maxGap, minKills)
+	c.Wait(t, minKills, 20*time.Minute)
+	kills := c.Stop(t)
+	// Converged: restarts go on after the last kill.
+	mu.Lock()
+	before := restarts
+	mu.Unlock()
+	eventually(t, 3*time.Minute, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return restarts >= before+2, nil
+	}, "two more restarts happen after the last kill")
+	elapsed := time.Since(start)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(violations) > 0 {
+		t.Fatalf("restart invariants violated:\n%v", violations)
+	}
+	// Slots are 10s apart; one more for rounding at both ends.
+	if slots := int(elapsed/(10*time.Second)) + 1; restarts > slots {
+		t.Fatalf("%d restarts in %s: more than the %d slots", restarts, elapsed, slots)
+	}
+	cur := &deckhandv1alpha1.RestartSchedule{}
+	if err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[time.Time]bool{}
+	for _, h := range cur.Status.History {
+		if seen[h.ScheduledTime.Time] {
+			t.Fatalf("status.history records slot %s twice: %+v", h.ScheduledTime, cur.Status.History)
+		}
+		seen[h.ScheduledTime.Time] = true
+	}
+	figure(t, "RestartSchedule @every 10s over %s: %d restarts (each for a later slot than the one before, none twice), %d SIGKILLs survived",
+		elapsed.Round(time.Second), restarts, kills)
+	by.assertUntouched(t)
+}
+
+// TestCrashWebServerChurn creates, updates and deletes WebServers at random
+// while the manager is SIGKILLed at random moments. At the end every live
+// WebServer's Deployment and Service match its spec, nothing of a deleted
+// WebServer is left, and the bystanders are untouched.
+func TestCrashWebServerChurn(t *testing.T) {
+	minKills, minGap, maxGap := killPlan()
+	ns := testenv.Namespace(t, suite.client)
+	by := createBystanders(t, ns, map[string]string{"app.kubernetes.io/name": "webserver"})
+	live := map[string]*deckhandv1alpha1.WebServer{}
+	var deleted []types.UID
+	ops := 0
+	start := time.Now()
+	c := startChaos(t, minGap, maxGap, minKills)
+	for i := 0; c.Kills() < minKills || i < 12; i++ {
+		ops++
+		switch op := rand.IntN(3); {
+		case op == 0 || len(live) == 0:
+			ws := &deckhandv1alpha1.WebServer{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("site-%d", i), Namespace: ns},
+				Spec:       deckhandv1alpha1.WebServerSpec{Image: "nginx:1.27", Replicas: ptr.To[int32](1)},
+			}
+			retry(t, 3*time.Minute, "creating a WebServer", func(ctx context.Context) error {
+				err := suite.client.Create(ctx, ws)
+				if apierrors.IsAlreadyExists(err) {
+					return suite.client.Get(ctx, client.ObjectKeyFromObject(ws), ws)
+				}
+				return err
+			})
+			live[ws.Name] = ws
+		case op == 1:
+			for _, ws := range live {
+				retry(t, 3*time.Minute, "updating a WebServer", func(ctx context.Context) error {
+					if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), ws); err != nil {
+						return err
+					}
+					ws.Spec.Image = fmt.Sprintf("nginx:1.%d", 20+rand.IntN(9))
+					ws.Spec.Replicas = ptr.To(int32(rand.IntN(3)))
+					return suite.client.Update(ctx, ws)
+				})
+				break
+			}
+		default:
+			for name, ws := range live {
+				retry(t, 3*time.Minute, "deleting a WebServer", func(ctx context.Context) error {
+					return client.IgnoreNotFound(suite.client.Delete(ctx, ws))
+				})
+				deleted = append(deleted, ws.UID)
+				delete(live, name)
+				break
+			}
+		}
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond)
+		if i > 400 {
+			break
+		}
+	}
+	kills := c.Stop(t)
+	for _, ws := range live {
+		eventually(t, 5*time.Minute, func(ctx context.Context) (bool, error) {
+			cur := &deckhandv1alpha1.WebServer{}
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), cur); err != nil {
+				return false, err
+			}
+			d := &appsv1.Deployment{}
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), d); err != nil {
+				return false, err
+			}
+			svc := &corev1.Service{}
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), svc); err != nil {
+				return false, err
+			}
+			img := d.Spec.Template.Spec.Containers[0].Image
+			if img != cur.Spec.Image || *d.Spec.Replicas != *cur.Spec.Replicas || cur.Status.ObservedGeneration != cur.Generation {
+				return false, fmt.Errorf("deployment %s x%d, spec %s x%d, observed generation %d of %d",
+					img, *d.Spec.Replicas, cur.Spec.Image, *cur.Spec.Replicas, cur.Status.ObservedGeneration, cur.Generation)
+			}
+			return true, nil
+		}, "WebServer %s converged", ws.Name)
+	}
+	for _, uid := range deleted {
+		assertNothingOwnedBy(t, ns, uid, "a deleted WebServer")
+	}
+	figure(t, "%d WebServer create/update/delete operations, %d live at the end and converged, %d deleted with nothing left, %d SIGKILLs survived, %s",
+		ops, len(live), len(deleted), kills, time.Since(start).Round(time.Second))
+	by.assertUntouched(t)
+}
+
+// fakeKubelet plays the kubelet's part of an in-place image update, which
+// kwok does not: when a container's spec image differs from its status
+// image, it marks the pod not ready, and after restart reports the new
+// image and ready again.
+func fakeKubelet(t *testing.T, ns string, restart time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		since := map[string]time.Time{}
+		for ctx.Err() == nil {
+			var pods corev1.PodList
+			if err := suite.client.List(ctx, &pods, client.InNamespace(ns)); err == nil {
+				for i := range pods.Items {
+					p := &pods.Items[i]
+					if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+						continue
+					}
+					changed := false
+					for j := range p.Status.ContainerStatuses {
+						cs := &p.Status.ContainerStatuses[j]
+						want := ""
+						for _, c := range p.Spec.Containers {
+							if c.Name == cs.Name {
+								want = c.Image
+							}
+						}
+						if want == "" || cs.Image == want {
+							continue
+						}
+						key := p.Name + "/" + cs.Name
+						if s, ok := since[key]; !ok {
+							cs.Ready, since[key], changed = false, time.Now(), true
+						} else if time.Since(s) >= restart {
+							cs.Image, cs.Ready, changed = want, true, true
+							cs.RestartCount++
+							delete(since, key)
+						}
+					}
+					if !changed {
+						continue
+					}
+					all := true
+					for _, cs := range p.Status.ContainerStatuses {
+						all = all && cs.Ready
+					}
+					for j := range p.Status.Conditions {
+						if c := &p.Status.Conditions[j]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
+							c.Status = corev1.ConditionFalse
+							if all {
+								c.Status = corev1.ConditionTrue
+							}
+						}
+					}
+					if err := suite.client.Status().Update(ctx, p); err != nil {
+						for j := range p.Status.ContainerStatuses {
+							delete(since, p.Name+"/"+p.Status.ContainerStatuses[j].Name)
+						}
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// TestCrashSidecarSetInPlaceUpdate updates the sidecar image of a
+// SidecarSet over n injected pods with maxUnavailable 10% while the manager
+// is SIGKILLed at random moments. A watch over every pod checks that at no
+// moment more than 10% of them are unavailable (not Ready, or a sidecar
+// whose status does not yet report its spec image), that app containers
+// never change, and the update completes.
+func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
+	minKills, minGap, maxGap := killPlan()
+	n := 20
+	if stress() {
+		n = 100
+	}
+	ns := testenv.Namespace(t, suite.client)
+	labels := map[string]string{"app": "crash-sidecar"}
+	by := createBystanders(t, ns, labels)
+	stopKubelet := fakeKubelet(t, ns, 300*time.Millisecond)
+	t.Cleanup(stopKubelet)
+	s := &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "crash-" + ns},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Namespace: ns,
+			Selector:  &metav1.LabelSelector{MatchLabels: labels},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "sidecar", Image: "sidecar:1",
+				SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}}}},
+			UpdateStrategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
+		},
+	}
+	retry(t, 2*time.Minute, "creating the SidecarSet", func(ctx context.Context) error { return suite.client.Create(ctx, s) })
+	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), s) })
+	time.Sleep(2 * time.Second) // the webhook's cache sees the new SidecarSet
+	for i := range n {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: ns, Labels: labels},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		}
+		if err := suite.client.Create(ctxT(t, time.Minute), p); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Spec.Containers) != 2 {
+			t.Fatalf("pod %s was not injected: %d containers", p.Name, len(p.Spec.Containers))
+		}
+	}
+	w := watchPods(t, ns)
+	sidecarImage := func(p *corev1.Pod) (spec, status string) {
+		for _, c := range p.Spec.Containers {
+			if c.Name == "sidecar" {
+				spec = c.Image
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name == "sidecar" {
+				status = cs.Image
+			}
+		}
+		return spec, status
+	}
+	// The SidecarSet's pods; the bystander Deployment's pods carry the same
+	// app label but skip injection.
+	isApp := func(p *corev1.Pod) bool { return p.Labels["app"] == "crash-sidecar" && p.Labels["bystander"] == "" }
+	count := func(pods map[string]*corev1.Pod) (ready, updated int) {
+		for _, p := range pods {
+			if !isApp(p) || !podActive(p) {
+				continue
+			}
+			spec, status := sidecarImage(p)
+			if podReady(p) && spec == status {
+				ready++
+				if spec == "sidecar:2" {
+					updated++
+				}
+			}
+		}
+		return ready, updated
+	}
+	eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		r, _ := count(w.pods)
+		return orErr(r == n, fmt.Errorf("%d of %d ready", r, n))
+	}, "all %d injected pods are Ready", n)
+	budget := (n*10 + 99) / 100
+	w.setCheck(func(pods map[string]*corev1.Pod) error {
+		ready, _ := count(pods)
+		for _, p := range pods {
+			if isApp(p) && (len(p.Spec.Containers) != 2 || p.Spec.Containers[1].Image != "app:1") {
+				return fmt.Errorf("the containers of %s changed: %+v", p.Name, p.Spec.Containers)
+			}
+		}
+		if n-ready > budget {
+			return fmt.Errorf("%d of %d pods unavailable, more than maxUnavailable 10%% (%d)", n-ready, n, budget)
+		}
+		return nil
+	})
+
+	start := time.Now()
+	c := startChaos(t, minGap, maxGap, minKills)
+	retry(t, 3*time.Minute, "updating the sidecar image", func(ctx context.Context) error {
+		cur := &deckhandv1alpha1.SidecarSet{}
+		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+			return err
+		}
+		cur.Spec.Containers[0].Image = "sidecar:2"
+		return suite.client.Update(ctx, cur)
+	})
+	// In make stress the update of 100 pods takes longer than 20 kills;
+	// toggling the image keeps the work going until the kills are done.
+	for version := 2; c.Kills() < minKills; version++ {
+		img := fmt.Sprintf("sidecar:%d", version)
+		eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			upd := 0
+			for _, p := range w.pods {
+				if spec, status := sidecarImage(p); isApp(p) && spec == img && status == img && podReady(p) {
+					upd++
+				}
+			}
+			return orErr(upd == n, fmt.Errorf("%d of %d at %s", upd, n, img))
+		}, "every pod runs %s", img)
+		if c.Kills() >= minKills {
+			break
+		}
+		next := fmt.Sprintf("sidecar:%d", version+1)
+		retry(t, 3*time.Minute, "updating the sidecar image again", func(ctx context.Context) error {
+			cur := &deckhandv1alpha1.SidecarSet{}
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+				return err
+			}
+			cur.Spec.Containers[0].Image = next
+			return suite.client.Update(ctx, cur)
+		})
+	}
+	kills := c.Stop(t)
+	eventually(t, 10*time.Minute, func(ctx context.Context) (bool, error) {
+		cur := &deckhandv1alpha1.SidecarSet{}
+		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+			return false, err
+		}
+		st := cur.Status
+		return orErr(st.ObservedGeneration == cur.Generation && st.UpdatedReadyPods == int32(n) && st.MatchedPods == int32(n),
+			fmt.Errorf("status %+v", st))
+	}, "the SidecarSet reports all %d pods updated and ready", n)
+	w.assertHeld(t)
+	figure(t, "SidecarSet in-place update over %d pods (maxUnavailable 10%% = %d): %d SIGKILLs survived, %d pod events checked, %s",
+		n, budget, kills, w.Events(), time.Since(start).Round(time.Second))
+	by.assertUntouched(t)
+}
