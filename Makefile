@@ -55,6 +55,30 @@ bench: k8s-binaries build ## Run every benchmark at full size and write docs/ben
 bench-quick: k8s-binaries build ## Every benchmark at small sizes (under 3 minutes), report in bin/benchmarks-quick.md.
 	go run ./hack/bench --quick --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(BIN)/benchmarks-quick.md
 
+##@ Reliability (never part of `make test`; short versions of both run there)
+
+# Time each fuzz target runs for in `make fuzz`.
+FUZZTIME ?= 30s
+FUZZ_REPORT ?= $(BIN)/fuzz-report.txt
+STRESS_TIMEOUT ?= 120m
+STRESS_REPORT ?= $(BIN)/reliability-figures.txt
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target in test/fuzz for FUZZTIME (default 30s) each; executions in bin/fuzz-report.txt.
+	@mkdir -p $(BIN); : > $(FUZZ_REPORT)
+	@for t in $$(go test -list '^Fuzz' ./test/fuzz/ | grep '^Fuzz'); do \
+		echo "== $$t ($(FUZZTIME))"; \
+		go test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./test/fuzz/ 2>&1 | tee $(BIN)/fuzz-$$t.log | grep -v '^fuzz: elapsed' || { tail -40 $(BIN)/fuzz-$$t.log; exit 1; }; \
+		n=$$(grep -o 'execs: [0-9]*' $(BIN)/fuzz-$$t.log | tail -1); echo "$$t $${n:-execs: (run shorter than the 3s status interval)} in $(FUZZTIME)" >> $(FUZZ_REPORT); \
+	done
+	@cat $(FUZZ_REPORT)
+
+.PHONY: stress
+stress: k8s-binaries build ## Long fault tests: 300-pod PodSet, >= 20 SIGKILLs per scenario, failovers (about an hour); figures in bin/reliability-figures.txt.
+	@mkdir -p $(BIN); : > $(STRESS_REPORT)
+	DECKHAND_STRESS=1 DECKHAND_RELIABILITY_REPORT=$(STRESS_REPORT) go test -count=1 -v -timeout $(STRESS_TIMEOUT) ./test/reliability/ 2>&1 | grep -E '^(=== RUN|--- |    |PASS|FAIL|ok)' 
+	@cat $(STRESS_REPORT)
+
 ##@ Development
 
 .PHONY: manifests
