@@ -348,7 +348,10 @@ func rssBytes(pid int) (int64, error) {
 // caches have synced) and returns when the bench saw the last such line (the
 // log's timestamps have whole seconds only; the bench reads the log every
 // 20 ms).
-func cachesSynced(ctx context.Context, logPath string, timeout time.Duration) (time.Time, int, error) {
+// want, when > 0, is the number of controllers to wait for (the count the
+// same manager reached on an empty cluster): controllers do not all log
+// "Starting Controller" at once when the caches are large.
+func cachesSynced(ctx context.Context, logPath string, want int, timeout time.Duration) (time.Time, int, error) {
 	var n, lastStarting, lastN int
 	var at, changed time.Time
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
@@ -362,12 +365,15 @@ func cachesSynced(ctx context.Context, logPath string, timeout time.Duration) (t
 		now := time.Now()
 		if starting != lastStarting || n != lastN {
 			lastStarting, lastN, changed = starting, n, now
-			if starting > 0 && n == starting {
+			if starting > 0 && n == starting && (want == 0 || n >= want) {
 				at = now
 			}
 		}
 		// Done once every started controller has its workers and no new
 		// controller has shown up for a second.
+		if want > 0 {
+			return n >= want, nil
+		}
 		return starting > 0 && n == starting && now.Sub(changed) >= time.Second, nil
 	})
 	return at, n, err

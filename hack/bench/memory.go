@@ -24,7 +24,7 @@ type managerFigures struct {
 }
 
 // measureManager restarts the manager and measures its start-up and memory.
-func measureManager(ctx context.Context, cfg *config, e *env, profile string) (*managerFigures, error) {
+func measureManager(ctx context.Context, cfg *config, e *env, profile string, wantControllers int) (*managerFigures, error) {
 	var pods corev1.PodList
 	if err := e.c.List(ctx, &pods); err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string) (*
 	if err != nil {
 		return nil, err
 	}
-	synced, n, err := cachesSynced(ctx, e.managerLog(), 2*time.Minute)
+	synced, n, err := cachesSynced(ctx, e.managerLog(), wantControllers, 2*time.Minute)
 	if err != nil {
 		return nil, fmt.Errorf("caches did not sync: %w\n%s", err, e.mgr.Logs(20))
 	}
@@ -116,7 +116,7 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		}
 	}
 	settle()
-	full, err := measureManager(ctx, cfg, e, "heap-loaded")
+	full, err := measureManager(ctx, cfg, e, "heap-loaded", empty.controls)
 	if err != nil {
 		return err
 	}
