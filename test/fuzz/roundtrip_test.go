@@ -19,7 +19,6 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
-
 // kinds are the root types of the API, each with the GVK the API server sets.
 var kinds = []func() runtime.Object{
 	func() runtime.Object { return &deckhandv1alpha1.SidecarSet{} },
