@@ -158,13 +158,6 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		return nil, err
 	}
 	key := types.NamespacedName{Namespace: ns, Name: o.SecretName}
-	var hooks []rotator.WebhookInfo
-	for _, name := range o.MutatingWebhookConfigurations {
-		hooks = append(hooks, rotator.WebhookInfo{Name: name, Type: rotator.Mutating})
-	}
-	for _, name := range o.ValidatingWebhookConfigurations {
-		hooks = append(hooks, rotator.WebhookInfo{Name: name, Type: rotator.Validating})
-	}
 	dnsName := o.DNSName(ns)
 	extra := append([]string{dnsName + ".cluster.local"}, o.ExtraDNSNames...)
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
@@ -175,8 +168,12 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		DNSName:        dnsName,
 		ExtraDNSNames:  extra,
 		IsReady:        ready,
-		Webhooks:       hooks,
-		FieldOwner:     "deckhand",
+		// No Webhooks: the CA bundle is injected by addSecretSync, which
+		// keeps the previous CA during a CA rotation (see mergeCABundle).
+		// With none to inject, the rotator is ready once the certificate
+		// files are in CertDir, and addSecretSync writes them only after
+		// the injection.
+		FieldOwner: "deckhand",
 		// Every replica keeps the certificates valid and becomes ready on
 		// its own; a standby replica must serve webhooks too.
 		RequireLeaderElection:  false,
@@ -188,7 +185,7 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the certificate rotator: %w", err)
 	}
-	if err := addSecretSync(mgr, key, o.CertDir); err != nil {
+	if err := addSecretSync(mgr, key, o); err != nil {
 		return nil, err
 	}
 	ctrl.Log.WithName("certs").Info("managing webhook certificates", "secret", key.String(), "dnsName", dnsName, "extraDNSNames", extra)

@@ -7,14 +7,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/go-logr/logr"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 // File names in the certificate directory, as controller-runtime's webhook
@@ -25,15 +31,22 @@ const (
 	caFile   = "ca.crt"
 )
 
-// addSecretSync keeps dir's tls.crt/tls.key/ca.crt equal to the Secret's.
-// It watches only that one Secret (a field selector on its name).
+// addSecretSync injects the Secret's CA into Deckhand's webhook
+// configurations (keeping the previous CA, see mergeCABundle) and then keeps
+// dir's tls.crt/tls.key/ca.crt equal to the Secret's. It runs on every
+// replica and watches only that one Secret (a field selector on its name)
+// and the webhook configurations.
+//
+// The order matters: a replica writes a serving certificate only once the
+// webhook configurations trust the CA that signed it, so the API server
+// never meets a certificate it cannot verify.
 //
 // In a pod, a Secret volume would be updated by the kubelet only after its
 // sync period (a minute or more) and not at all for a manager running
 // outside the cluster; writing the files here makes a rotated certificate
 // served within moments by every replica, with an emptyDir as certificate
 // directory.
-func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, dir string) error {
+func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, o Options) error {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -47,38 +60,189 @@ func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, dir string) error
 	if err != nil {
 		return fmt.Errorf("creating the certificate Secret cache: %w", err)
 	}
-	inf, err := c.GetInformer(context.Background(), &corev1.Secret{})
+	// Writes go straight to the API server; reads come from the cache above.
+	writer, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return err
 	}
-	log := ctrl.Log.WithName("certs").WithValues("secret", key.String(), "dir", dir)
-	write := func(obj any) {
-		s, ok := obj.(*corev1.Secret)
-		if !ok || s.Name != key.Name || s.Namespace != key.Namespace {
-			return
-		}
-		changed, err := WriteFiles(dir, s.Data)
+	s := &secretSync{
+		cache: c, writer: writer, key: key, dir: o.CertDir,
+		mutating: o.MutatingWebhookConfigurations, validating: o.ValidatingWebhookConfigurations,
+		interval: o.RotationCheckInterval,
+		trigger:  make(chan struct{}, 1),
+		log:      ctrl.Log.WithName("certs").WithValues("secret", key.String(), "dir", o.CertDir),
+	}
+	for _, obj := range []client.Object{&corev1.Secret{}, &admissionregistrationv1.MutatingWebhookConfiguration{}, &admissionregistrationv1.ValidatingWebhookConfiguration{}} {
+		inf, err := c.GetInformer(context.Background(), obj)
 		if err != nil {
-			log.Error(err, "writing webhook certificate files")
-			return
+			return err
 		}
-		if changed {
-			log.Info("webhook certificate files updated", "resourceVersion", s.ResourceVersion)
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.poke() },
+			UpdateFunc: func(_, _ any) { s.poke() },
+		}); err != nil {
+			return err
 		}
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    write,
-		UpdateFunc: func(_, obj any) { write(obj) },
-	}); err != nil {
+	if err := mgr.Add(&unelectedCache{Cache: c}); err != nil {
 		return err
 	}
-	return mgr.Add(&unelectedCache{Cache: c})
+	return mgr.Add(s)
 }
 
 // unelectedCache runs on every replica, leader or not.
 type unelectedCache struct{ cache.Cache }
 
 func (unelectedCache) NeedLeaderElection() bool { return false }
+
+// secretSync is the runnable behind addSecretSync.
+type secretSync struct {
+	cache                cache.Cache
+	writer               client.Client
+	key                  types.NamespacedName
+	dir                  string
+	mutating, validating []string
+	interval             time.Duration
+	trigger              chan struct{}
+	log                  logr.Logger
+}
+
+// NeedLeaderElection is false: standby replicas serve webhooks too.
+func (s *secretSync) NeedLeaderElection() bool { return false }
+
+func (s *secretSync) poke() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Start syncs on every change and every interval (so that an expired
+// previous CA leaves the bundle), retrying failures after a second.
+func (s *secretSync) Start(ctx context.Context) error {
+	if !s.cache.WaitForCacheSync(ctx) {
+		return nil
+	}
+	tick := time.NewTicker(s.interval)
+	defer tick.Stop()
+	s.poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		case <-s.trigger:
+		}
+		if err := s.sync(ctx); err != nil {
+			s.log.Error(err, "syncing webhook certificates; retrying")
+			time.AfterFunc(time.Second, s.poke)
+		}
+	}
+}
+
+func (s *secretSync) sync(ctx context.Context) error {
+	secret := &corev1.Secret{}
+	if err := s.cache.Get(ctx, s.key, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // the rotator creates it
+		}
+		return err
+	}
+	ca := secret.Data[caFile]
+	if len(ca) == 0 || len(secret.Data[certFile]) == 0 {
+		return nil // the rotator fills it
+	}
+	if err := s.inject(ctx, ca); err != nil {
+		return fmt.Errorf("injecting the CA bundle: %w", err)
+	}
+	changed, err := WriteFiles(s.dir, secret.Data)
+	if err != nil {
+		return fmt.Errorf("writing webhook certificate files: %w", err)
+	}
+	if changed {
+		s.log.Info("webhook certificate files updated", "resourceVersion", secret.ResourceVersion)
+	}
+	return nil
+}
+
+// inject makes every webhook of the configured configurations trust ca
+// (plus the previous CA), writing only what differs.
+func (s *secretSync) inject(ctx context.Context, ca []byte) error {
+	for _, name := range s.mutating {
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := s.injectInto(ctx, name, cfg, ca, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
+			}
+			return out
+		}); err != nil {
+			return err
+		}
+	}
+	for _, name := range s.validating {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := s.injectInto(ctx, name, cfg, ca, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
+			}
+			return out
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// injectInto reads the webhook configuration name into cfg (a copy from
+// the cache), sets the bundle on every client config clientConfigs returns
+// and updates it if anything differed. A missing configuration is skipped.
+func (s *secretSync) injectInto(ctx context.Context, name string, cfg client.Object, ca []byte, clientConfigs func() []*admissionregistrationv1.WebhookClientConfig) error {
+	if err := s.cache.Get(ctx, types.NamespacedName{Name: name}, cfg); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	configs := clientConfigs()
+	var current [][]byte
+	for _, cc := range configs {
+		current = append(current, cc.CABundle)
+	}
+	want, changed := desiredBundles(ca, current, time.Now())
+	if !changed {
+		return nil
+	}
+	for _, cc := range configs {
+		cc.CABundle = want
+	}
+	if err := s.writer.Update(ctx, cfg, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return err
+	}
+	s.log.Info("CA bundle injected", "webhookconfiguration", name)
+	return nil
+}
+
+// desiredBundles returns the bundle every webhook of a configuration should
+// carry, given their current bundles, and whether any of them differs. The
+// previous CA is taken from the first webhook that already trusts one.
+func desiredBundles(ca []byte, current [][]byte, now time.Time) ([]byte, bool) {
+	var installed []byte
+	for _, b := range current {
+		if len(b) > 0 {
+			installed = b
+			break
+		}
+	}
+	want := mergeCABundle(ca, installed, now)
+	for _, b := range current {
+		if !bytes.Equal(b, want) {
+			return want, true
+		}
+	}
+	return want, false
+}
 
 // WriteFiles writes the certificate, key and CA of data (a kubernetes.io/tls
 // style map) into dir when they differ from what is there, each file

@@ -72,7 +72,7 @@ func TestCertificateRotation(t *testing.T) {
 	// rotate it.
 	nearCA := installNearExpiryCA(t, 45*time.Second)
 	eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		return bundlesEqual(t, nearCA) && verifyChain(servedCert(t), nearCA) == nil, nil
+		return bundlesTrust(t, nearCA) && verifyChain(servedCert(t), nearCA) == nil, nil
 	}, "the near-expiry CA is injected and a certificate it signed is served")
 	traffic.reset()
 	failOpen2 := failOpen()
@@ -82,8 +82,13 @@ func TestCertificateRotation(t *testing.T) {
 		if bytes.Equal(newCA, nearCA) {
 			return false, nil
 		}
-		return bundlesEqual(t, newCA) && verifyChain(servedCert(t), newCA) == nil, nil
+		return bundlesTrust(t, newCA) && verifyChain(servedCert(t), newCA) == nil, nil
 	}, "the manager rotates the CA: a new CA in the Secret, in both webhook configurations, and a certificate it signed served")
+	// The overlap that makes the switch safe: the previous CA is still
+	// trusted next to the new one until it expires.
+	if !bundlesHold(t, nearCA) {
+		t.Error("the previous CA left the caBundle before it expired; replicas still serving its certificate would be refused")
+	}
 	notAfter := parseCert(t, newCA).NotAfter
 	if time.Until(notAfter) < 365*24*time.Hour {
 		t.Errorf("the new CA expires at %s, want the default 10-year validity", notAfter)
@@ -249,9 +254,38 @@ func bundles(t *testing.T) map[string][]byte {
 	return out
 }
 
-func bundlesEqual(t *testing.T, ca []byte) bool {
+// bundlesTrust reports whether every webhook's caBundle leads with ca (the
+// CA in the Secret) and holds at most one other, earlier CA: Deckhand keeps
+// the previous CA trusted while replicas switch certificates.
+func bundlesTrust(t *testing.T, ca []byte) bool {
+	return bundleProblem(t, ca) == ""
+}
+
+func bundleProblem(t *testing.T, ca []byte) string {
+	t.Helper()
+	want := parseCert(t, ca)
+	for name, b := range bundles(t) {
+		certs := pemCerts(t, b)
+		if len(certs) == 0 || !certs[0].Equal(want) {
+			return fmt.Sprintf("webhook %s's caBundle does not lead with the CA in the Secret", name)
+		}
+		if len(certs) > 2 {
+			return fmt.Sprintf("webhook %s's caBundle holds %d CAs, want at most the current and one previous", name, len(certs))
+		}
+	}
+	return ""
+}
+
+// bundlesHold reports whether every webhook's caBundle contains ca.
+func bundlesHold(t *testing.T, ca []byte) bool {
+	t.Helper()
+	want := parseCert(t, ca)
 	for _, b := range bundles(t) {
-		if !bytes.Equal(b, ca) {
+		found := false
+		for _, c := range pemCerts(t, b) {
+			found = found || c.Equal(want)
+		}
+		if !found {
 			return false
 		}
 	}
@@ -260,10 +294,25 @@ func bundlesEqual(t *testing.T, ca []byte) bool {
 
 func assertBundles(t *testing.T, ca []byte) {
 	t.Helper()
-	for name, b := range bundles(t) {
-		if !bytes.Equal(b, ca) {
-			t.Errorf("webhook %s's caBundle is not the CA in the Secret", name)
+	if p := bundleProblem(t, ca); p != "" {
+		t.Error(p)
+	}
+}
+
+func pemCerts(t *testing.T, data []byte) []*x509.Certificate {
+	t.Helper()
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			return out
 		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatalf("caBundle holds an unparsable certificate: %v", err)
+		}
+		out = append(out, c)
 	}
 }
 
