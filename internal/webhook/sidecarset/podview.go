@@ -19,6 +19,7 @@ type podView struct {
 	annotations                   map[string]string
 	hasAnnotations                bool
 
+	hasSpec                    bool
 	initContainers, containers []containerView
 	hasInitContainers          bool
 	volumes                    []string
@@ -33,7 +34,13 @@ type containerView struct {
 	volumeMounts []byte // raw JSON array or nil
 }
 
-var errSyntax = errors.New("malformed pod JSON")
+var (
+	errSyntax = errors.New("malformed pod JSON")
+	// errNoSpec: a pod without a spec object has nowhere to put a sidecar.
+	// The API server never sends one (spec.containers is required), but a
+	// webhook must not answer it with a patch that cannot apply.
+	errNoSpec = errors.New("the pod has no spec object")
+)
 
 // scanner reads JSON the API server wrote. It checks structure as far as it
 // reads and reports malformed input instead of panicking.
@@ -253,6 +260,9 @@ func decodePodView(raw []byte, p *podView) error {
 			s.skip()
 		}
 	}
+	if s.err == nil && !p.hasSpec {
+		return errNoSpec
+	}
 	return s.err
 }
 
@@ -282,6 +292,7 @@ func (s *scanner) spec(p *podView) {
 	if !s.begin('{') {
 		return
 	}
+	p.hasSpec = true
 	for first := true; s.more(&first, '}'); {
 		switch string(s.key()) {
 		case "containers":
