@@ -232,11 +232,15 @@ func TestAPIServerRestart(t *testing.T) {
 	ps := simplePodSet(ns, "apiserver-restart", n)
 	retry(t, time.Minute, "creating a PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
 	pid := suite.deckhand.Pid()
-	time.Sleep(500 * time.Millisecond) // mid-way through creating pods
+	// Restart at once, mid-way through creating the pods.
 	if err := suite.cluster.RestartAPIServer(ctxT(t, 3*time.Minute), 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()
+	atBack, _, err := podSetPods(ctxT(t, time.Minute), ns, ps.UID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitPodSet(t, ps, int(n), 5*time.Minute)
 	recovered := time.Since(back)
 	scalePodSet(t, ps, 3)
@@ -244,8 +248,8 @@ func TestAPIServerRestart(t *testing.T) {
 	if suite.deckhand.Exited() || suite.deckhand.Pid() != pid {
 		t.Fatalf("the manager restarted or exited during the API server restart:\n%s", suite.deckhand.Logs(40))
 	}
-	figure(t, "kube-apiserver down 3s while scaling a PodSet to %d: the manager kept running (same pid) and converged %s after the API server was back",
-		n, recovered.Round(100*time.Millisecond))
+	figure(t, "kube-apiserver restarted (3s down) while scaling a PodSet to %d (%d pods existed when it was back): the manager kept running (same pid) and converged %s after the API server was back",
+		n, atBack, recovered.Round(100*time.Millisecond))
 }
 
 // TestWebhookUnavailable: with Deckhand down, pods are still created (the
