@@ -22,9 +22,15 @@ func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
 // claimPods lists the namespace's pods from the cache, adopts matching
 // orphans, releases owned pods that stopped matching and sorts the owned
 // ones into active and terminating (PodControllerRefManager.ClaimPods).
+//
+// Note: the list shares its objects with the cache (no deep copy): a
+// namespace holds every PodSet's pods, and copying all of them on every
+// reconcile dominated the manager's memory in benchmarks (10,000 pods, 4
+// workers). Only the pods this PodSet may claim are copied, before anything
+// reads them further or changes them.
 func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, error) {
 	var list corev1.PodList
-	if err := r.podReader.List(ctx, &list, client.InNamespace(s.ps.Namespace)); err != nil {
+	if err := r.podReader.List(ctx, &list, client.InNamespace(s.ps.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
 	checked := false
@@ -39,11 +45,15 @@ func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	var errs []error
 	for i := range list.Items {
-		p := &list.Items[i]
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		shared := &list.Items[i]
+		if shared.Status.Phase == corev1.PodSucceeded || shared.Status.Phase == corev1.PodFailed {
 			// Finished pods are neither replicas nor worth adopting.
 			continue
 		}
+		if !mayClaim(s, shared) {
+			continue
+		}
+		p := shared.DeepCopy()
 		owned, err := r.claimPod(ctx, s, p, canAdopt)
 		if err != nil {
 			errs = append(errs, err)
@@ -59,6 +69,16 @@ func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// mayClaim is claimPod's read-only first look: false for pods another
+// controller owns and for orphans the selector does not match, which
+// claimPod would leave alone anyway.
+func mayClaim(s *scope, p *corev1.Pod) bool {
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		return ref.UID == s.ps.UID
+	}
+	return s.selector.Matches(labelsOf(p))
 }
 
 // claimPod decides whether p belongs to s.ps, adopting or releasing it.
