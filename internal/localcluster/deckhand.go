@@ -178,3 +178,16 @@ func LocalWebhookCerts(dir string) ([]byte, error) {
 	}
 	return pair.CAPEM, pair.WriteFiles(dir)
 }
+
+// BuildDeckhand builds cmd/deckhand of the repository at root into dir and
+// returns the binary's path. Suites build the manager from the tree under
+// test, so that a stale bin/deckhand can never be what they test.
+func BuildDeckhand(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "deckhand")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/deckhand")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building deckhand: %w", err)
+	}
+	return bin, nil
+}

@@ -103,11 +103,9 @@ func runSuite(m *testing.M) int {
 	defer os.RemoveAll(work)
 
 	// Build the manager from this tree so a stale bin/deckhand can never be tested.
-	bin := filepath.Join(work, "deckhand")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/deckhand")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fail("building deckhand: %v", err)
+	bin, err := localcluster.BuildDeckhand(ctx, root, work)
+	if err != nil {
+		return fail("%v", err)
 	}
 
 	cluster, err := localcluster.Start(ctx, localcluster.Full(2))

@@ -124,7 +124,7 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		d, err := suite.cluster.StartDeckhand(ctxT(t, 3*time.Minute), localcluster.DeckhandOptions{
 			Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: name,
-			Args: append([]string{"--leader-elect=true"}, suite.baseArgs...),
+			Args: []string{"--leader-elect=true"},
 		})
 		if err != nil {
 			t.Fatalf("starting %s: %v", name, err)

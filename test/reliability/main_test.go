@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -35,8 +33,7 @@ var suite struct {
 	clientset kubernetes.Interface
 	certDir   string
 	caPEM     []byte
-	port      int      // webhook port of the main manager
-	baseArgs  []string // flags every manager of this suite gets
+	port      int // webhook port of the main manager
 	stress    bool
 }
 
@@ -64,11 +61,8 @@ func runSuite(m *testing.M) int {
 	defer os.RemoveAll(suite.work)
 
 	// The manager under test is built from this tree.
-	suite.bin = filepath.Join(suite.work, "deckhand")
-	build := exec.CommandContext(ctx, "go", "build", "-o", suite.bin, "./cmd/deckhand")
-	build.Dir, build.Stdout, build.Stderr = suite.root, os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fail("building deckhand: %v", err)
+	if suite.bin, err = localcluster.BuildDeckhand(ctx, suite.root, suite.work); err != nil {
+		return fail("%v", err)
 	}
 
 	// Two fake nodes; kube-controller-manager for garbage collection and
@@ -106,17 +100,13 @@ func runSuite(m *testing.M) int {
 	if err := installWebhooks(ctx, suite.port); err != nil {
 		return fail("installing webhooks: %v", err)
 	}
-	// The certificates are the harness's (LocalWebhookCerts); a manager that
-	// can manage its own is told not to. Leader election is off for the
-	// main manager so that a SIGKILLed one comes back at once (leader
-	// failover has a test of its own).
-	suite.baseArgs = nil
-	if help, _ := exec.Command(suite.bin, "-help").CombinedOutput(); strings.Contains(string(help), "cert-management") {
-		suite.baseArgs = append(suite.baseArgs, "--cert-management=external")
-	}
+	// The certificates are the harness's (LocalWebhookCerts), so the
+	// manager runs with --cert-management=external (StartDeckhand's
+	// default). Leader election is off for the main manager so that a
+	// SIGKILLed one comes back at once (leader failover has a test of its own).
 	suite.deckhand, err = cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
 		Binary: suite.bin, WebhookPort: suite.port, CertDir: suite.certDir,
-		Args: append([]string{"--leader-elect=false"}, suite.baseArgs...),
+		Args: []string{"--leader-elect=false"},
 	})
 	if err != nil {
 		return fail("%v", err)
