@@ -25,10 +25,13 @@ import (
 // maxUnavailable; pods of a bystander Deployment with the same labels are
 // never touched; nothing is left once the PodSet is deleted.
 func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
-	n, minKills, maxCycles := 30, 2, 3
+	// The loop below runs cycles until minKills kills have happened;
+	// maxCycles only bounds it. A cycle of 30 pods can take a few seconds on
+	// a quiet machine, less than two kill gaps, so the cap is generous.
+	n, minKills, maxCycles := 30, 2, 12
 	minGap, maxGap := 3*time.Second, 8*time.Second
 	if stress() {
-		n, minKills, maxCycles = 300, 20, 20
+		n, minKills, maxCycles = 300, 20, 40
 		minGap, maxGap = 2*time.Second, 10*time.Second
 	}
 	surge, unavailable := max(1, n/10), max(1, n/10)
