@@ -107,14 +107,10 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
 				return nil, nil, err
 			}
-			kept := cfg.Webhooks[:0]
-			for _, h := range cfg.Webhooks {
-				if w.rewrite(&h.ClientConfig, h.Rules, &h.NamespaceSelector) {
-					kept = append(kept, h)
-				}
-			}
-			cfg.Webhooks = kept
-			if len(kept) > 0 {
+			cfg.Webhooks = keepServed(w, cfg.Webhooks, func(h *admissionregistrationv1.MutatingWebhook) webhookParts {
+				return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
+			})
+			if len(cfg.Webhooks) > 0 {
 				mutating = append(mutating, cfg)
 			}
 		case "ValidatingWebhookConfiguration":
@@ -122,14 +118,10 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
 				return nil, nil, err
 			}
-			kept := cfg.Webhooks[:0]
-			for _, h := range cfg.Webhooks {
-				if w.rewrite(&h.ClientConfig, h.Rules, &h.NamespaceSelector) {
-					kept = append(kept, h)
-				}
-			}
-			cfg.Webhooks = kept
-			if len(kept) > 0 {
+			cfg.Webhooks = keepServed(w, cfg.Webhooks, func(h *admissionregistrationv1.ValidatingWebhook) webhookParts {
+				return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
+			})
+			if len(cfg.Webhooks) > 0 {
 				validating = append(validating, cfg)
 			}
 		}
@@ -137,8 +129,28 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 	return mutating, validating, nil
 }
 
-// rewrite points cc at the local server and reports whether the webhook is served.
-func (w LocalWebhooks) rewrite(cc *admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations, nsSel **metav1.LabelSelector) bool {
+// webhookParts are the fields rewrite needs of a mutating or validating webhook.
+type webhookParts struct {
+	clientConfig *admissionregistrationv1.WebhookClientConfig
+	rules        []admissionregistrationv1.RuleWithOperations
+	nsSelector   **metav1.LabelSelector
+}
+
+// keepServed rewrites every webhook of hooks for the local server and keeps
+// those it serves.
+func keepServed[H any](w LocalWebhooks, hooks []H, parts func(*H) webhookParts) []H {
+	kept := hooks[:0]
+	for i := range hooks {
+		if w.rewrite(parts(&hooks[i])) {
+			kept = append(kept, hooks[i])
+		}
+	}
+	return kept
+}
+
+// rewrite points the webhook at the local server and reports whether it is served.
+func (w LocalWebhooks) rewrite(p webhookParts) bool {
+	cc, rules, nsSel := p.clientConfig, p.rules, p.nsSelector
 	path := "/"
 	if cc.Service != nil && cc.Service.Path != nil {
 		path = *cc.Service.Path
