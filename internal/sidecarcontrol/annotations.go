@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -43,6 +44,68 @@ func ParsePodRecord(annotations map[string]string) PodRecord {
 		_ = json.Unmarshal([]byte(v), &r.HashWithoutImage)
 	}
 	return r
+}
+
+// RecordedRevisions returns the revision and the image-less revision that a
+// pod's annotations record for the SidecarSet called name ("" when absent or
+// malformed). It is the read-only form of ParsePodRecord for the controller,
+// which asks it of every matched pod on every reconcile: pods injected at the
+// same revisions carry byte-identical annotation values, so the parsed values
+// are memoised by annotation text and a reconcile over thousands of pods
+// parses a handful of distinct strings.
+func RecordedRevisions(annotations map[string]string, name string) (hash, withoutImage string) {
+	if v := annotations[deckhandv1alpha1.AnnotationSidecarSetHash]; v != "" {
+		hash = hashMemo.lookup(v, func(raw string) map[string]string {
+			var m map[string]HashEntry
+			_ = json.Unmarshal([]byte(raw), &m)
+			out := make(map[string]string, len(m))
+			for k, e := range m {
+				out[k] = e.Hash
+			}
+			return out
+		})[name]
+	}
+	if v := annotations[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage]; v != "" {
+		withoutImage = hashWithoutImageMemo.lookup(v, func(raw string) map[string]string {
+			var m map[string]HashWithoutImageEntry
+			_ = json.Unmarshal([]byte(raw), &m)
+			out := make(map[string]string, len(m))
+			for k, e := range m {
+				out[k] = e.Hash
+			}
+			return out
+		})[name]
+	}
+	return hash, withoutImage
+}
+
+// revisionMemo maps an annotation's text to the revisions it records per
+// SidecarSet name. It is bounded: when full it starts over, which costs a
+// few re-parses and keeps memory flat whatever the annotations hold.
+type revisionMemo struct {
+	mu sync.Mutex
+	m  map[string]map[string]string
+}
+
+const revisionMemoSize = 512
+
+var hashMemo, hashWithoutImageMemo revisionMemo
+
+func (c *revisionMemo) lookup(raw string, parse func(string) map[string]string) map[string]string {
+	c.mu.Lock()
+	v, ok := c.m[raw]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = parse(raw)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= revisionMemoSize {
+		c.m = make(map[string]map[string]string, revisionMemoSize)
+	}
+	c.m[raw] = v
+	c.mu.Unlock()
+	return v
 }
 
 // InjectedNames returns the SidecarSet names in a pod's

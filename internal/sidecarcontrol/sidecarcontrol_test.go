@@ -1,6 +1,7 @@
 package sidecarcontrol
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -35,6 +36,53 @@ func TestPodRecordRoundTrip(t *testing.T) {
 		if IsInjected(ann, name) != want {
 			t.Errorf("IsInjected(%q) = %v", name, !want)
 		}
+	}
+}
+
+// TestRecordedRevisions: the memoised read agrees with ParsePodRecord, for
+// the same text seen again, for other names, and for malformed annotations;
+// and the memo stays bounded.
+func TestRecordedRevisions(t *testing.T) {
+	_, hash, without := PodRecord{
+		Hash:             map[string]HashEntry{"a": {Hash: "1", Containers: []string{"y"}}, "b": {Hash: "2"}},
+		HashWithoutImage: map[string]HashWithoutImageEntry{"a": {Hash: "10"}, "b": {Hash: "20"}},
+	}.Annotations()
+	good := map[string]string{
+		deckhandv1alpha1.AnnotationSidecarSetHash:             hash,
+		deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage: without,
+	}
+	bad := map[string]string{
+		deckhandv1alpha1.AnnotationSidecarSetHash:             `{"a":`,
+		deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage: `[]`,
+	}
+	for _, tc := range []struct {
+		ann               map[string]string
+		name, hash, noImg string
+	}{
+		{good, "a", "1", "10"},
+		{good, "a", "1", "10"}, // memoised
+		{good, "b", "2", "20"},
+		{good, "c", "", ""},
+		{bad, "a", "", ""},
+		{nil, "a", "", ""},
+	} {
+		h, w := RecordedRevisions(tc.ann, tc.name)
+		if h != tc.hash || w != tc.noImg {
+			t.Errorf("RecordedRevisions(%v, %q) = %q, %q; want %q, %q", tc.ann, tc.name, h, w, tc.hash, tc.noImg)
+		}
+		rec := ParsePodRecord(tc.ann)
+		if rec.Hash[tc.name].Hash != h || rec.HashWithoutImage[tc.name].Hash != w {
+			t.Errorf("RecordedRevisions disagrees with ParsePodRecord for %q", tc.name)
+		}
+	}
+	for i := range 3 * revisionMemoSize {
+		RecordedRevisions(map[string]string{deckhandv1alpha1.AnnotationSidecarSetHash: `{"x":{"hash":"` + string(rune('a'+i%26)) + `"}, "n":{"hash":"` + fmt.Sprint(i) + `"}}`}, "n")
+	}
+	hashMemo.mu.Lock()
+	size := len(hashMemo.m)
+	hashMemo.mu.Unlock()
+	if size > revisionMemoSize {
+		t.Errorf("memo holds %d entries, bound is %d", size, revisionMemoSize)
 	}
 }
 

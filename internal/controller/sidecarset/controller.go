@@ -15,11 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -35,9 +37,23 @@ type Reconciler struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 
+	// PodEventDelay is how long a pod event waits in the queue before its
+	// SidecarSets reconcile (default DefaultPodEventDelay). Every event that
+	// arrives meanwhile joins the same reconcile.
+	PodEventDelay time.Duration
+
 	lister *sidecarcontrol.Lister
 	expect updateExpectations
 }
+
+// DefaultPodEventDelay batches pod events. A reconcile reads every pod the
+// SidecarSet selects, so reconciling once per pod event costs
+// O(matched pods) per pod: quadratic over a burst of pod creations, and in
+// the admission benchmark (docs/benchmarks.md, item 1) this controller took
+// the CPU the API server needed. Counts a second old are fine for status,
+// and an in-place rollout step already waits for kubelet to restart a
+// container; SidecarSet changes themselves are reconciled at once.
+const DefaultPodEventDelay = time.Second
 
 // Reads go through the informer cache (list, watch); writes are pod patches
 // (in-place updates) and status patches.
@@ -63,15 +79,46 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sidecarset").
 		For(&deckhandv1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podToSidecarSets)).
+		Watches(&corev1.Pod{}, r.podEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
 		Complete(r)
 }
 
+// podEventHandler enqueues the SidecarSets a pod event concerns after
+// PodEventDelay; the queue keeps one entry per SidecarSet, so a burst of pod
+// events becomes one reconcile per SidecarSet per delay.
+func (r *Reconciler) podEventHandler() handler.EventHandler {
+	delay := r.PodEventDelay
+	if delay <= 0 {
+		delay = DefaultPodEventDelay
+	}
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], pods ...client.Object) {
+		for _, pod := range pods {
+			for _, req := range r.podToSidecarSets(ctx, pod) {
+				q.AddAfter(req, delay)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		// Both pods of an update: a SidecarSet that the pod stops matching
+		// hears of it too.
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
 // podToSidecarSets maps a pod to the SidecarSets that injected it (its
 // annotation) and those that select it (through the namespace index).
-// controller-runtime calls it for both the old and the new pod of an update,
-// so a SidecarSet a pod stops matching hears of it too.
 func (r *Reconciler) podToSidecarSets(_ context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok || sidecarcontrol.IsProtectedNamespace(pod.Namespace) {

@@ -47,7 +47,7 @@ func (e *updateExpectations) observe(sidecarSet string, pods []*corev1.Pod) map[
 			continue
 		}
 		seen[p.UID] = true
-		if sidecarcontrol.ParsePodRecord(p.Annotations).Hash[sidecarSet].Hash == rev {
+		if hash, _ := sidecarcontrol.RecordedRevisions(p.Annotations, sidecarSet); hash == rev {
 			delete(exp, p.UID)
 		} else {
 			pending[p.UID] = true

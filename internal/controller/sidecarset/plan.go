@@ -111,9 +111,9 @@ func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *c
 	if !st.injected {
 		return st
 	}
-	rec := sidecarcontrol.ParsePodRecord(pod.Annotations)
-	st.revisionCurrent = rec.Hash[s.Name].Hash == c.Hash
-	st.upgradable = st.revisionCurrent || rec.HashWithoutImage[s.Name].Hash == c.HashWithoutImage
+	hash, withoutImage := sidecarcontrol.RecordedRevisions(pod.Annotations, s.Name)
+	st.revisionCurrent = hash == c.Hash
+	st.upgradable = st.revisionCurrent || withoutImage == c.HashWithoutImage
 	if c.UpdateSelector != nil {
 		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
 	}
