@@ -5,13 +5,16 @@
 package operator
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podsetctrl "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	restartschedulectrl "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
+	"github.com/deckhand-dev/deckhand/internal/podcache"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -33,8 +36,12 @@ func DefaultOptions() Options {
 // CacheOptions is the informer-cache configuration every Deckhand manager uses.
 func CacheOptions() cache.Options {
 	// Controllers never read managedFields; dropping them from every cached
-	// object is the largest single saving in cache memory.
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	// object saves memory on every kind. Pods, most of a cluster's objects,
+	// are trimmed to the fields the controllers read (internal/podcache).
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: podcache.Trim}},
+	}
 }
 
 // Setup registers every controller and webhook with mgr.

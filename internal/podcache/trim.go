@@ -1,0 +1,122 @@
+// Package podcache trims the Pods Deckhand's informer cache holds to the
+// fields its controllers read.
+//
+// Pods are most of what a cluster's cache holds, and most of a Pod is never
+// read by Deckhand: volumes (every pod has a projected service-account token
+// volume), probes, resources, env, tolerations, container states. Keeping
+// them cost about 10 KB per cached pod (docs/benchmarks.md, item 3).
+//
+// What is kept, and who reads it:
+//   - metadata: identity, labels, annotations (revisions and in-place update
+//     state live there), owner references, finalizers, deletion and creation
+//     timestamps: selectors, claiming, expectations, deletion ranking;
+//   - spec.nodeName: deletion ranking (unscheduled pods go first, pods on
+//     crowded nodes next);
+//   - name, image and restartPolicy of containers and init containers:
+//     PodSet and SidecarSet in-place updates, native sidecar detection;
+//   - status.phase, the conditions' type/status/lastTransitionTime, and the
+//     containers' name/ready/started/image/imageID/restartCount: readiness,
+//     availability (minReadySeconds), in-place update completion, ranking.
+//
+// The cached object is never written back whole: every pod write is a
+// patch computed from the difference between two trimmed copies or built by
+// hand, so fields dropped here are never cleared on the server. A new read of
+// a pod field in a controller must add the field here (TestTrimKeeps lists
+// them).
+package podcache
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// lastApplied is kubectl's copy of the whole object, often the largest
+// annotation a pod has; nothing in Deckhand reads it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Trim is a cache.TransformFunc: it returns a Pod holding only the fields
+// listed in the package documentation, and any other object unchanged.
+func Trim(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta:   pod.TypeMeta,
+		ObjectMeta: trimMeta(&pod.ObjectMeta),
+		Spec: corev1.PodSpec{
+			NodeName:       pod.Spec.NodeName,
+			Containers:     trimContainers(pod.Spec.Containers),
+			InitContainers: trimContainers(pod.Spec.InitContainers),
+		},
+		Status: corev1.PodStatus{
+			Phase:                 pod.Status.Phase,
+			Conditions:            trimConditions(pod.Status.Conditions),
+			ContainerStatuses:     trimStatuses(pod.Status.ContainerStatuses),
+			InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses),
+		},
+	}, nil
+}
+
+func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
+	annotations := m.Annotations
+	if _, ok := annotations[lastApplied]; ok {
+		annotations = make(map[string]string, len(m.Annotations)-1)
+		for k, v := range m.Annotations {
+			if k != lastApplied {
+				annotations[k] = v
+			}
+		}
+	}
+	return metav1.ObjectMeta{
+		Name:                       m.Name,
+		GenerateName:               m.GenerateName,
+		Namespace:                  m.Namespace,
+		UID:                        m.UID,
+		ResourceVersion:            m.ResourceVersion,
+		Generation:                 m.Generation,
+		CreationTimestamp:          m.CreationTimestamp,
+		DeletionTimestamp:          m.DeletionTimestamp,
+		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
+		Labels:                     m.Labels,
+		Annotations:                annotations,
+		OwnerReferences:            m.OwnerReferences,
+		Finalizers:                 m.Finalizers,
+	}
+}
+
+func trimContainers(in []corev1.Container) []corev1.Container {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(in))
+	for i := range in {
+		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, RestartPolicy: in[i].RestartPolicy}
+	}
+	return out
+}
+
+func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.PodCondition, len(in))
+	for i := range in {
+		out[i] = corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime}
+	}
+	return out
+}
+
+func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i := range in {
+		out[i] = corev1.ContainerStatus{
+			Name: in[i].Name, Ready: in[i].Ready, Started: in[i].Started,
+			Image: in[i].Image, ImageID: in[i].ImageID, RestartCount: in[i].RestartCount,
+		}
+	}
+	return out
+}
