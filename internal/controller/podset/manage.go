@@ -109,6 +109,8 @@ func newPod(ps *deckhandv1alpha1.PodSet, revision, inPlaceHash string) *corev1.P
 func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	r.Expectations.ExpectCreations(s.key, n)
 	s.wrote = true
+	var done podEventBatch
+	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulCreate, "Create", "Created", "")
 	created, err := slowStartBatch(n, slowStartInitialBatchSize, func() error {
 		pod := newPod(s.ps, s.revision, s.inPlace)
 		err := r.Client.Create(ctx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
@@ -121,7 +123,7 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 			r.Recorder.Eventf(s.ps, nil, corev1.EventTypeWarning, ReasonFailedCreate, "Create", "Error creating: %v", err)
 			return err
 		}
-		r.Recorder.Eventf(s.ps, pod, corev1.EventTypeNormal, ReasonSuccessfulCreate, "Create", "Created pod: %v", pod.Name)
+		done.add(pod)
 		return nil
 	})
 	for range n - created {
@@ -149,6 +151,8 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Po
 	}
 	r.Expectations.ExpectDeletions(s.key, keys...)
 	s.wrote = true
+	var done podEventBatch
+	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulDelete, "Delete", "Deleted", "")
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -168,7 +172,7 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Po
 				mu.Unlock()
 				return
 			}
-			r.Recorder.Eventf(s.ps, p, corev1.EventTypeNormal, ReasonSuccessfulDelete, "Delete", "Deleted pod: %v", p.Name)
+			done.add(p)
 		})
 	}
 	wg.Wait()
@@ -195,6 +199,8 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 	r.Expectations.ExpectUpdates(s.key, want)
 	s.wrote = true
 	now := r.now()
+	var done podEventBatch
+	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulUpdate, "Update", "Updated", " in place to revision "+s.revision)
 	var errs []error
 	for _, p := range pods {
 		patch, err := inPlacePatch(p, &s.ps.Spec.Template, s.revision, now)
@@ -216,8 +222,7 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 			errs = append(errs, err)
 			continue
 		}
-		r.Recorder.Eventf(s.ps, p, corev1.EventTypeNormal, ReasonSuccessfulUpdate, "Update",
-			"Updated pod in place to revision %s: %v", s.revision, p.Name)
+		done.add(p)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("updating pods in place: %w", errors.Join(errs...))
