@@ -22,6 +22,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/deckhand-dev/deckhand/internal/localcluster"
 )
 
@@ -44,6 +47,9 @@ func (c *config) size(full, quick int) int {
 var allItems = []string{"micro", "admission", "podset", "restart", "webserver", "memory"}
 
 func main() {
+	// The bench's own clients log nothing worth reading; without a logger
+	// controller-runtime prints a stack trace saying so.
+	ctrllog.SetLogger(logr.Discard())
 	cfg := &config{}
 	flag.BoolVar(&cfg.quick, "quick", false, "Small sizes (a smoke run of every benchmark, under 3 minutes).")
 	flag.StringVar(&cfg.k8sBin, "k8s-bin", localcluster.DefaultBinDir(), "Directory of the control-plane binaries.")
