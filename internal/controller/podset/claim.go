@@ -19,20 +19,46 @@ import (
 
 func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
 
-// claimPods lists the namespace's pods from the cache, adopts matching
-// orphans, releases owned pods that stopped matching and sorts the owned
-// ones into active and terminating (PodControllerRefManager.ClaimPods).
+// podControllerIndex indexes the cached pods by the UID of their controller,
+// or orphanKey when they have none.
+const podControllerIndex = "podset.apps.deckhand.dev/controller-uid"
+
+// orphanKey is podControllerIndex's value for pods without a controller. No
+// UID is empty, so it cannot collide.
+const orphanKey = ""
+
+// podControllerKey is the index function of podControllerIndex.
+func podControllerKey(o client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	return []string{orphanKey}
+}
+
+// claimPods reads from the cache the pods the PodSet controls and the
+// namespace's orphans, adopts matching orphans, releases owned pods that
+// stopped matching and sorts the owned ones into active and terminating
+// (PodControllerRefManager.ClaimPods).
 //
-// Note: the list shares its objects with the cache (no deep copy): a
-// namespace holds every PodSet's pods, and copying all of them on every
-// reconcile dominated the manager's memory in benchmarks (10,000 pods, 4
-// workers). Only the pods this PodSet may claim are copied, before anything
+// The ReplicaSet controller lists every pod of the namespace for this. Here
+// the controller-UID index does the filtering: a namespace holds every
+// PodSet's pods, and listing (even without deep copies) 10,000 pods on every
+// reconcile of each of 100 PodSets dominated the manager's memory in the
+// benchmark (docs/benchmarks.md, item 3). The lists share their objects with
+// the cache; only the pods this PodSet may claim are copied, before anything
 // reads them further or changes them.
 func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, error) {
-	var list corev1.PodList
-	if err := r.podReader.List(ctx, &list, client.InNamespace(s.ps.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+	var owned, orphans corev1.PodList
+	for _, l := range []struct {
+		into *corev1.PodList
+		key  string
+	}{{&owned, string(s.ps.UID)}, {&orphans, orphanKey}} {
+		if err := r.podReader.List(ctx, l.into, client.InNamespace(s.ps.Namespace),
+			client.MatchingFields{podControllerIndex: l.key}, client.UnsafeDisableDeepCopy); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+		}
 	}
+	candidates := append(owned.Items, orphans.Items...)
 	checked := false
 	var canAdoptErr error
 	canAdopt := func() error {
@@ -44,8 +70,8 @@ func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, erro
 		return canAdoptErr
 	}
 	var errs []error
-	for i := range list.Items {
-		shared := &list.Items[i]
+	for i := range candidates {
+		shared := &candidates[i]
 		if shared.Status.Phase == corev1.PodSucceeded || shared.Status.Phase == corev1.PodFailed {
 			// Finished pods are neither replicas nor worth adopting.
 			continue

@@ -89,6 +89,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	var indexer client.FieldIndexer = mgr.GetFieldIndexer()
+	if r.PodCache != nil {
+		indexer = r.PodCache
+	}
+	if err := indexer.IndexField(context.Background(), &corev1.Pod{}, podControllerIndex, podControllerKey); err != nil {
+		return err
+	}
 	podHandler := &podEventHandler{client: r.Client, exp: r.Expectations}
 	b := ctrl.NewControllerManagedBy(mgr).For(&deckhandv1alpha1.PodSet{})
 	if r.PodCache != nil {
