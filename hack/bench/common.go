@@ -370,11 +370,14 @@ func cachesSynced(ctx context.Context, logPath string, want int, timeout time.Du
 			}
 		}
 		// Done once every started controller has its workers and no new
-		// controller has shown up for a second.
+		// controller has shown up for 3 seconds (the manager adds its
+		// controllers once its webhook certificates are ready, and a late
+		// one was seen to start a second after the first ones were running).
+		// The figure is the time of the last change, not of the wait.
 		if want > 0 {
 			return n >= want, nil
 		}
-		return starting > 0 && n == starting && now.Sub(changed) >= time.Second, nil
+		return starting > 0 && n == starting && now.Sub(changed) >= 3*time.Second, nil
 	})
 	return at, n, err
 }
