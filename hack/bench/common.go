@@ -382,22 +382,42 @@ func cachesSynced(ctx context.Context, logPath string, want int, timeout time.Du
 	return at, n, err
 }
 
+// pprofGet fetches /debug/pprof/<kind> from the manager.
+func (e *env) pprofGet(ctx context.Context, kind string) ([]byte, error) {
+	if e.pprofPort == 0 {
+		return nil, fmt.Errorf("the manager serves no pprof endpoint")
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", e.pprofPort, kind), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("pprof %s: %s", kind, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
+}
+
+// forceGC makes the manager run a garbage collection (the heap profile
+// handler does one when asked with gc=1).
+func (e *env) forceGC(ctx context.Context) error {
+	_, err := e.pprofGet(ctx, "heap?gc=1")
+	return err
+}
+
 // saveProfile fetches a pprof profile from the manager into bin/bench-profiles.
 func (e *env) saveProfile(ctx context.Context, cfg *config, kind, name string) {
 	if e.pprofPort == 0 {
 		return
 	}
-	dir := filepath.Join(cfg.root, "bin", "bench-profiles")
-	_ = os.MkdirAll(dir, 0o755)
-	url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", e.pprofPort, kind)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	data, err := e.pprofGet(ctx, kind)
 	if err != nil {
 		logf("pprof %s: %v", kind, err)
 		return
 	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
+	dir := filepath.Join(cfg.root, "bin", "bench-profiles")
+	_ = os.MkdirAll(dir, 0o755)
 	path := filepath.Join(dir, name+".pprof")
 	if err := os.WriteFile(path, data, 0o644); err == nil {
 		logf("saved %s", path)

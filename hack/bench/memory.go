@@ -38,11 +38,27 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		return nil, fmt.Errorf("caches did not sync: %w\n%s", err, e.mgr.Logs(20))
 	}
 	f := &managerFigures{pods: len(pods.Items), sync: synced.Sub(start), controls: n}
-	// Let start-up work (a reconcile of everything) finish, then sample.
+	// Let start-up work (a reconcile of everything) finish, then sample
+	// RSS as the process runs: the Go runtime lets the heap grow to twice
+	// the live data before collecting and returns freed pages gradually.
 	time.Sleep(10 * time.Second)
 	for i := range 10 {
 		if i > 0 {
 			time.Sleep(time.Second)
+		}
+		rss, err := rssBytes(e.mgr.Pid())
+		if err != nil {
+			return nil, err
+		}
+		f.rss = max(f.rss, rss)
+	}
+	// Then the heap, each time right after a collection, so that the
+	// figures are live data and not whatever garbage the last cycle left
+	// (a synced manager allocates little, so its last cycle may date from
+	// the start-up).
+	for range 3 {
+		if err := e.forceGC(ctx); err != nil {
+			return nil, err
 		}
 		m, err := e.managerMetrics(ctx)
 		if err != nil {
@@ -55,15 +71,11 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		if f.heapAlloc == 0 || a < f.heapAlloc {
 			f.heapAlloc = a
 		}
-		rss, err := rssBytes(e.mgr.Pid())
-		if err != nil {
-			return nil, err
-		}
-		f.rss = max(f.rss, rss)
+		time.Sleep(time.Second)
 	}
-	e.saveProfile(ctx, cfg, "heap", profile)
-	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, heap in use %.1f MiB",
-		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heap))
+	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
+	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB",
+		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap))
 	return f, nil
 }
 
@@ -85,21 +97,7 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		return err
 	}
 	defer tr.close()
-	start := time.Now()
-	if err := runWorkers(sets, 16, func(i int) error {
-		app := fmt.Sprintf("mem-%03d", i)
-		ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
-			Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To(int32(per)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-				Template: scaleTemplate(app)}}
-		return e.c.Create(ctx, ps)
-	}); err != nil {
-		return err
-	}
-	total := sets * per
-	if _, err := tr.waitFor(ctx, start, 30*time.Minute, fmt.Sprintf("%d PodSet pods Ready", total), func(_, ready int) bool { return ready >= total }); err != nil {
-		return err
-	}
-	logf("[memory] %d pods Ready after %s", total, time.Since(start).Round(time.Second))
+	// The WebServers first, so that both measurements below hold them.
 	var wl deckhandv1alpha1.WebServerList
 	if err := e.c.List(ctx, &wl); err != nil {
 		return err
@@ -115,7 +113,38 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 			return err
 		}
 	}
-	settle()
+	// Half of the PodSets, a measurement, the other half, another: the
+	// difference between the two is what the second half's pods cost alone
+	// (everything else the manager holds is in both).
+	addPodSets := func(from, to int) error {
+		start := time.Now()
+		if err := runWorkers(to-from, 16, func(i int) error {
+			app := fmt.Sprintf("mem-%03d", from+i)
+			ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
+				Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To(int32(per)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+					Template: scaleTemplate(app)}}
+			return e.c.Create(ctx, ps)
+		}); err != nil {
+			return err
+		}
+		total := to * per
+		if _, err := tr.waitFor(ctx, start, 30*time.Minute, fmt.Sprintf("%d PodSet pods Ready", total), func(_, ready int) bool { return ready >= total }); err != nil {
+			return err
+		}
+		logf("[memory] %d pods Ready after %s", total, time.Since(start).Round(time.Second))
+		settle()
+		return nil
+	}
+	if err := addPodSets(0, sets/2); err != nil {
+		return err
+	}
+	half, err := measureManager(ctx, cfg, e, "heap-half", empty.controls)
+	if err != nil {
+		return err
+	}
+	if err := addPodSets(sets/2, sets); err != nil {
+		return err
+	}
 	full, err := measureManager(ctx, cfg, e, "heap-loaded", empty.controls)
 	if err != nil {
 		return err
@@ -125,27 +154,30 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		return err
 	}
 	extra := float64(full.pods - empty.pods)
-	perPod := (full.heap - empty.heap) / extra
-	perPodAlloc := (full.heapAlloc - empty.heapAlloc) / extra
+	upper := (full.heapAlloc - empty.heapAlloc) / extra
+	marginal := (full.heapAlloc - half.heapAlloc) / float64(full.pods-half.pods)
+	marginalInuse := (full.heap - half.heap) / float64(full.pods-half.pods)
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "Cluster B. %d PodSets of %d pods (all Running and Ready on the kwok node) plus %d WebServers with their Deployments and Services; "+
-		"then a fresh manager process. *Synced*: from starting the process until the last controller logs `Starting workers` (controller-runtime does so once the controller's caches have synced). "+
-		"Memory sampled 10 s after that, 10 times a second apart: RSS the largest VmRSS, heap the smallest `go_memstats_heap_inuse_bytes` (least garbage). "+
-		"The baseline is the same manager started on the empty cluster at the start of the run.\n\n", sets, per, wsN)
-	b.WriteString("| cluster | pods | caches synced | controllers | RSS | heap in use | heap alloc |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Cluster B. %d WebServers with their Deployments and Services, then %d PodSets of %d pods (all Running and Ready on the kwok node) in two halves, "+
+		"with a fresh manager process measured after each half. *Synced*: from starting the process until the last controller logs `Starting workers` (controller-runtime does so once the controller's caches have synced). "+
+		"RSS: the largest VmRSS over 10 samples a second apart, from 10 s after that, as the process runs (the Go runtime lets the heap grow to twice the live data before collecting, GOGC=100, and returns freed pages gradually). "+
+		"Heap: right after a forced collection (`/debug/pprof/heap?gc=1`), the smallest of 3 samples of `go_memstats_heap_alloc_bytes` (live data) and `go_memstats_heap_inuse_bytes` (the spans holding it). "+
+		"The empty row is the same manager on the empty cluster at the start of the run; the pod counts are every pod in the cluster (other items leave a few hundred).\n\n", wsN, sets, per)
+	b.WriteString("| cluster | pods | caches synced | controllers | RSS | live heap | heap in use |\n|---|---|---|---|---|---|---|\n")
 	for _, x := range []struct {
 		name string
 		f    *managerFigures
-	}{{"empty", empty}, {"loaded", full}} {
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %.1f MiB | %.1f MiB | %.1f MiB |\n", x.name, x.f.pods, secs(x.f.sync), x.f.controls, mib(float64(x.f.rss)), mib(x.f.heap), mib(x.f.heapAlloc))
+	}{{"empty", empty}, {"half the PodSets", half}, {"loaded", full}} {
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %.1f MiB | %.1f MiB | %.1f MiB |\n", x.name, x.f.pods, secs(x.f.sync), x.f.controls, mib(float64(x.f.rss)), mib(x.f.heapAlloc), mib(x.f.heap))
 	}
-	fmt.Fprintf(&b, "\nBytes per cached pod = (loaded heap - empty heap) / %.0f pods: %.0f B (heap in use), %.0f B (heap alloc). "+
-		"This is an upper bound: the difference also holds the %d PodSets, %d WebServers, their Deployments and Services, the controllers' queues and expectations.\n",
-		extra, perPod, perPodAlloc, len(psl.Items), wsN)
+	fmt.Fprintf(&b, "\nBytes per cached pod, marginal = (loaded - half) live heap / %d pods: **%.0f B** (%.0f B of heap spans in use). "+
+		"Upper bound = (loaded - empty) live heap / %.0f pods: %.0f B; it also counts the %d PodSets, %d WebServers, their Deployments and Services, and the controllers' queues and expectations.\n",
+		full.pods-half.pods, marginal, marginalInuse, extra, upper, len(psl.Items), wsN)
 	r.section("3. Memory and start-up", b.String())
 	r.target("3", fmt.Sprintf("manager RSS with %d pods + %d WebServers", full.pods, wsN), "<= 150 MB", fmt.Sprintf("%.1f MB", float64(full.rss)/1e6), full.rss <= 150e6)
-	r.target("3", "heap per cached pod", "<= 4 KB", fmt.Sprintf("%.0f B", perPod), perPod <= 4000)
+	r.target("3", "live heap per cached pod (marginal: the second half of the pods)", "<= 4 KB",
+		fmt.Sprintf("%.0f B (upper bound, everything else included: %.0f B)", marginal, upper), marginal <= 4000)
 	r.target("3", "process start -> caches synced", "<= 5 s", secs(full.sync), full.sync <= 5*time.Second)
 	return nil
 }

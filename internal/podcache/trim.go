@@ -14,9 +14,10 @@
 //     crowded nodes next);
 //   - name, image and restartPolicy of containers and init containers:
 //     PodSet and SidecarSet in-place updates, native sidecar detection;
-//   - status.phase, the conditions' type/status/lastTransitionTime, and the
-//     containers' name/ready/started/image/imageID/restartCount: readiness,
-//     availability (minReadySeconds), in-place update completion, ranking.
+//   - status.phase, the Ready condition's status and lastTransitionTime (the
+//     only condition read), and the containers'
+//     name/ready/started/image/imageID/restartCount: readiness, availability
+//     (minReadySeconds), in-place update completion, ranking.
 //
 // The cached object is never written back whole: every pod write is a
 // patch computed from the difference between two trimmed copies or built by
@@ -96,15 +97,14 @@ func trimContainers(in []corev1.Container) []corev1.Container {
 	return out
 }
 
+// trimConditions keeps the Ready condition only.
 func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]corev1.PodCondition, len(in))
 	for i := range in {
-		out[i] = corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime}
+		if in[i].Type == corev1.PodReady {
+			return []corev1.PodCondition{{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime}}
+		}
 	}
-	return out
+	return nil
 }
 
 func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {

@@ -40,7 +40,11 @@ func fullPod() *corev1.Pod {
 		},
 		Status: corev1.PodStatus{
 			Phase:      corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m"}},
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m"},
+				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
@@ -80,7 +84,7 @@ func TestTrimKeeps(t *testing.T) {
 		},
 		Status: corev1.PodStatus{
 			Phase:                 corev1.PodRunning,
-			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[0].LastTransitionTime}},
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime}},
 			ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "log", Ready: true, Image: "fluent-bit:3", ImageID: "sha256:2", RestartCount: 1}},
 		},
