@@ -39,7 +39,7 @@ func fullPod() *corev1.Pod {
 			Tolerations:    []corev1.Toleration{{Key: "node.kubernetes.io/not-ready"}},
 		},
 		Status: corev1.PodStatus{
-			Phase:      corev1.PodRunning,
+			Phase: corev1.PodRunning,
 			Conditions: []corev1.PodCondition{
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m"},
