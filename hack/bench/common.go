@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -245,7 +246,15 @@ outer:
 }
 
 func (e *env) managerMetrics(ctx context.Context) (metrics, error) {
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", e.mgr.MetricsPort)
+	body, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", e.mgr.MetricsPort))
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(bytes.NewReader(body)), nil
+}
+
+// httpGet returns the body of a GET answered 200 OK.
+func httpGet(ctx context.Context, url string) ([]byte, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -255,7 +264,7 @@ func (e *env) managerMetrics(ctx context.Context) (metrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	return parseMetrics(resp.Body), nil
+	return io.ReadAll(resp.Body)
 }
 
 func (e *env) apiserverMetrics(ctx context.Context) (metrics, error) {
@@ -387,16 +396,7 @@ func (e *env) pprofGet(ctx context.Context, kind string) ([]byte, error) {
 	if e.pprofPort == 0 {
 		return nil, fmt.Errorf("the manager serves no pprof endpoint")
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", e.pprofPort, kind), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("pprof %s: %s", kind, resp.Status)
-	}
-	return io.ReadAll(resp.Body)
+	return httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", e.pprofPort, kind))
 }
 
 // forceGC makes the manager run a garbage collection (the heap profile

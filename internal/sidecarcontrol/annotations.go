@@ -55,28 +55,26 @@ func ParsePodRecord(annotations map[string]string) PodRecord {
 // parses a handful of distinct strings.
 func RecordedRevisions(annotations map[string]string, name string) (hash, withoutImage string) {
 	if v := annotations[deckhandv1alpha1.AnnotationSidecarSetHash]; v != "" {
-		hash = hashMemo.lookup(v, func(raw string) map[string]string {
-			var m map[string]HashEntry
-			_ = json.Unmarshal([]byte(raw), &m)
-			out := make(map[string]string, len(m))
-			for k, e := range m {
-				out[k] = e.Hash
-			}
-			return out
-		})[name]
+		hash = revisions.lookup(v)[name]
 	}
 	if v := annotations[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage]; v != "" {
-		withoutImage = hashWithoutImageMemo.lookup(v, func(raw string) map[string]string {
-			var m map[string]HashWithoutImageEntry
-			_ = json.Unmarshal([]byte(raw), &m)
-			out := make(map[string]string, len(m))
-			for k, e := range m {
-				out[k] = e.Hash
-			}
-			return out
-		})[name]
+		withoutImage = revisions.lookup(v)[name]
 	}
 	return hash, withoutImage
+}
+
+// parseRevisions reads either revision annotation: both map a SidecarSet
+// name to an object whose "hash" is the revision.
+func parseRevisions(raw string) map[string]string {
+	var m map[string]struct {
+		Hash string `json:"hash"`
+	}
+	_ = json.Unmarshal([]byte(raw), &m)
+	out := make(map[string]string, len(m))
+	for k, e := range m {
+		out[k] = e.Hash
+	}
+	return out
 }
 
 // revisionMemo maps an annotation's text to the revisions it records per
@@ -89,16 +87,16 @@ type revisionMemo struct {
 
 const revisionMemoSize = 512
 
-var hashMemo, hashWithoutImageMemo revisionMemo
+var revisions revisionMemo
 
-func (c *revisionMemo) lookup(raw string, parse func(string) map[string]string) map[string]string {
+func (c *revisionMemo) lookup(raw string) map[string]string {
 	c.mu.Lock()
 	v, ok := c.m[raw]
 	c.mu.Unlock()
 	if ok {
 		return v
 	}
-	v = parse(raw)
+	v = parseRevisions(raw)
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= revisionMemoSize {
 		c.m = make(map[string]map[string]string, revisionMemoSize)

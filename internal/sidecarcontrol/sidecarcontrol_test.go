@@ -78,9 +78,9 @@ func TestRecordedRevisions(t *testing.T) {
 	for i := range 3 * revisionMemoSize {
 		RecordedRevisions(map[string]string{deckhandv1alpha1.AnnotationSidecarSetHash: `{"x":{"hash":"` + string(rune('a'+i%26)) + `"}, "n":{"hash":"` + fmt.Sprint(i) + `"}}`}, "n")
 	}
-	hashMemo.mu.Lock()
-	size := len(hashMemo.m)
-	hashMemo.mu.Unlock()
+	revisions.mu.Lock()
+	size := len(revisions.m)
+	revisions.mu.Unlock()
 	if size > revisionMemoSize {
 		t.Errorf("memo holds %d entries, bound is %d", size, revisionMemoSize)
 	}
