@@ -96,7 +96,7 @@ func startEnv(ctx context.Context, cfg *config, name string, opts localcluster.O
 		return nil, err
 	}
 	logf("[%s] cluster ready in %s", name, time.Since(t0).Round(100*time.Millisecond))
-	if _, err := e.startManager(ctx); err != nil {
+	if _, err := e.startManager(ctx, nil); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -105,7 +105,8 @@ func startEnv(ctx context.Context, cfg *config, name string, opts localcluster.O
 
 // startManager starts a new manager process (stopping a running one first)
 // and returns the time the process was started.
-func (e *env) startManager(ctx context.Context) (time.Time, error) {
+// startManager (re)starts the manager, with extra environment variables.
+func (e *env) startManager(ctx context.Context, environ []string) (time.Time, error) {
 	if e.mgr != nil && !e.mgr.Exited() {
 		e.mgr.Stop()
 	}
@@ -122,6 +123,7 @@ func (e *env) startManager(ctx context.Context) (time.Time, error) {
 		CertDir:     e.certDir,
 		Name:        fmt.Sprintf("deckhand-%d", e.starts),
 		Args:        args,
+		Env:         environ,
 	})
 	if err != nil {
 		return t0, err

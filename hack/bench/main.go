@@ -144,7 +144,7 @@ func run(ctx context.Context, cfg *config, r *report) (failed bool) {
 		if cfg.want("memory") {
 			step("memory baseline (empty cluster)", func() error {
 				var err error
-				empty, err = measureManager(ctx, cfg, e, "heap-empty", 0)
+				empty, err = measureManager(ctx, cfg, e, "heap-empty", 0, nil)
 				return err
 			})
 		}

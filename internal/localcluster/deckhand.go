@@ -34,6 +34,8 @@ type DeckhandOptions struct {
 	Name string
 	// Args are extra flags (for example --leader-elect=true).
 	Args []string
+	// Env are extra environment variables ("GOMEMLIMIT=100MiB").
+	Env []string
 	// Stdout, if set, receives the manager's output instead of a log file.
 	Stdout io.Writer
 }
@@ -86,6 +88,7 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 	args = append(args, d.opts.Args...)
 	if d.opts.Stdout != nil {
 		cmd := exec.Command(d.opts.Binary, args...)
+		cmd.Env = append(os.Environ(), d.opts.Env...)
 		cmd.Stdout, cmd.Stderr = d.opts.Stdout, d.opts.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
@@ -95,7 +98,7 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 		go func() { p.waitErr = cmd.Wait(); close(p.done) }()
 		d.proc = p
 	} else {
-		p, err := startProcess(d.dir, d.opts.Name, d.opts.Binary, args, nil)
+		p, err := startProcess(d.dir, d.opts.Name, d.opts.Binary, args, d.opts.Env)
 		if err != nil {
 			return err
 		}
