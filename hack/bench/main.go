@@ -57,6 +57,9 @@ func main() {
 	flag.StringVar(&cfg.out, "out", "", "Markdown report to write (default docs/benchmarks.md, or docs/benchmarks-quick.md with -quick... see Makefile).")
 	only := flag.String("only", "", "Comma-separated subset of: "+strings.Join(allItems, ","))
 	flag.Parse()
+	if cfg.quick {
+		settleTime = time.Second
+	}
 	cfg.only = map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
 		if s = strings.TrimSpace(s); s != "" {

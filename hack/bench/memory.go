@@ -45,8 +45,12 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 	// Let start-up work (a reconcile of everything) finish, then sample
 	// RSS as the process runs: the Go runtime lets the heap grow to twice
 	// the live data before collecting and returns freed pages gradually.
-	time.Sleep(10 * time.Second)
-	for i := range 10 {
+	wait, samples, gcSamples := 10*time.Second, 10, 3
+	if cfg.quick {
+		wait, samples, gcSamples = 2*time.Second, 3, 1
+	}
+	time.Sleep(wait)
+	for i := range samples {
 		if i > 0 {
 			time.Sleep(time.Second)
 		}
@@ -60,7 +64,7 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 	// figures are live data and not whatever garbage the last cycle left
 	// (a synced manager allocates little, so its last cycle may date from
 	// the start-up).
-	for range 3 {
+	for range gcSamples {
 		if err := e.forceGC(ctx); err != nil {
 			return nil, err
 		}

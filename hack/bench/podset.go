@@ -47,7 +47,11 @@ func scaleTemplate(app string) corev1.PodTemplateSpec {
 	}
 }
 
-func settle() { time.Sleep(3 * time.Second) }
+// settleTime is how long settle waits for the last requests of a phase to
+// show in the metrics; -quick shortens it (its figures are a smoke test).
+var settleTime = 3 * time.Second
+
+func settle() { time.Sleep(settleTime) }
 
 // runScale scales one workload kind 0 -> n until every pod is Ready, then
 // n -> 0 until every pod is gone, each in a fresh namespace.
