@@ -52,7 +52,7 @@ bench: k8s-binaries build ## Run every benchmark at full size and write docs/ben
 	go run ./hack/bench --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(ROOT)/docs/benchmarks.md
 
 .PHONY: bench-quick
-bench-quick: k8s-binaries build ## Every benchmark at small sizes (under 3 minutes), report in bin/benchmarks-quick.md.
+bench-quick: k8s-binaries build ## Every benchmark at small sizes (about 3.5 minutes; a smoke run), report in bin/benchmarks-quick.md.
 	go run ./hack/bench --quick --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(BIN)/benchmarks-quick.md
 
 ##@ Reliability (never part of `make test`; short versions of both run there)

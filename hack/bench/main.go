@@ -51,7 +51,7 @@ func main() {
 	// controller-runtime prints a stack trace saying so.
 	ctrllog.SetLogger(logr.Discard())
 	cfg := &config{}
-	flag.BoolVar(&cfg.quick, "quick", false, "Small sizes (a smoke run of every benchmark, under 3 minutes).")
+	flag.BoolVar(&cfg.quick, "quick", false, "Small sizes and short waits: a smoke run of every benchmark (about 3.5 minutes).")
 	flag.StringVar(&cfg.k8sBin, "k8s-bin", localcluster.DefaultBinDir(), "Directory of the control-plane binaries.")
 	flag.StringVar(&cfg.deckhand, "deckhand", "bin/deckhand", "The deckhand manager binary (make build).")
 	flag.StringVar(&cfg.out, "out", "", "Markdown report to write (default docs/benchmarks.md, or docs/benchmarks-quick.md with -quick... see Makefile).")
