@@ -228,76 +228,6 @@ func TestCrashWebServerChurn(t *testing.T) {
 	by.assertUntouched(t)
 }
 
-// fakeKubelet plays the kubelet's part of an in-place image update, which
-// kwok does not: when a container's spec image differs from its status
-// image, it marks the pod not ready, and after restart reports the new
-// image and ready again.
-func fakeKubelet(t *testing.T, ns string, restart time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		since := map[string]time.Time{}
-		for ctx.Err() == nil {
-			var pods corev1.PodList
-			if err := suite.client.List(ctx, &pods, client.InNamespace(ns)); err == nil {
-				for i := range pods.Items {
-					p := &pods.Items[i]
-					if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
-						continue
-					}
-					changed := false
-					for j := range p.Status.ContainerStatuses {
-						cs := &p.Status.ContainerStatuses[j]
-						want := ""
-						for _, c := range p.Spec.Containers {
-							if c.Name == cs.Name {
-								want = c.Image
-							}
-						}
-						if want == "" || cs.Image == want {
-							continue
-						}
-						key := p.Name + "/" + cs.Name
-						if s, ok := since[key]; !ok {
-							cs.Ready, since[key], changed = false, time.Now(), true
-						} else if time.Since(s) >= restart {
-							cs.Image, cs.Ready, changed = want, true, true
-							cs.RestartCount++
-							delete(since, key)
-						}
-					}
-					if !changed {
-						continue
-					}
-					all := true
-					for _, cs := range p.Status.ContainerStatuses {
-						all = all && cs.Ready
-					}
-					for j := range p.Status.Conditions {
-						if c := &p.Status.Conditions[j]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-							c.Status = corev1.ConditionFalse
-							if all {
-								c.Status = corev1.ConditionTrue
-							}
-						}
-					}
-					if err := suite.client.Status().Update(ctx, p); err != nil {
-						for j := range p.Status.ContainerStatuses {
-							delete(since, p.Name+"/"+p.Status.ContainerStatuses[j].Name)
-						}
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
 // TestCrashSidecarSetInPlaceUpdate updates the sidecar image of a
 // SidecarSet over n injected pods with maxUnavailable 10% while the manager
 // is SIGKILLed at random moments. A watch over every pod checks that at no
@@ -313,7 +243,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 	ns := testenv.Namespace(t, suite.client)
 	labels := map[string]string{"app": "crash-sidecar"}
 	by := createBystanders(t, ns, labels)
-	stopKubelet := fakeKubelet(t, ns, 300*time.Millisecond)
+	stopKubelet := testenv.FakeKubelet(suite.client, ns, 300*time.Millisecond)
 	t.Cleanup(stopKubelet)
 	s := &deckhandv1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "crash-" + ns},

@@ -18,80 +18,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
-// fakeKubelet plays the kubelet's part of an in-place image update, which
-// kwok does not: kwok only walks a pod from Pending to Ready once and never
-// reflects a later image change in the container statuses. When a
-// container's spec image differs from its status image, the fake kubelet
-// first marks the container and the pod not ready (the container
-// restarting), then, a little later, reports the new image, ready again.
-func fakeKubelet(t *testing.T, ns string, restart time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		notReadySince := map[string]time.Time{}
-		for ctx.Err() == nil {
-			pods, err := listPods(ctx, ns)
-			if err == nil {
-				for i := range pods {
-					p := &pods[i]
-					if p.Status.Phase != corev1.PodRunning {
-						continue
-					}
-					changed := false
-					for j := range p.Status.ContainerStatuses {
-						cs := &p.Status.ContainerStatuses[j]
-						want := containerImage(p, cs.Name)
-						if want == "" || cs.Image == want {
-							continue
-						}
-						key := p.Name + "/" + cs.Name
-						switch since, ok := notReadySince[key]; {
-						case !ok:
-							cs.Ready = false
-							notReadySince[key] = time.Now()
-							changed = true
-						case time.Since(since) >= restart:
-							cs.Image, cs.Ready = want, true
-							cs.RestartCount++
-							delete(notReadySince, key)
-							changed = true
-						}
-					}
-					if !changed {
-						continue
-					}
-					all := true
-					for _, cs := range p.Status.ContainerStatuses {
-						all = all && cs.Ready
-					}
-					for j := range p.Status.Conditions {
-						c := &p.Status.Conditions[j]
-						if c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-							c.Status = corev1.ConditionFalse
-							if all {
-								c.Status = corev1.ConditionTrue
-							}
-							c.LastTransitionTime = metav1.Now()
-						}
-					}
-					if err := env.Client.Status().Update(ctx, p); err != nil {
-						// Conflict with the controller's patch: read again next round.
-						for j := range p.Status.ContainerStatuses {
-							delete(notReadySince, p.Name+"/"+p.Status.ContainerStatuses[j].Name)
-						}
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
-}
-
 // availabilityWatch follows every pod of ns from a watch and records the
 // largest number of pods that were at once unavailable: not Ready, or in
 // the middle of a sidecar update (spec image not yet reported by the status).
@@ -187,7 +113,7 @@ func TestRollingUpdate(t *testing.T) {
 		return st.MatchedPods == n && st.UpdatedPods == n && st.ReadyPods == n && st.UpdatedReadyPods == n && st.NotInjectedPods == 0
 	})
 
-	stopKubelet := fakeKubelet(t, ns, 300*time.Millisecond)
+	stopKubelet := testenv.FakeKubelet(env.Client, ns, 300*time.Millisecond)
 	defer stopKubelet()
 	watch := watchAvailability(t, ns, "proxy", "proxy:2")
 	defer watch.stop()
