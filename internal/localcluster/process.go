@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -138,5 +139,24 @@ func copyLogs(w io.Writer, dir string, n int) {
 			continue
 		}
 		fmt.Fprintf(w, "----- %s (last %d lines) -----\n%s\n", e.Name(), n, tailFile(filepath.Join(dir, e.Name()), n))
+	}
+}
+
+// StopOnInterrupt calls stop and exits with status 1 when the process gets
+// SIGINT or SIGTERM (a Ctrl-C, or `go test -timeout` ending a test binary),
+// so that no control-plane process outlives the run. release stops
+// listening; call it once the normal clean-up has taken over.
+func StopOnInterrupt(stop func()) (release func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; ok {
+			stop()
+			os.Exit(1)
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(sigs)
 	}
 }

@@ -25,12 +25,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,18 +122,10 @@ func Run(m *testing.M, env **Env, opts Options) int {
 	*env = e
 
 	// A Ctrl-C or a `go test -timeout` still stops every process.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; ok {
-			e.stop()
-			os.Exit(1)
-		}
-	}()
+	release := localcluster.StopOnInterrupt(e.stop)
 
 	code := m.Run()
-	signal.Stop(sigs)
-	close(sigs)
+	release()
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "\n===== testenv: component logs (tests failed) =====\n%s\n", e.Cluster.Logs(60))
 	}

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -113,15 +111,7 @@ func runSuite(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer cluster.Stop()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; ok {
-			cluster.Stop()
-			os.Exit(1)
-		}
-	}()
-	defer signal.Stop(sigs)
+	defer localcluster.StopOnInterrupt(cluster.Stop)()
 
 	suite.cluster, suite.clientset, suite.root = cluster, cluster.Clientset(), root
 	suite.kubectl = filepath.Join(cluster.BinDir(), "kubectl")

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,15 +72,7 @@ func runSuite(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer cluster.Stop()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		if _, ok := <-sigs; ok {
-			cluster.Stop()
-			os.Exit(1)
-		}
-	}()
-	defer signal.Stop(sigs)
+	defer localcluster.StopOnInterrupt(cluster.Stop)()
 	suite.cluster, suite.clientset = cluster, cluster.Clientset()
 	if suite.client, err = client.New(cluster.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
 		return fail("%v", err)
