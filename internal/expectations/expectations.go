@@ -16,6 +16,8 @@ package expectations
 import (
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // DefaultTTL is how long expectations are honoured before they are
@@ -40,7 +42,7 @@ func (r *record) fulfilled() bool {
 type Expectations struct {
 	mu    sync.Mutex
 	ttl   time.Duration
-	now   func() time.Time
+	clock clock.PassiveClock
 	items map[string]*record
 }
 
@@ -50,12 +52,12 @@ type Option func(*Expectations)
 // WithTTL sets how long expectations are honoured (DefaultTTL otherwise).
 func WithTTL(ttl time.Duration) Option { return func(e *Expectations) { e.ttl = ttl } }
 
-// WithClock replaces time.Now, for tests.
-func WithClock(now func() time.Time) Option { return func(e *Expectations) { e.now = now } }
+// WithClock replaces the real clock, for tests (k8s.io/utils/clock/testing).
+func WithClock(c clock.PassiveClock) Option { return func(e *Expectations) { e.clock = c } }
 
 // New returns an empty Expectations.
 func New(opts ...Option) *Expectations {
-	e := &Expectations{ttl: DefaultTTL, now: time.Now, items: map[string]*record{}}
+	e := &Expectations{ttl: DefaultTTL, clock: clock.RealClock{}, items: map[string]*record{}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -74,7 +76,7 @@ func (e *Expectations) get(owner string) *record {
 }
 
 func (e *Expectations) expired(r *record) bool {
-	return e.now().Sub(r.timestamp) > e.ttl
+	return e.clock.Now().Sub(r.timestamp) > e.ttl
 }
 
 // ExpectCreations records that n creates for owner are about to be issued.
@@ -86,7 +88,7 @@ func (e *Expectations) ExpectCreations(owner string, n int) {
 	defer e.mu.Unlock()
 	r := e.get(owner)
 	r.adds += n
-	r.timestamp = e.now()
+	r.timestamp = e.clock.Now()
 }
 
 // CreationObserved lowers owner's expected creates by one: call it when the
@@ -112,7 +114,7 @@ func (e *Expectations) ExpectDeletions(owner string, keys ...string) {
 	for _, k := range keys {
 		r.deletes[k] = struct{}{}
 	}
-	r.timestamp = e.now()
+	r.timestamp = e.clock.Now()
 }
 
 // DeletionObserved marks the delete of key as seen (or failed). Keys that
@@ -138,7 +140,7 @@ func (e *Expectations) ExpectUpdates(owner string, want map[string]string) {
 	for k, v := range want {
 		r.updates[k] = v
 	}
-	r.timestamp = e.now()
+	r.timestamp = e.clock.Now()
 }
 
 // UpdateObserved reports that key was seen with value. The expectation is
@@ -164,12 +166,13 @@ func (e *Expectations) UpdateAbandoned(owner, key string) {
 }
 
 // PendingUpdates returns the keys of owner's expected updates and the values
-// expected for them.
+// expected for them; none once the expectations have expired, as Satisfied
+// says, so that a controller that waits per object is not wedged either.
 func (e *Expectations) PendingUpdates(owner string) map[string]string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r, ok := e.items[owner]
-	if !ok {
+	if !ok || e.expired(r) {
 		return nil
 	}
 	out := make(map[string]string, len(r.updates))

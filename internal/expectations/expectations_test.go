@@ -4,12 +4,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// fakeClock is a settable clock.
-type fakeClock struct{ t time.Time }
-
-func (c *fakeClock) now() time.Time { return c.t }
+type fakeClock = clocktesting.FakePassiveClock
 
 func TestExpectations(t *testing.T) {
 	const owner = "ns/owner"
@@ -25,7 +24,7 @@ func TestExpectations(t *testing.T) {
 	}
 	updated := func(k, v string) step { return func(e *Expectations, _ *fakeClock) { e.UpdateObserved(owner, k, v) } }
 	abandoned := func(k string) step { return func(e *Expectations, _ *fakeClock) { e.UpdateAbandoned(owner, k) } }
-	advance := func(d time.Duration) step { return func(_ *Expectations, c *fakeClock) { c.t = c.t.Add(d) } }
+	advance := func(d time.Duration) step { return func(_ *Expectations, c *fakeClock) { c.SetTime(c.Now().Add(d)) } }
 	forget := func(e *Expectations, _ *fakeClock) { e.Delete(owner) }
 
 	cases := map[string]struct {
@@ -75,8 +74,8 @@ func TestExpectations(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-			e := New(WithClock(c.now))
+			c := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			e := New(WithClock(c))
 			for _, s := range tc.steps {
 				s(e, c)
 			}
@@ -104,13 +103,13 @@ func TestOwnersAreIndependent(t *testing.T) {
 }
 
 func TestWithTTL(t *testing.T) {
-	c := &fakeClock{t: time.Unix(0, 0)}
-	e := New(WithTTL(time.Second), WithClock(c.now))
+	c := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
+	e := New(WithTTL(time.Second), WithClock(c))
 	e.ExpectDeletions("o", "k")
 	if e.Satisfied("o") {
 		t.Fatal("fresh expectation must not be satisfied")
 	}
-	c.t = c.t.Add(2 * time.Second)
+	c.SetTime(c.Now().Add(2 * time.Second))
 	if !e.Satisfied("o") {
 		t.Fatal("expectation older than the TTL must be satisfied")
 	}
@@ -143,5 +142,26 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if !e.Satisfied("o") {
 		t.Fatal("all creations observed concurrently must satisfy the owner")
+	}
+}
+
+// An update expectation the cache never confirms (its event was lost, or
+// the object was changed again before the cache saw it) must stop being
+// pending once the TTL has passed, as Satisfied already says: a controller
+// that gates per object on PendingUpdates would otherwise wait forever.
+func TestPendingUpdatesExpire(t *testing.T) {
+	c := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
+	e := New(WithTTL(time.Minute), WithClock(c))
+	e.ExpectUpdates("o", map[string]string{"p": "r2"})
+	e.UpdateObserved("o", "p", "r1")
+	if got := e.PendingUpdates("o"); len(got) != 1 {
+		t.Fatalf("PendingUpdates before the TTL = %v, want p", got)
+	}
+	c.SetTime(c.Now().Add(time.Minute + time.Second))
+	if got := e.PendingUpdates("o"); len(got) != 0 {
+		t.Fatalf("PendingUpdates after the TTL = %v, want none", got)
+	}
+	if !e.Satisfied("o") {
+		t.Fatal("Satisfied after the TTL = false")
 	}
 }
