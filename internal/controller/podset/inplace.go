@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // inPlaceUpdateState is the value of PodSetInPlaceUpdateAnnotation.
@@ -70,8 +71,8 @@ func inPlacePatch(pod *corev1.Pod, tmpl *corev1.PodTemplateSpec, revision string
 }
 
 // inPlaceUpdateDone reports whether an in-place update recorded on pod has
-// completed: every container reports its new image (or a new image ID) and
-// the pod is Ready again. A pod without the annotation, or whose annotation
+// completed: every container reports its new image (podutil.ImageMatches)
+// or a new image ID, and the pod is Ready again. A pod without the annotation, or whose annotation
 // is for another revision than its label, has no update in progress.
 func inPlaceUpdateDone(pod *corev1.Pod) bool {
 	raw, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]
@@ -94,7 +95,7 @@ func inPlaceUpdateDone(pod *corev1.Pod) bool {
 		if !ok {
 			return false
 		}
-		if normalizeImage(cs.Image) == normalizeImage(c.Image) {
+		if podutil.ImageMatches(c.Image, cs) {
 			continue
 		}
 		if old, ok := st.OldImageIDs[c.Name]; ok && old != "" && cs.ImageID != "" && cs.ImageID != old {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"hash/fnv"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -39,21 +38,4 @@ func hashJSON(v any) string {
 	h := fnv.New32a()
 	_, _ = h.Write(b)
 	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
-}
-
-// normalizeImage makes "nginx", "nginx:latest", "library/nginx:latest" and
-// "docker.io/library/nginx:latest" compare equal, since the kubelet may
-// report either form in a container status.
-func normalizeImage(image string) string {
-	if i := strings.Index(image, "@"); i >= 0 {
-		return image // a digest: compare verbatim
-	}
-	image = strings.TrimPrefix(image, "docker.io/")
-	image = strings.TrimPrefix(image, "index.docker.io/")
-	image = strings.TrimPrefix(image, "library/")
-	lastSlash := strings.LastIndex(image, "/")
-	if !strings.Contains(image[lastSlash+1:], ":") {
-		image += ":latest"
-	}
-	return image
 }

@@ -252,23 +252,6 @@ func TestRevisionHashing(t *testing.T) {
 	}
 }
 
-func TestNormalizeImage(t *testing.T) {
-	for in, want := range map[string]string{
-		"nginx":                           "nginx:latest",
-		"nginx:1.25":                      "nginx:1.25",
-		"docker.io/library/nginx:1.25":    "nginx:1.25",
-		"library/nginx":                   "nginx:latest",
-		"registry:5000/team/app":          "registry:5000/team/app:latest",
-		"registry:5000/team/app:v1":       "registry:5000/team/app:v1",
-		"nginx@sha256:abc":                "nginx@sha256:abc",
-		"ghcr.io/deckhand-dev/deckhand:1": "ghcr.io/deckhand-dev/deckhand:1",
-	} {
-		if got := normalizeImage(in); got != want {
-			t.Errorf("normalizeImage(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestResolveStrategy(t *testing.T) {
 	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
 	num := func(i int) *intstr.IntOrString { v := intstr.FromInt32(int32(i)); return &v }
@@ -440,6 +423,10 @@ func TestPlanScaleDownDuringRolloutTakesOldPods(t *testing.T) {
 }
 
 func TestInPlaceUpdateDone(t *testing.T) {
+	const (
+		digest1 = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+		digest2 = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+	)
 	state := func(rev string, oldIDs map[string]string) string {
 		return fmt.Sprintf(`{"revision":%q,"updateTime":"2026-03-01T12:00:00Z","oldImageIDs":{"web":%q}}`, rev, oldIDs["web"])
 	}
@@ -467,6 +454,12 @@ func TestInPlaceUpdateDone(t *testing.T) {
 		"new image reported, not ready":   {pod: pod("r2", state("r2", nil), "nginx:2", "nginx:2", "", false)},
 		"image id changed":                {pod: pod("r2", state("r2", map[string]string{"web": "sha-1"}), "nginx:2", "nginx@sha256:x", "sha-2", true), done: true},
 		"image id unchanged":              {pod: pod("r2", state("r2", map[string]string{"web": "sha-1"}), "nginx:2", "nginx@sha256:x", "sha-1", true)},
+		// A spec pinned by digest is done when the runtime reports that
+		// digest, whatever form it writes the reference in.
+		"digest, containerd status": {pod: pod("r2", state("r2", nil), "nginx@"+digest2, "docker.io/library/nginx@"+digest2, "docker.io/library/nginx@"+digest2, true), done: true},
+		"digest, bare imageID":      {pod: pod("r2", state("r2", nil), "nginx@"+digest2, "docker.io/library/nginx:2", digest2, true), done: true},
+		"digest, old digest":        {pod: pod("r2", state("r2", nil), "nginx@"+digest2, "docker.io/library/nginx@"+digest1, "docker.io/library/nginx@"+digest1, true)},
+		"other registry, same path": {pod: pod("r2", state("r2", nil), "registry.example.com/nginx:2", "docker.io/library/nginx:2", "", true)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

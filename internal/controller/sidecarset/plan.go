@@ -2,12 +2,12 @@ package sidecarset
 
 import (
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -158,7 +158,7 @@ func containerRuns(sc *deckhandv1alpha1.SidecarContainer, specs []corev1.Contain
 	}
 	for i := range statuses {
 		if statuses[i].Name == sc.Name {
-			return statuses[i].Ready && sameImage(sc.Image, statuses[i].Image, statuses[i].ImageID)
+			return statuses[i].Ready && podutil.ImageMatches(sc.Image, statuses[i])
 		}
 	}
 	return false
@@ -166,39 +166,6 @@ func containerRuns(sc *deckhandv1alpha1.SidecarContainer, specs []corev1.Contain
 
 func isNativeSidecar(c *corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-// sameImage reports whether a container status's image is the spec image.
-// Runtimes report fully qualified references ("docker.io/library/nginx:1.27"
-// for "nginx:1.27"), so both are normalised; a digest in the spec matches
-// the status imageID.
-func sameImage(spec, status, imageID string) bool {
-	if spec == status {
-		return true
-	}
-	if i := strings.Index(spec, "@"); i >= 0 && strings.HasSuffix(imageID, spec[i:]) {
-		return true
-	}
-	return normalizeImage(spec) == normalizeImage(status)
-}
-
-func normalizeImage(ref string) string {
-	name, rest := ref, ""
-	if i := strings.Index(ref, "@"); i >= 0 {
-		name, rest = ref[:i], ref[i:]
-	} else if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		name, rest = ref[:i], ref[i:]
-	} else {
-		rest = ":latest"
-	}
-	first, _, hasSlash := strings.Cut(name, "/")
-	if !hasSlash || (!strings.ContainsAny(first, ".:") && first != "localhost") {
-		if !hasSlash {
-			name = "library/" + name
-		}
-		name = "docker.io/" + name
-	}
-	return name + rest
 }
 
 func podReady(pod *corev1.Pod) bool {

@@ -1,12 +1,13 @@
 package sidecarset
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 func TestPlanUpdates(t *testing.T) {
@@ -64,24 +65,44 @@ func TestPlanUpdates(t *testing.T) {
 	}
 }
 
-func TestSameImage(t *testing.T) {
-	for _, tc := range []struct {
-		spec, status, id string
-		want             bool
-	}{
-		{"nginx:1.27", "nginx:1.27", "", true},
-		{"nginx:1.27", "docker.io/library/nginx:1.27", "", true},
-		{"nginx", "docker.io/library/nginx:latest", "", true},
-		{"team/app:1", "docker.io/team/app:1", "", true},
-		{"registry.example.com/app:1", "registry.example.com/app:1", "", true},
-		{"localhost:5000/app:1", "localhost:5000/app:1", "", true},
-		{"nginx:1.27", "nginx:1.26", "", false},
-		{"nginx@sha256:abc", "docker.io/library/nginx:1.27", "docker.io/library/nginx@sha256:abc", true},
-		{"registry.example.com/app:1", "docker.io/library/app:1", "", false},
-	} {
-		if got := sameImage(tc.spec, tc.status, tc.id); got != tc.want {
-			t.Errorf("sameImage(%q, %q, %q) = %v, want %v", tc.spec, tc.status, tc.id, got, tc.want)
+// TestSidecarsRunLatest pins when an in-place update of a sidecar is done:
+// the spec carries the SidecarSet's image and the status reports it (in any
+// form a runtime writes it), ready.
+func TestSidecarsRunLatest(t *testing.T) {
+	const dig = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	set := func(image string) *deckhandv1alpha1.SidecarSet {
+		return &deckhandv1alpha1.SidecarSet{Spec: deckhandv1alpha1.SidecarSetSpec{
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: image}}},
+		}}
+	}
+	pod := func(specImage, statusImage, imageID string, ready bool) *corev1.Pod {
+		return &corev1.Pod{
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "proxy", Image: specImage}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+				{Name: "app", Image: "docker.io/library/app:1", Ready: true},
+				{Name: "proxy", Image: statusImage, ImageID: imageID, Ready: ready},
+			}},
 		}
 	}
-	_ = fmt.Sprint()
+	cases := map[string]struct {
+		set  *deckhandv1alpha1.SidecarSet
+		pod  *corev1.Pod
+		want bool
+	}{
+		"reported, ready":                 {set("proxy:2"), pod("proxy:2", "proxy:2", "", true), true},
+		"reported fully qualified, ready": {set("proxy:2"), pod("proxy:2", "docker.io/library/proxy:2", "", true), true},
+		"reported, not ready":             {set("proxy:2"), pod("proxy:2", "proxy:2", "", false), false},
+		"old image still reported":        {set("proxy:2"), pod("proxy:2", "docker.io/library/proxy:1", "", true), false},
+		"spec not patched yet":            {set("proxy:2"), pod("proxy:1", "proxy:1", "", true), false},
+		"digest, containerd imageID":      {set("proxy@" + dig), pod("proxy@"+dig, "docker.io/library/proxy:2", "docker.io/library/proxy@"+dig, true), true},
+		"digest, bare imageID":            {set("proxy@" + dig), pod("proxy@"+dig, "docker.io/library/proxy:2", dig, true), true},
+		"digest, docker-pullable imageID": {set("proxy@" + dig), pod("proxy@"+dig, "proxy:2", "docker-pullable://proxy@"+dig, true), true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sidecarsRunLatest(tc.set, tc.pod); got != tc.want {
+				t.Errorf("sidecarsRunLatest = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
