@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -42,8 +43,16 @@ type Reconciler struct {
 	// arrives meanwhile joins the same reconcile.
 	PodEventDelay time.Duration
 
+	// Expectations remembers the pods the controller updated until its
+	// cache shows them at the new revision, keyed by SidecarSet name and
+	// pod UID. Without them a pod patched a moment ago would still look
+	// ready and on the old revision in the cache, and the next pass would
+	// update more pods than maxUnavailable allows. An update never observed
+	// stops counting after the TTL, so a lost event delays a rollout but
+	// cannot hold it. Created by SetupWithManager if nil.
+	Expectations *expectations.Expectations
+
 	lister *sidecarcontrol.Lister
-	expect updateExpectations
 }
 
 // DefaultPodEventDelay batches pod events. A reconcile reads every pod the
@@ -70,6 +79,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Recorder == nil {
 		r.Recorder = mgr.GetEventRecorder("deckhand-sidecarset")
+	}
+	if r.Expectations == nil {
+		r.Expectations = expectations.New()
 	}
 	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 	if err != nil {
@@ -163,7 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			sidecarcontrol.Forget(req.Name)
-			r.expect.forget(req.Name)
+			r.Expectations.Delete(req.Name)
 			forgetMetrics(req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -225,10 +237,10 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 			pods = append(pods, p)
 		}
 	}
-	pending := r.expect.observe(s.Name, pods)
+	pending := r.observeUpdates(s.Name, pods)
 	for _, p := range pods {
 		st := classify(s, c, p)
-		if pending[p.UID] {
+		if _, ok := pending[string(p.UID)]; ok {
 			st.pending = true
 			sc.pending++
 		}
@@ -238,6 +250,29 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// observeUpdates lowers the SidecarSet's update expectations by what the
+// cached pods show (a pod that is gone or no longer active will never show
+// it) and returns the UIDs of the pods still expected at a new revision.
+func (r *Reconciler) observeUpdates(name string, pods []*corev1.Pod) map[string]string {
+	want := r.Expectations.PendingUpdates(name)
+	if len(want) == 0 {
+		return nil
+	}
+	for _, p := range pods {
+		key := string(p.UID)
+		if _, ok := want[key]; !ok {
+			continue
+		}
+		delete(want, key)
+		hash, _ := sidecarcontrol.RecordedRevisions(p.Annotations, name)
+		r.Expectations.UpdateObserved(name, key, hash)
+	}
+	for key := range want {
+		r.Expectations.UpdateAbandoned(name, key)
+	}
+	return r.Expectations.PendingUpdates(name)
 }
 
 // computeStatus counts the pods and sets the conditions.
@@ -404,10 +439,11 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 	pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetHash] = hash
 	pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage] = withoutImage
 	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
+	r.Expectations.ExpectUpdates(s.Name, map[string]string{string(pod.UID): c.Hash})
 	if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		r.Expectations.UpdateAbandoned(s.Name, string(pod.UID))
 		return err
 	}
-	r.expect.expect(s.Name, pod.UID, c.Hash)
 	return nil
 }
 

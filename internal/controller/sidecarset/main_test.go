@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,11 +18,40 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 var env *testenv.Env
+
+// expectClock is the clock of the controller's expectations: real time
+// plus an offset a test can move forward, so that a test can let the TTL
+// pass without waiting for it while every other test sees real time.
+var expectClock = &offsetClock{}
+
+// updateExpectations are the controller's expectations, so that a test can
+// raise one the cache will never confirm.
+var updateExpectations = expectations.New(expectations.WithClock(expectClock))
+
+type offsetClock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c *offsetClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
 
 // The controller tests run a full cluster: kube-controller-manager (for
 // Deployments), the scheduler and kwok, which makes scheduled pods Running
@@ -30,7 +60,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
-			if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
+			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			return sidecarsetwebhook.SetupWebhookWithManager(mgr)
