@@ -86,12 +86,19 @@ type Cluster struct {
 	specs     map[string]procSpec
 	stopOnce  sync.Once
 	clientset kubernetes.Interface
+
+	identityMu sync.Mutex
+	identity   *ManagerIdentity
 }
 
 type procSpec struct {
 	bin  string
 	args []string
 }
+
+// HardenedAdmissionPlugins are the admission plugins every local API server
+// enables on top of kube-apiserver's defaults.
+var HardenedAdmissionPlugins = []string{"OwnerReferencesPermissionEnforcement"}
 
 const (
 	adminToken = "deckhand-local-admin-token"
@@ -278,6 +285,10 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		"--api-audiences", "https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range", "10.96.0.0/16",
 		"--allow-privileged=true",
+		// The defaults plus what hardened clusters (OpenShift among them)
+		// add: setting blockOwnerDeletion on an owner reference needs
+		// update on the owner's finalizers subresource.
+		"--enable-admission-plugins", strings.Join(HardenedAdmissionPlugins, ","),
 		"--profiling=false",
 		"--v=1",
 	}
@@ -404,6 +415,10 @@ leaderElection:
 }
 
 func (c *Cluster) startKwok(ctx context.Context) error {
+	stages, err := c.writeKwokStages()
+	if err != nil {
+		return err
+	}
 	args := []string{
 		"--kubeconfig", c.KubeconfigPath,
 		"--manage-all-nodes=false",
@@ -412,7 +427,7 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		"--node-ip", "10.0.0.1",
 		"--node-lease-duration-seconds", "40",
 		"--server-address", "",
-		"--config", filepath.Join(c.opts.BinDir, "kwok-stages.yaml"),
+		"--config", stages,
 		"--v", "WARN",
 	}
 	c.progress("starting kwok with %d fake node(s)", c.opts.FakeNodes)
@@ -424,7 +439,7 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 			return err
 		}
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := c.checkAlive("kwok"); err != nil {
 			return false, err
 		}

@@ -243,8 +243,6 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 	ns := testenv.Namespace(t, suite.client)
 	labels := map[string]string{"app": "crash-sidecar"}
 	by := createBystanders(t, ns, labels)
-	stopKubelet := testenv.FakeKubelet(suite.client, ns, 300*time.Millisecond)
-	t.Cleanup(stopKubelet)
 	s := &deckhandv1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "crash-" + ns},
 		Spec: deckhandv1alpha1.SidecarSetSpec{

@@ -102,61 +102,6 @@ func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
 	return rw
 }
 
-// fakeImageKubelet acts as the kubelet for in-place image updates, which
-// kwok does not simulate: when a running pod's spec asks for an image its
-// status does not report, it first marks the pod not Ready (the container
-// is being restarted), then reports the new image and Ready again.
-func fakeImageKubelet(t *testing.T, ns string) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			var list corev1.PodList
-			if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err == nil {
-				for i := range list.Items {
-					p := &list.Items[i]
-					if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || runningSpecImages(p) {
-						continue
-					}
-					now := metav1.Now()
-					if isReady(p) {
-						setReady(p, corev1.ConditionFalse, now)
-					} else {
-						images := map[string]string{}
-						for _, c := range p.Spec.Containers {
-							images[c.Name] = c.Image
-						}
-						for j := range p.Status.ContainerStatuses {
-							cs := &p.Status.ContainerStatuses[j]
-							cs.Image = images[cs.Name]
-							cs.RestartCount++
-						}
-						setReady(p, corev1.ConditionTrue, now)
-					}
-					_ = env.Client.Status().Update(ctx, p) // a conflict is retried next round
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(150 * time.Millisecond):
-			}
-		}
-	}()
-	stop := func() { cancel(); <-done }
-	t.Cleanup(stop)
-	return stop
-}
-
-func setReady(p *corev1.Pod, s corev1.ConditionStatus, now metav1.Time) {
-	for i := range p.Status.Conditions {
-		if c := &p.Status.Conditions[i]; c.Type == corev1.PodReady || c.Type == corev1.ContainersReady {
-			c.Status = s
-			c.LastTransitionTime = now
-		}
-	}
-}
-
 // TestRollingUpdate rolls 20 pods with maxUnavailable 2 / maxSurge 0, first
 // by recreating them (an env change), then in place (an image change), and
 // checks from a watch that never more than 2 pods were unavailable and
@@ -171,7 +116,6 @@ func TestRollingUpdate(t *testing.T) {
 	})
 	mustCreate(t, ps)
 	before := waitConverged(t, ps, replicas, 2*time.Minute)
-	fakeImageKubelet(t, ns)
 
 	oldNames := activeNames(mustOwned(t, before))
 

@@ -113,8 +113,6 @@ func TestRollingUpdate(t *testing.T) {
 		return st.MatchedPods == n && st.UpdatedPods == n && st.ReadyPods == n && st.UpdatedReadyPods == n && st.NotInjectedPods == 0
 	})
 
-	stopKubelet := testenv.FakeKubelet(env.Client, ns, 300*time.Millisecond)
-	defer stopKubelet()
 	watch := watchAvailability(t, ns, "proxy", "proxy:2")
 	defer watch.stop()
 

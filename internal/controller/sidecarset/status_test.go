@@ -139,9 +139,6 @@ func TestNonImageChangesAndUpdateSelector(t *testing.T) {
 	waitStatus(t, name, 60*time.Second, "4 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.UpdatedReadyPods == 4
 	})
-	stop := testenv.FakeKubelet(env.Client, ns, 100*time.Millisecond)
-	defer stop()
-
 	// Image change limited to canary pods.
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Image = "proxy:2"
