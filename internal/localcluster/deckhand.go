@@ -22,7 +22,9 @@ import (
 type DeckhandOptions struct {
 	// Binary is the deckhand executable (bin/deckhand).
 	Binary string
-	// Kubeconfig the manager uses; default the cluster's admin kubeconfig.
+	// Kubeconfig the manager uses; default the manager's ServiceAccount
+	// with the roles of config/default (InstallManagerIdentity), as in a
+	// real installation.
 	Kubeconfig string
 	// WebhookPort and CertDir: where the webhook server listens and the
 	// certificate it serves (tls.crt/tls.key). Reused across restarts so the
@@ -54,7 +56,15 @@ type DeckhandProcess struct {
 // answers (webhook server serving, caches started).
 func (c *Cluster) StartDeckhand(ctx context.Context, opts DeckhandOptions) (*DeckhandProcess, error) {
 	if opts.Kubeconfig == "" {
-		opts.Kubeconfig = c.KubeconfigPath
+		root, err := RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		id, err := c.InstallManagerIdentity(ctx, root)
+		if err != nil {
+			return nil, fmt.Errorf("manager identity: %w", err)
+		}
+		opts.Kubeconfig = id.Kubeconfig
 	}
 	if opts.Name == "" {
 		opts.Name = "deckhand"
@@ -78,7 +88,7 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 		"--webhook-cert-dir", d.opts.CertDir,
 		"--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(d.HealthPort),
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(d.MetricsPort),
-		"--leader-election-namespace", "default",
+		"--leader-election-namespace", ManagerNamespace,
 		// CertDir holds a ready certificate (LocalWebhookCerts) and the
 		// webhook configurations carry its CA (LocalWebhooks): the manager
 		// must not manage certificates itself. Args may say otherwise

@@ -82,6 +82,11 @@ type Env struct {
 	Cluster *localcluster.Cluster
 	// Config is an admin client configuration without client-side rate limits.
 	Config *rest.Config
+	// ManagerConfig is what the in-process manager runs with: the manager's
+	// ServiceAccount bound to the roles config/default generates, as in a
+	// real installation (localcluster.InstallManagerIdentity). Every request
+	// the API server refuses it fails the test during which it happened.
+	ManagerConfig *rest.Config
 	// Client is an uncached client whose scheme knows core and Deckhand types.
 	Client    client.Client
 	Clientset kubernetes.Interface
@@ -94,6 +99,7 @@ type Env struct {
 	setup       SetupFunc
 	webhookPort int
 	certDir     string
+	refused     *refusedRequests
 	caPEM       []byte
 	logFile     *os.File
 
@@ -126,6 +132,12 @@ func Run(m *testing.M, env **Env, opts Options) int {
 
 	code := m.Run()
 	release()
+	if refused := e.refused.since(0); code == 0 && len(refused) > 0 {
+		// Refusals outside any test (at start-up, between tests).
+		fmt.Fprintf(os.Stderr, "testenv: the API server refused %d request(s) of the manager under its own identity; the first:\n%s\n",
+			len(refused), strings.Join(refused[:min(len(refused), 5)], "\n"))
+		code = 1
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "\n===== testenv: component logs (tests failed) =====\n%s\n", e.Cluster.Logs(60))
 	}
@@ -167,6 +179,14 @@ func start(opts Options) (*Env, error) {
 	if err := localcluster.InstallCRDs(e.Config, filepath.Join(root, "config", "crd", "bases")); err != nil {
 		return nil, fmt.Errorf("installing CRDs: %w", err)
 	}
+	id, err := cluster.InstallManagerIdentity(ctx, root)
+	if err != nil {
+		return nil, fmt.Errorf("manager identity: %w", err)
+	}
+	e.ManagerConfig = rest.CopyConfig(id.Config)
+	e.ManagerConfig.QPS = -1 // as before: tests measure behaviour, not client-side rate limits
+	e.refused = &refusedRequests{}
+	e.ManagerConfig.Wrap(e.refused.wrap)
 
 	// The manager's log goes to a file in the cluster directory, next to the
 	// components' logs, so that a failure shows all of them together.
@@ -223,7 +243,7 @@ func (e *Env) StartManager() (*Manager, error) {
 	hookServer := &recordingServer{Server: webhook.NewServer(webhook.Options{
 		Host: "127.0.0.1", Port: e.webhookPort, CertDir: e.certDir,
 	}), served: served}
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(e.ManagerConfig, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -304,8 +324,21 @@ func (e *Env) Manager() *Manager {
 }
 
 // Namespace creates a namespace unique to t and deletes it when t ends.
+// A request of the manager that the API server refuses for lack of
+// permission while t runs fails t: the roles config/default generates must
+// cover everything the manager does.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
+	if e.refused != nil {
+		mark := e.refused.count()
+		t.Cleanup(func() {
+			if refused := e.refused.since(mark); len(refused) > 0 {
+				t.Errorf("the API server refused %d request(s) of the manager under its own identity (add the permission with a +kubebuilder:rbac marker); the first:\n%s",
+					len(refused), strings.Join(refused[:min(len(refused), 5)], "\n"))
+				e.refused.report()
+			}
+		})
+	}
 	return Namespace(t, e.Client)
 }
 

@@ -66,6 +66,9 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=patch
+// Owner references with blockOwnerDeletion (set on every pod) need update on
+// the owner's finalizers where OwnerReferencesPermissionEnforcement is on.
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

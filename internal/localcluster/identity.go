@@ -1,0 +1,126 @@
+package localcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+// The manager's identity as config/default installs it.
+const (
+	ManagerNamespace      = "deckhand-system"
+	ManagerServiceAccount = "deckhand-controller-manager"
+)
+
+// identityKinds are the objects of config/default that make up the
+// manager's identity and permissions.
+var identityKinds = map[string]bool{
+	"Namespace": true, "ServiceAccount": true,
+	"ClusterRole": true, "ClusterRoleBinding": true, "Role": true, "RoleBinding": true,
+}
+
+// ManagerIdentity is the manager's ServiceAccount, bound to the roles that
+// config/default generates, installed in a cluster.
+type ManagerIdentity struct {
+	// Config authenticates as the ServiceAccount (a TokenRequest token).
+	Config *rest.Config
+	// Kubeconfig is a file with the same credentials.
+	Kubeconfig string
+	// User is the ServiceAccount's user name.
+	User string
+}
+
+// InstallManagerIdentity renders config/default of the repository at root
+// with kubectl's kustomize, applies its Namespace, ServiceAccount and RBAC
+// objects, and returns credentials of that ServiceAccount: the identity and
+// least-privilege roles the manager has in a real installation. Calling it
+// again re-applies the roles and returns the first credentials.
+func (c *Cluster) InstallManagerIdentity(ctx context.Context, root string) (*ManagerIdentity, error) {
+	c.identityMu.Lock()
+	defer c.identityMu.Unlock()
+	out, err := exec.CommandContext(ctx, filepath.Join(c.opts.BinDir, "kubectl"), "kustomize", filepath.Join(root, "config", "default")).Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			err = fmt.Errorf("%w: %s", err, exitErr.Stderr)
+		}
+		return nil, fmt.Errorf("kubectl kustomize config/default: %w", err)
+	}
+	a, err := newApplier(c.Config, "deckhand-localcluster")
+	if err != nil {
+		return nil, err
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
+			return nil, err
+		}
+		if !identityKinds[obj.GetKind()] {
+			continue
+		}
+		if err := a.apply(ctx, obj); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	if c.identity != nil {
+		return c.identity, nil
+	}
+
+	tok, err := c.clientset.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(ctx, ManagerServiceAccount,
+		// Long enough for any `make run` session.
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](30 * 24 * 3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for %s/%s: %w", ManagerNamespace, ManagerServiceAccount, err)
+	}
+	user := "system:serviceaccount:" + ManagerNamespace + ":" + ManagerServiceAccount
+	path := filepath.Join(c.dir, "deckhand-sa.kubeconfig")
+	if err := writeKubeconfig(path, c.APIServerURL, c.CAPEM, user, tok.Status.Token); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	c.identity = &ManagerIdentity{Config: cfg, Kubeconfig: path, User: user}
+	return c.identity, nil
+}
+
+// IsForbidden reports whether a log line records an API request the
+// API server refused for lack of permission.
+func IsForbidden(line string) bool {
+	return strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden")
+}
+
+// ForbiddenLines are the lines of log that record a refused API request.
+func ForbiddenLines(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if IsForbidden(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package testenv
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// refusedRequests records the manager's API requests that the API server
+// answered with 403 Forbidden.
+type refusedRequests struct {
+	mu       sync.Mutex
+	lines    []string
+	reported int // lines before this index were already reported by a test
+}
+
+func (r *refusedRequests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusForbidden {
+			return resp, err
+		}
+		// The body says which permission is missing; read it and hand the
+		// caller an identical copy.
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		r.mu.Lock()
+		r.lines = append(r.lines, fmt.Sprintf("%s %s: %s", req.Method, req.URL.RequestURI(), printable(body)))
+		r.mu.Unlock()
+		return resp, nil
+	})
+}
+
+func (r *refusedRequests) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.lines)
+}
+
+// since returns the refusals recorded from index mark on that no test has
+// reported yet.
+func (r *refusedRequests) since(mark int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	from := max(mark, r.reported)
+	if from >= len(r.lines) {
+		return nil
+	}
+	return append([]string(nil), r.lines[from:]...)
+}
+
+// report marks every refusal recorded so far as reported.
+func (r *refusedRequests) report() {
+	r.mu.Lock()
+	r.reported = len(r.lines)
+	r.mu.Unlock()
+}
+
+// printable keeps the readable text of a JSON or protobuf Status body.
+func printable(body []byte) string {
+	fields := strings.FieldsFunc(string(body), func(r rune) bool { return !unicode.IsPrint(r) })
+	return strings.Join(fields, " ")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
