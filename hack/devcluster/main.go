@@ -97,10 +97,16 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 		return err
 	}
 
-	fmt.Println(">> starting deckhand (logs follow)")
+	// The manager runs as it would in a real installation: as its
+	// ServiceAccount, with the least-privilege roles of config/default.
+	id, err := cluster.InstallManagerIdentity(ctx, root)
+	if err != nil {
+		return err
+	}
+	fmt.Printf(">> starting deckhand as %s (logs follow)\n", id.User)
 	mgr, err := cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
 		Binary:      deckhandBin,
-		Kubeconfig:  kubeconfig,
+		Kubeconfig:  id.Kubeconfig,
 		WebhookPort: port,
 		CertDir:     certDir,
 		Stdout:      os.Stdout,

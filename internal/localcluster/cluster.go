@@ -89,6 +89,7 @@ type Cluster struct {
 
 	identityMu sync.Mutex
 	identity   *ManagerIdentity
+	managers   []*DeckhandProcess
 }
 
 type procSpec struct {

@@ -70,6 +70,9 @@ func (c *Cluster) StartDeckhand(ctx context.Context, opts DeckhandOptions) (*Dec
 		opts.Name = "deckhand"
 	}
 	d := &DeckhandProcess{opts: opts, dir: c.dir}
+	c.mu.Lock()
+	c.managers = append(c.managers, d)
+	c.mu.Unlock()
 	return d, d.start(ctx)
 }
 

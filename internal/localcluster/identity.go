@@ -108,10 +108,27 @@ func (c *Cluster) InstallManagerIdentity(ctx context.Context, root string) (*Man
 	return c.identity, nil
 }
 
-// IsForbidden reports whether a log line records an API request the
-// API server refused for lack of permission.
+// ManagerRefusals returns the lines of every log of a manager started by
+// StartDeckhand that record an API request refused for lack of permission,
+// oldest manager first.
+func (c *Cluster) ManagerRefusals() []string {
+	c.mu.Lock()
+	managers := append([]*DeckhandProcess(nil), c.managers...)
+	c.mu.Unlock()
+	var out []string
+	for _, d := range managers {
+		out = append(out, ForbiddenLines(d.Logs(1<<30))...)
+	}
+	return out
+}
+
+// IsForbidden reports whether a log line (or an API error's text) records
+// an API request the API server refused for lack of permission. A write
+// into a namespace being deleted is refused with 403 too, but that is the
+// namespace's state, not a missing permission.
 func IsForbidden(line string) bool {
-	return strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden")
+	return (strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden")) &&
+		!strings.Contains(line, "because it is being terminated")
 }
 
 // ForbiddenLines are the lines of log that record a refused API request.

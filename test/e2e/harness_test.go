@@ -18,7 +18,7 @@ import (
 // Deployment goes through kube-controller-manager (ReplicaSet, pods),
 // kube-scheduler (binding) and kwok (Running, Ready).
 func TestDeploymentBecomesReady(t *testing.T) {
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "harness"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "harness", Namespace: ns},

@@ -73,16 +73,6 @@ func livePods(ctx context.Context, ns string, labels map[string]string) ([]corev
 	return out, nil
 }
 
-// assertManagerNotRefused fails t if the manager's log reports a request
-// refused for lack of permission: the ClusterRole was not sufficient for
-// what the test made it do.
-func assertManagerNotRefused(t *testing.T) {
-	t.Helper()
-	if lines := forbiddenLines(); len(lines) > 0 {
-		t.Errorf("the manager was refused %d API request(s) under its own identity; first: %s", len(lines), lines[0])
-	}
-}
-
 func conditionTrue(conds []metav1.Condition, typ string) bool {
 	for _, c := range conds {
 		if c.Type == typ {
@@ -98,4 +88,12 @@ func conditionsString(conds []metav1.Condition) string {
 		b.WriteString(c.Type + "=" + string(c.Status) + "(" + c.Reason + ") ")
 	}
 	return b.String()
+}
+
+// namespace creates a namespace for t and fails t if the manager, under its
+// own identity, is refused a request while t runs.
+func namespace(t *testing.T) string {
+	t.Helper()
+	testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
+	return testenv.Namespace(t, suite.client)
 }

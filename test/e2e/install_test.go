@@ -100,7 +100,7 @@ func readFile(t *testing.T, path string) string {
 // (its ServiceAccount token) is refused access outside its job.
 func TestManagerIdentityIsRefusedWhatItMustNotDo(t *testing.T) {
 	ctx := tctx(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "app-credentials", Namespace: ns},
 		StringData: map[string]string{"password": "hunter2"}}
 	create(t, secret)
@@ -208,7 +208,7 @@ func TestManagerIdentityIsRefusedWhatItMustNotDo(t *testing.T) {
 // serves one with it.
 func TestMetricsEndpointAuth(t *testing.T) {
 	ctx := tctx(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", suite.deckhand.MetricsPort)
 	// The endpoint's certificate is self-signed; what is tested here is who
 	// may read it, not the server's identity.

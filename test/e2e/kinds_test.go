@@ -2,8 +2,7 @@ package e2e
 
 // The main flow of each kind, with the manager running as its own
 // ServiceAccount: each test passing proves the ClusterRole suffices for it
-// (and assertManagerNotRefused checks the manager was refused nothing on
-// the way).
+// (namespace fails a test whose manager was refused anything on the way).
 
 import (
 	"context"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // TestSidecarSetInjectsIntoDeploymentPods: a SidecarSet selecting a
@@ -29,7 +27,7 @@ import (
 // creation, by the Pod admission webhook the manager serves and the API
 // server calls; its status counts them.
 func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "with-sidecar-" + ns}
 	ss := &deckhandv1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
@@ -81,13 +79,12 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
 		return err == nil && ss.Status.MatchedPods == 2 && ss.Status.UpdatedPods == 2 && ss.Status.ReadyPods == 2, err
 	}, "SidecarSet status counts 2 matched, updated and ready pods (has %+v)", ss.Status)
-	assertManagerNotRefused(t)
 }
 
 // TestPodSetScalesUpAndDown: a PodSet of 3 gets 3 Ready pods; scaled to 1
 // it deletes 2 of them.
 func TestPodSetScalesUpAndDown(t *testing.T) {
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "pset"}
 	ps := &deckhandv1alpha1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
@@ -133,13 +130,12 @@ func TestPodSetScalesUpAndDown(t *testing.T) {
 		t.Fatalf("scaling the PodSet through /scale: %v", err)
 	}
 	waitPodSet(1)
-	assertManagerNotRefused(t)
 }
 
 // TestWebServerIsAvailable: a WebServer gets a Deployment and a Service of
 // its own, their pods become Ready and the WebServer reports Available.
 func TestWebServerIsAvailable(t *testing.T) {
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	ws := &deckhandv1alpha1.WebServer{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns},
 		Spec:       deckhandv1alpha1.WebServerSpec{Image: "nginx:1.27", Port: 80, Replicas: ptr.To[int32](2)},
@@ -171,13 +167,12 @@ func TestWebServerIsAvailable(t *testing.T) {
 	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 {
 		t.Errorf("Service hello ports = %+v, want port 80", svc.Spec.Ports)
 	}
-	assertManagerNotRefused(t)
 }
 
 // TestRestartScheduleRestartsDeployment: an @every schedule restarts a
 // Deployment (a rolling restart: new pods) and records the run as Succeeded.
 func TestRestartScheduleRestartsDeployment(t *testing.T) {
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "restart-me"}
 	dep := deployment(ns, "restart-me", 2, labels)
 	create(t, dep)
@@ -232,5 +227,4 @@ func TestRestartScheduleRestartsDeployment(t *testing.T) {
 			}
 		}
 	}
-	assertManagerNotRefused(t)
 }

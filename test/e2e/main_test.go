@@ -179,7 +179,7 @@ func runSuite(m *testing.M) int {
 	if code == 0 {
 		// Sufficiency of the ClusterRole, over the whole suite: the manager
 		// was never refused anything it tried.
-		if lines := forbiddenLines(); len(lines) > 0 {
+		if lines := suite.cluster.ManagerRefusals(); len(lines) > 0 {
 			fmt.Fprintf(os.Stderr, "e2e: the manager was refused %d API request(s) under its own identity:\n%s\n",
 				len(lines), strings.Join(lines, "\n"))
 			code = 1
@@ -296,16 +296,4 @@ func writeServiceAccountKubeconfig(ctx context.Context, path string) error {
 		return err
 	}
 	return suite.cluster.WriteKubeconfig(path, "system:serviceaccount:"+systemNamespace+":"+managerSA, tok.Status.Token)
-}
-
-// forbiddenLines are the lines of the manager's log reporting an API
-// request refused for lack of permission.
-func forbiddenLines() []string {
-	var out []string
-	for _, l := range strings.Split(suite.deckhand.Logs(1<<20), "\n") {
-		if strings.Contains(l, "forbidden") || strings.Contains(l, "Forbidden") {
-			out = append(out, l)
-		}
-	}
-	return out
 }

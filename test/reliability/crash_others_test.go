@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 func killPlan() (minKills int, minGap, maxGap time.Duration) {
@@ -38,7 +37,7 @@ func killPlan() (minKills int, minGap, maxGap time.Duration) {
 // status history never records one slot twice.
 func TestCrashRestartScheduleFiring(t *testing.T) {
 	minKills, minGap, maxGap := killPlan()
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	by := createBystanders(t, ns, map[string]string{"app": "crash-restart"})
 	labels := map[string]string{"app": "restart-target"}
 	dep := &appsv1.Deployment{
@@ -147,7 +146,7 @@ func TestCrashRestartScheduleFiring(t *testing.T) {
 // WebServer is left, and the bystanders are untouched.
 func TestCrashWebServerChurn(t *testing.T) {
 	minKills, minGap, maxGap := killPlan()
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	by := createBystanders(t, ns, map[string]string{"app.kubernetes.io/name": "webserver"})
 	live := map[string]*deckhandv1alpha1.WebServer{}
 	var deleted []types.UID
@@ -240,7 +239,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 	if stress() {
 		n = 100
 	}
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "crash-sidecar"}
 	by := createBystanders(t, ns, labels)
 	s := &deckhandv1alpha1.SidecarSet{

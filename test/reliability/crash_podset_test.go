@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // TestCrashPodSetScaleAndRollingUpdate scales a PodSet 0 -> n -> (rolling
@@ -35,7 +34,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 		minGap, maxGap = 2*time.Second, 10*time.Second
 	}
 	surge, unavailable := max(1, n/10), max(1, n/10)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "crash-podset"}
 	by := createBystanders(t, ns, labels)
 	w := watchPods(t, ns)

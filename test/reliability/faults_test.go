@@ -17,7 +17,6 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // Leader election as the manager binary configures it (controller-runtime
@@ -109,7 +108,7 @@ func TestLeaderFailover(t *testing.T) {
 	if stress() {
 		rounds = 5
 	}
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	suite.deckhand.Stop()
 	t.Cleanup(func() {
 		if err := installWebhooks(context.Background(), suite.port); err != nil {
@@ -224,7 +223,7 @@ func TestLeaderFailover(t *testing.T) {
 // a PodSet: the manager process survives (same pid) and converges.
 func TestAPIServerRestart(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	n := int32(20)
 	if stress() {
 		n = 100
@@ -257,7 +256,7 @@ func TestAPIServerRestart(t *testing.T) {
 // back the SidecarSet's status counts them in notInjectedPods.
 func TestWebhookUnavailable(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "webhook-down"}
 	s := &deckhandv1alpha1.SidecarSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "down-" + ns},

@@ -405,3 +405,11 @@ func assertNothingOwnedBy(t *testing.T, ns string, uid types.UID, what string) {
 		return true, nil
 	}, "nothing owned by %s is left", what)
 }
+
+// namespace creates a namespace for t and fails t if a manager, under its
+// own identity, is refused a request while t runs.
+func namespace(t *testing.T) string {
+	t.Helper()
+	testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
+	return testenv.Namespace(t, suite.client)
+}

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // invalidCase is one bad object: built from a valid one by mutate, created
@@ -210,7 +209,7 @@ func invalidCases() []invalidCase {
 // an Invalid error whose message names the offending field.
 func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	cases := invalidCases()
 	if len(cases) < 40 {
 		t.Fatalf("the table has %d cases; the issue asks for at least 40", len(cases))

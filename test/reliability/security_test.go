@@ -16,7 +16,6 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // Metrics authentication and authorization (anonymous refused, a token
@@ -68,7 +67,7 @@ func TestTLSMinimumAndNoHTTP2(t *testing.T) {
 // API server makes of the same pod without injection.
 func TestInjectionGrantsNoPrivilege(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := namespace(t)
 	labels := map[string]string{"app": "privilege"}
 	sidecarSC := &corev1.SecurityContext{
 		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534), ReadOnlyRootFilesystem: ptr.To(true),
