@@ -61,7 +61,9 @@ const (
 	// the message says why.
 	RestartSkipped RestartResult = "Skipped"
 	// RestartMissed means the scheduled time passed more than
-	// startingDeadlineSeconds before the controller could start the run.
+	// startingDeadlineSeconds before the controller could start the run or,
+	// for a workload of a run interrupted by suspend, before the run was
+	// resumed.
 	RestartMissed RestartResult = "Missed"
 )
 
@@ -126,17 +128,22 @@ type RestartScheduleSpec struct {
 	// +required
 	Target RestartTarget `json:"target"`
 
-	// suspend stops new runs while true. A rollout already in progress is
-	// still followed to completion. Scheduled times that pass while suspended
-	// are not run after resuming.
+	// suspend stops every restart from starting while true: new runs, and
+	// the workloads of a run in progress that have not started yet. Restarts
+	// already started are still followed to completion. Scheduled times that
+	// pass while suspended are not run after resuming. On resume, the
+	// interrupted run continues only if its scheduled time is within
+	// startingDeadlineSeconds; otherwise its workloads not yet restarted are
+	// recorded as Missed.
 	// +kubebuilder:default=false
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
 	// startingDeadlineSeconds: a run that could not start within this many
 	// seconds of its scheduled time (for example because the manager was
-	// down) is recorded as Missed instead of running late. Unset means a late
-	// run always starts (only the latest missed time runs).
+	// down) is recorded as Missed instead of running late; the same deadline
+	// decides whether a run interrupted by suspend continues on resume. Unset
+	// means a late run always starts (only the latest missed time runs).
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
-			if err := (&restartschedule.Reconciler{PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+			if err := (&restartschedule.Reconciler{Clock: testClock, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			if err := (&restartschedule.AnnotationReconciler{DefaultSchedule: testDefaultSchedule}).SetupWithManager(mgr); err != nil {
@@ -55,6 +56,23 @@ func TestMain(m *testing.M) {
 			return restartschedulewebhook.SetupWebhookWithManager(mgr)
 		},
 	}))
+}
+
+// testClock is the controller's clock in these tests: real time, plus an
+// offset a test can move forward (advanceClock) to be minutes later without
+// waiting minutes.
+var testClock = &shiftedClock{}
+
+type shiftedClock struct{ offset atomic.Int64 }
+
+func (c *shiftedClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// advanceClock moves the controller's clock forward by d until t ends.
+// Tests in this package do not run in parallel, so no other test sees it.
+func advanceClock(t *testing.T, d time.Duration) {
+	testClock.offset.Add(int64(d))
+	t.Cleanup(func() { testClock.offset.Add(-int64(d)) })
 }
 
 func needEnv(t *testing.T) {

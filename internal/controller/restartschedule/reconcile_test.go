@@ -539,3 +539,79 @@ func TestUnitInvalidSchedule(t *testing.T) {
 		t.Fatalf("next time set for an invalid schedule")
 	}
 }
+
+// A run suspended in the middle: the rollout already started is followed to
+// the end, no other workload starts while suspended, and on resume the run
+// continues only if its slot is within startingDeadlineSeconds.
+func TestUnitSuspendMidRun(t *testing.T) {
+	cases := map[string]struct {
+		deadline *int64
+		resumeAt string
+		wantB    string // b's restarted-at after resuming
+		wantHist []string
+	}{
+		"resumed within the deadline": {
+			deadline: ptr.To[int64](600), resumeAt: "2026-01-01T11:09:00Z", wantB: "2026-01-01T11:00:00Z",
+			wantHist: []string{"Succeeded 2026-01-01T11:00:00Z Deployment/a"},
+		},
+		"resumed past the deadline": {
+			deadline: ptr.To[int64](600), resumeAt: "2026-01-01T11:10:01Z", wantB: "",
+			wantHist: []string{"Missed 2026-01-01T11:00:00Z Deployment/b", "Succeeded 2026-01-01T11:00:00Z Deployment/a"},
+		},
+		"no deadline": {
+			resumeAt: "2026-01-01T11:50:00Z", wantB: "2026-01-01T11:00:00Z",
+			wantHist: []string{"Succeeded 2026-01-01T11:00:00Z Deployment/a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sel := map[string]string{"tier": "web"}
+			rs := schedule("s", "0 * * * *", "2026-01-01T10:30:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
+				rs.Spec.Target = deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: sel}}
+				rs.Spec.StartingDeadlineSeconds = tc.deadline
+			})
+			h := newHarness(t, "2026-01-01T11:00:01Z", rs, deployment("a", sel), deployment("b", sel))
+			h.reconcile("s")
+			if h.restartedAt("a") == "" {
+				t.Fatalf("the run did not start")
+			}
+			setSuspend := func(v bool) {
+				cur := h.rs("s")
+				cur.Spec.Suspend = v
+				if err := h.c.Update(context.Background(), cur); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setSuspend(true)
+			h.set("2026-01-01T11:01:00Z")
+			h.reconcile("s")
+			h.rolledOut("a")
+			h.set("2026-01-01T11:02:00Z")
+			h.reconcile("s")
+			if got := h.restartedAt("b"); got != "" {
+				t.Fatalf("b restarted while suspended: %q", got)
+			}
+			if got := results(h.rs("s")); strings.Join(got, ",") != "Succeeded 2026-01-01T11:00:00Z Deployment/a" {
+				t.Fatalf("a's rollout was not followed to the end while suspended: %q", got)
+			}
+			h.drainEvents()
+
+			setSuspend(false)
+			h.set(tc.resumeAt)
+			h.reconcile("s")
+			if got := h.restartedAt("b"); got != tc.wantB {
+				t.Fatalf("b's restarted-at after resuming = %q, want %q", got, tc.wantB)
+			}
+			st := h.rs("s").Status
+			if got := results(h.rs("s")); strings.Join(got, ",") != strings.Join(tc.wantHist, ",") {
+				t.Fatalf("history %q, want %q", got, tc.wantHist)
+			}
+			if len(st.Pending) != 0 {
+				t.Fatalf("pending after resuming: %+v", st.Pending)
+			}
+			if got, want := hasEvent(h.drainEvents(), "MissSchedule"), tc.wantB == ""; got != want {
+				t.Fatalf("MissSchedule event emitted: %v, want %v", got, want)
+			}
+		})
+	}
+}

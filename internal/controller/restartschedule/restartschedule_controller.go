@@ -3,6 +3,7 @@ package restartschedule
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -271,11 +272,52 @@ func (r *Reconciler) observeSchedule(_ context.Context, s *scope) error {
 	}
 	st.ObservedSchedule = key
 	wasSuspended := meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleSuspended)
-	if wasSuspended && !s.rs.Spec.Suspend && (st.HandledThrough == nil || st.HandledThrough.Time.Before(now.Time)) {
-		// Resumed: slots that passed while suspended are not run.
-		st.HandledThrough = &now
+	if wasSuspended && !s.rs.Spec.Suspend {
+		if st.HandledThrough == nil || st.HandledThrough.Time.Before(now.Time) {
+			// Resumed: slots that passed while suspended are not run.
+			st.HandledThrough = &now
+		}
+		abandonLateRun(s)
 	}
 	return nil
+}
+
+// abandonLateRun is the resume rule for a run that a suspension interrupted:
+// its workloads not yet restarted start only if the run's slot is still
+// within startingDeadlineSeconds, as if the run were starting now; otherwise
+// they are recorded as Missed. Without a deadline a late run always starts,
+// so the run continues. The decision, the records and the removal from
+// pending are one status write, so a retried reconcile cannot both record
+// a workload as Missed and restart it.
+func abandonLateRun(s *scope) {
+	st := &s.rs.Status
+	secs := s.rs.Spec.StartingDeadlineSeconds
+	if secs == nil || len(st.Pending) == 0 {
+		return
+	}
+	deadline := time.Duration(*secs) * time.Second
+	var keep []deckhandv1alpha1.RestartPending
+	var missed []string
+	var slot time.Time
+	for _, p := range st.Pending {
+		late := s.now.Sub(p.ScheduledTime.Time)
+		if late <= deadline {
+			keep = append(keep, p)
+			continue
+		}
+		key := workloadKey(p.Kind, p.Name)
+		missed = append(missed, key)
+		slot = p.ScheduledTime.Time
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: key, Result: deckhandv1alpha1.RestartMissed,
+			Message: fmt.Sprintf("not started: the run was suspended and resumed %s after its scheduled time, more than startingDeadlineSeconds (%ds)",
+				late.Truncate(time.Second), *secs)})
+	}
+	st.Pending = keep
+	if len(missed) > 0 {
+		s.event(nil, corev1.EventTypeWarning, "MissSchedule", "Schedule",
+			"the run scheduled at %s was not continued after resuming: it is more than startingDeadlineSeconds (%d) old; not restarted: %s",
+			formatSlot(slot), *secs, strings.Join(missed, ", "))
+	}
 }
 
 func (r *Reconciler) rolloutTimeout(rs *deckhandv1alpha1.RestartSchedule) time.Duration {
