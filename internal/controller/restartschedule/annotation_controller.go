@@ -2,6 +2,8 @@ package restartschedule
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -29,8 +32,8 @@ import (
 // default schedule.
 const annotationTrue = "true"
 
-// AnnotationReconciler generates a RestartSchedule, named after the
-// workload, for every Deployment, StatefulSet and DaemonSet annotated
+// AnnotationReconciler generates a RestartSchedule, named by generatedName,
+// for every Deployment, StatefulSet and DaemonSet annotated
 // apps.deckhand.dev/restart-schedule, keeps it in line with the annotation
 // and deletes it when the annotation goes away. Workloads that never carried
 // the annotation are filtered out before they reach the work queue.
@@ -108,12 +111,16 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	marker, marked := ann[deckhandv1alpha1.RestartScheduleGeneratedAnnotation]
 
 	rs := &deckhandv1alpha1.RestartSchedule{}
-	err = r.Get(ctx, req.NamespacedName, rs)
+	err = r.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: generatedName(obj.GetName(), kind)}, rs)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
 	exists := err == nil
 	owned := exists && metav1.IsControlledBy(rs, obj)
+	legacy, err := r.legacyGenerated(ctx, obj)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 
 	if !on {
 		if owned && rs.DeletionTimestamp.IsZero() {
@@ -122,6 +129,9 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 			}
 			log.Info("deleted the generated RestartSchedule: annotation removed", "restartschedule", klog.KObj(rs))
 		}
+		if err := r.deleteLegacy(ctx, legacy); err != nil {
+			return reconcile.Result{}, err
+		}
 		if marked {
 			return reconcile.Result{}, r.setMarker(ctx, obj, nil)
 		}
@@ -129,20 +139,22 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	}
 
 	if exists && !owned {
+		// The object generated under the old name, if any, keeps running:
+		// it is the only schedule this workload has.
 		r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, "RestartScheduleConflict", "Generate",
 			"RestartSchedule %q exists and was not generated for this %s; it is left alone", rs.Name, kind)
 		return reconcile.Result{}, nil
 	}
 
 	if !exists {
-		if marked && marker == value {
+		if legacy == nil && marked && marker == value {
 			// Generated before and deleted since, with the annotation
 			// unchanged: a user removed it on purpose. Changing (or removing
 			// and re-adding) the annotation generates it again.
 			log.V(1).Info("generated RestartSchedule was deleted; not re-creating it until the annotation changes")
 			return reconcile.Result{}, nil
 		}
-		rs = r.generate(obj, kind, value)
+		rs = r.generate(obj, kind, value, legacy)
 		if err := r.Create(ctx, rs, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
 				// Invalid annotation: tell the user on the workload; the
@@ -154,9 +166,23 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 			return reconcile.Result{}, err
 		}
 		log.Info("generated a RestartSchedule", "restartschedule", klog.KObj(rs), "schedule", rs.Spec.Schedule)
-		r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, "RestartScheduleGenerated", "Generate",
-			"generated RestartSchedule %q with schedule %q", rs.Name, rs.Spec.Schedule)
+		if legacy != nil {
+			r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, "RestartScheduleGenerated", "Generate",
+				"generated RestartSchedule %q with schedule %q to replace %q, generated under the %s's name by an earlier version", rs.Name, rs.Spec.Schedule, legacy.Name, kind)
+		} else {
+			r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, "RestartScheduleGenerated", "Generate",
+				"generated RestartSchedule %q with schedule %q", rs.Name, rs.Spec.Schedule)
+		}
+		// The old object goes only once its replacement exists: a crash in
+		// between leaves both, which restart the same slot with the same
+		// value (one rollout), and the next reconcile deletes the old one.
+		if err := r.deleteLegacy(ctx, legacy); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, r.setMarker(ctx, obj, &value)
+	}
+	if err := r.deleteLegacy(ctx, legacy); err != nil {
+		return reconcile.Result{}, err
 	}
 
 	// Owned: the annotation sets spec.schedule (unless "true") and, when
@@ -185,15 +211,73 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	return reconcile.Result{}, nil
 }
 
-// generate builds the RestartSchedule for an annotated workload.
-func (r *AnnotationReconciler) generate(obj client.Object, kind, value string) *deckhandv1alpha1.RestartSchedule {
-	schedule := value
-	if value == annotationTrue {
-		schedule = r.DefaultSchedule
+// generatedName is the name of the RestartSchedule generated for a
+// workload: "<name>-<kind in lower case>", so that a Deployment and a
+// StatefulSet of the same name each get their own. A result longer than a
+// name may be (253 characters) is cut to 244 characters, without trailing
+// dots or dashes, and followed by "-" and the first 8 hex digits of the
+// SHA-256 of the full result: still unique per workload, and the same on
+// every reconcile and every replica.
+func generatedName(name, kind string) string {
+	full := name + "-" + strings.ToLower(kind)
+	if len(full) <= validation.DNS1123SubdomainMaxLength {
+		return full
 	}
-	rs := &deckhandv1alpha1.RestartSchedule{
+	sum := sha256.Sum256([]byte(full))
+	hash := hex.EncodeToString(sum[:])[:8]
+	cut := strings.TrimRight(full[:validation.DNS1123SubdomainMaxLength-len(hash)-1], ".-")
+	return cut + "-" + hash
+}
+
+// legacyGenerated returns the RestartSchedule that an earlier version of
+// Deckhand generated for obj under obj's bare name, or nil. Only an object
+// labelled as generated and controlled by obj qualifies: a user's object of
+// that name, or one generated for a workload of another kind, is not ours to
+// replace.
+func (r *AnnotationReconciler) legacyGenerated(ctx context.Context, obj client.Object) (*deckhandv1alpha1.RestartSchedule, error) {
+	rs := &deckhandv1alpha1.RestartSchedule{}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), rs); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if rs.Labels[deckhandv1alpha1.RestartScheduleGeneratedLabel] != "true" || !metav1.IsControlledBy(rs, obj) || !rs.DeletionTimestamp.IsZero() {
+		return nil, nil
+	}
+	return rs, nil
+}
+
+// deleteLegacy deletes the object legacyGenerated found, if any.
+func (r *AnnotationReconciler) deleteLegacy(ctx context.Context, legacy *deckhandv1alpha1.RestartSchedule) error {
+	if legacy == nil {
+		return nil
+	}
+	if err := r.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting RestartSchedule %s generated under the old name: %w", klog.KObj(legacy), err)
+	}
+	logf.FromContext(ctx).Info("deleted the RestartSchedule generated under the workload's bare name by an earlier version", "restartschedule", klog.KObj(legacy))
+	return nil
+}
+
+// generate builds the RestartSchedule for an annotated workload. Replacing
+// legacy (the object generated under the old name), it starts from legacy's
+// spec, so that the user's edits (suspend, historyLimit, a schedule of
+// their own for the value "true", ...) carry over.
+func (r *AnnotationReconciler) generate(obj client.Object, kind, value string, legacy *deckhandv1alpha1.RestartSchedule) *deckhandv1alpha1.RestartSchedule {
+	spec := deckhandv1alpha1.RestartScheduleSpec{Schedule: r.DefaultSchedule}
+	if legacy != nil {
+		spec = *legacy.Spec.DeepCopy()
+	}
+	if value != annotationTrue {
+		spec.Schedule = value
+	}
+	if tz, ok := obj.GetAnnotations()[deckhandv1alpha1.RestartTimeZoneAnnotation]; ok {
+		spec.TimeZone = strings.TrimSpace(tz)
+	}
+	spec.Target = deckhandv1alpha1.RestartTarget{
+		TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: kind, Name: obj.GetName()},
+	}
+	return &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      obj.GetName(),
+			Name:      generatedName(obj.GetName(), kind),
 			Namespace: obj.GetNamespace(),
 			Labels: map[string]string{
 				deckhandv1alpha1.LabelManagedBy:                deckhandv1alpha1.ManagedByValue,
@@ -211,17 +295,8 @@ func (r *AnnotationReconciler) generate(obj client.Object, kind, value string) *
 				Controller: ptr.To(true),
 			}},
 		},
-		Spec: deckhandv1alpha1.RestartScheduleSpec{
-			Schedule: schedule,
-			Target: deckhandv1alpha1.RestartTarget{
-				TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: kind, Name: obj.GetName()},
-			},
-		},
+		Spec: spec,
 	}
-	if tz, ok := obj.GetAnnotations()[deckhandv1alpha1.RestartTimeZoneAnnotation]; ok {
-		rs.Spec.TimeZone = strings.TrimSpace(tz)
-	}
-	return rs
 }
 
 // setMarker sets (value non-nil) or removes the generated marker annotation

@@ -192,7 +192,7 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 	var gen *deckhandv1alpha1.RestartSchedule
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
-		gen, err = getRS(ctx, ns, "cron")
+		gen, err = getRS(ctx, ns, "cron-deployment")
 		return err == nil, client.IgnoreNotFound(err)
 	}, "a RestartSchedule is generated for the annotated Deployment")
 	dep := getDeploy(t, ns, "cron")
@@ -208,27 +208,27 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 	var def *deckhandv1alpha1.RestartSchedule
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
-		def, err = getRS(ctx, ns, "default")
+		def, err = getRS(ctx, ns, "default-deployment")
 		return err == nil && def.Spec.Schedule == testDefaultSchedule, client.IgnoreNotFound(err)
 	}, `the "true" annotation generates a RestartSchedule with the default schedule`)
 
 	// User edits: a field the annotation does not set (historyLimit) on the
 	// cron one, and the schedule of the "true" one.
-	patchRS(t, ns, "cron", `{"spec":{"historyLimit":3}}`)
-	patchRS(t, ns, "default", `{"spec":{"schedule":"15 4 * * *"}}`)
+	patchRS(t, ns, "cron-deployment", `{"spec":{"historyLimit":3}}`)
+	patchRS(t, ns, "default-deployment", `{"spec":{"schedule":"15 4 * * *"}}`)
 
 	// Changing the annotation updates the generated object and keeps the
 	// user's edit.
 	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 5 * * 1-5"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "cron")
+		rs, err := getRS(ctx, ns, "cron-deployment")
 		return err == nil && rs.Spec.Schedule == "0 5 * * 1-5" && rs.Spec.HistoryLimit == 3 && rs.Spec.TimeZone == "Europe/Paris", err
 	}, "the annotation change reaches spec.schedule and the user's historyLimit is kept")
 	// A change of the "true" workload's annotations does not take the
 	// schedule back from the user.
 	patchDeploy(t, ns, "default", `{"metadata":{"annotations":{"touched":"1"}}}`)
 	consistently(t, 2*time.Second, func(ctx context.Context) error {
-		rs, err := getRS(ctx, ns, "default")
+		rs, err := getRS(ctx, ns, "default-deployment")
 		if err == nil && rs.Spec.Schedule != "15 4 * * *" {
 			return fmt.Errorf("the user's schedule was overwritten: %q", rs.Spec.Schedule)
 		}
@@ -242,21 +242,21 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 	}
 	patchDeploy(t, ns, "default", `{"metadata":{"annotations":{"touched":"2"}}}`)
 	consistently(t, 2*time.Second, func(ctx context.Context) error {
-		if _, err := getRS(ctx, ns, "default"); !apierrors.IsNotFound(err) {
+		if _, err := getRS(ctx, ns, "default-deployment"); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("the deleted generated object came back (err %v)", err)
 		}
 		return nil
 	})
 	patchDeploy(t, ns, "default", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 6 * * *"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "default")
+		rs, err := getRS(ctx, ns, "default-deployment")
 		return err == nil && rs.Spec.Schedule == "0 6 * * *", client.IgnoreNotFound(err)
 	}, "a new annotation value generates the object again")
 
 	// Removing the annotation deletes the generated object.
 	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		_, err := getRS(ctx, ns, "cron")
+		_, err := getRS(ctx, ns, "cron-deployment")
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}, "removing the annotation deletes the generated RestartSchedule")
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
@@ -268,7 +268,7 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 
 	// The workload without the annotation: no RestartSchedule, and Deckhand
 	// never wrote to it.
-	if _, err := getRS(c, ns, "plain"); !apierrors.IsNotFound(err) {
+	if _, err := getRS(c, ns, "plain-deployment"); !apierrors.IsNotFound(err) {
 		t.Fatalf("a RestartSchedule exists for the unannotated Deployment (err %v)", err)
 	}
 	plain := &appsv1.Deployment{}
@@ -726,7 +726,7 @@ func TestE2EStatefulSetAndDaemonSet(t *testing.T) {
 		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 3s",
 			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "DaemonSet", Name: "agent"}}},
 	})
-	for name, workload := range map[string]string{"db": "StatefulSet/db", "agent": "DaemonSet/agent"} {
+	for name, workload := range map[string]string{"db-statefulset": "StatefulSet/db", "agent": "DaemonSet/agent"} {
 		waitHistory(t, ns, name, "a Succeeded restart of "+workload, func(h deckhandv1alpha1.RestartRecord) bool {
 			return h.Workload == workload && h.Result == deckhandv1alpha1.RestartSucceeded
 		})
