@@ -204,7 +204,8 @@ func TestInstallerContents(t *testing.T) {
 
 // TestInstallerRBACLeastPrivilege: no wildcard anywhere; Secrets only in
 // Deckhand's namespace and updatable only by name; webhook configurations
-// updatable only by name; no write access to RBAC, nodes or namespaces.
+// updatable only by name; no write access to RBAC, nodes or namespaces;
+// finalizers only of Deckhand's own kinds.
 func TestInstallerRBACLeastPrivilege(t *testing.T) {
 	ms := installer(t)
 	check := func(kind, name string, rules []rbacv1.PolicyRule) {
@@ -252,6 +253,12 @@ func TestInstallerRBACLeastPrivilege(t *testing.T) {
 	}
 	for _, r := range managerRules {
 		for _, res := range r.Resources {
+			// blockOwnerDeletion on the objects it owns needs update on
+			// the owner's finalizers (OwnerReferencesPermissionEnforcement):
+			// its own kinds only, and nothing but update.
+			if strings.HasSuffix(res, "/finalizers") && (!slices.Equal(r.APIGroups, []string{"apps.deckhand.dev"}) || !slices.Equal(r.Verbs, []string{"update"})) {
+				t.Errorf("the manager ClusterRole grants %v on %s in %v: only update on Deckhand's own kinds' finalizers is needed", r.Verbs, res, r.APIGroups)
+			}
 			switch res {
 			case "secrets", "nodes", "clusterroles", "clusterrolebindings", "roles", "rolebindings", "serviceaccounts/token":
 				t.Errorf("the manager ClusterRole grants %v on %s cluster-wide", r.Verbs, res)
