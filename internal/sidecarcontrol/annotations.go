@@ -16,7 +16,9 @@ type HashEntry struct {
 	// Hash is the revision the pod carries.
 	Hash string `json:"hash"`
 	// Containers are the names of the containers and init containers the
-	// SidecarSet injected (or found already present) in the pod.
+	// SidecarSet injected into the pod. The pod webhook records a SidecarSet
+	// only when it owns all of them: a pod's own container of the same name
+	// keeps the SidecarSet out of the pod.
 	Containers []string `json:"containers,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -283,9 +284,17 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		LatestRevision:     sc.compiled.Hash,
 		Conditions:         append([]metav1.Condition(nil), s.Status.Conditions...),
 	}
+	var clashes int
+	var clash *podState // the first clashing pod by namespace and name, for a stable message
 	for _, p := range sc.pods {
 		if !p.injected {
 			st.NotInjectedPods++
+			if p.clash != "" {
+				clashes++
+				if clash == nil || podKey(p.pod) < podKey(clash.pod) {
+					clash = p
+				}
+			}
 			continue
 		}
 		st.MatchedPods++
@@ -303,12 +312,23 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		}
 	}
 	gen := s.Generation
-	if st.NotInjectedPods > 0 {
+	switch {
+	case clashes > 0:
+		msg := fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars; %d of them already had a container named like one of its sidecars when they were created (pod %s has its own container %q), and a pod's own container wins: rename the sidecar or the pod's container, then recreate the pods",
+			st.NotInjectedPods, clashes, podKey(clash.pod), clash.clash)
+		if others := int(st.NotInjectedPods) - clashes; others > 0 {
+			msg += fmt.Sprintf("; the other %d were created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed: recreate them to inject them", others)
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: "ContainerNameConflict", ObservedGeneration: gen,
+			Message: msg,
+		})
+	case st.NotInjectedPods > 0:
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: "PodsNotInjected", ObservedGeneration: gen,
 			Message: fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars (created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed); recreate them to inject them", st.NotInjectedPods),
 		})
-	} else {
+	default:
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllPodsInjected", ObservedGeneration: gen,
 			Message: "every pod the SidecarSet selects carries its sidecars",
@@ -406,12 +426,21 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod) error {
 	s, c := sc.set, sc.compiled
 	pod := cached.DeepCopy()
-	images := make(map[string]string, len(s.Spec.Containers)+len(s.Spec.InitContainers))
+	rec := sidecarcontrol.ParsePodRecord(pod.Annotations)
+	// Only the containers the pod's record says this SidecarSet injected
+	// are patched: a SidecarSet never changes a container it did not inject,
+	// whatever the names in its spec are now.
+	owned := rec.Hash[s.Name].Containers
+	images := make(map[string]string, len(owned))
 	for i := range s.Spec.Containers {
-		images[s.Spec.Containers[i].Name] = s.Spec.Containers[i].Image
+		if slices.Contains(owned, s.Spec.Containers[i].Name) {
+			images[s.Spec.Containers[i].Name] = s.Spec.Containers[i].Image
+		}
 	}
 	for i := range s.Spec.InitContainers {
-		images[s.Spec.InitContainers[i].Name] = s.Spec.InitContainers[i].Image
+		if slices.Contains(owned, s.Spec.InitContainers[i].Name) {
+			images[s.Spec.InitContainers[i].Name] = s.Spec.InitContainers[i].Image
+		}
 	}
 	for i := range pod.Spec.Containers {
 		if img, ok := images[pod.Spec.Containers[i].Name]; ok {
@@ -423,7 +452,6 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 			pod.Spec.InitContainers[i].Image = img
 		}
 	}
-	rec := sidecarcontrol.ParsePodRecord(pod.Annotations)
 	if rec.Hash == nil {
 		rec.Hash = map[string]sidecarcontrol.HashEntry{}
 	}
@@ -501,3 +529,5 @@ func (r *Reconciler) recordMetrics(name string, st *deckhandv1alpha1.SidecarSetS
 }
 
 func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }

@@ -30,6 +30,10 @@ type podState struct {
 	inScope bool
 	// pending: the controller updated the pod and its cache has not caught up.
 	pending bool
+	// clash, for a pod not injected: the name of a container the pod already
+	// had under one of the SidecarSet's container names, which kept the pod
+	// webhook from injecting it.
+	clash string
 }
 
 // unavailable reports whether the pod counts against maxUnavailable: not
@@ -109,6 +113,7 @@ func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *c
 	st := &podState{pod: pod, ready: podReady(pod), inScope: true}
 	st.injected = sidecarcontrol.IsInjected(pod.Annotations, s.Name)
 	if !st.injected {
+		st.clash = clashingContainer(s, pod)
 		return st
 	}
 	hash, withoutImage := sidecarcontrol.RecordedRevisions(pod.Annotations, s.Name)
@@ -121,6 +126,33 @@ func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *c
 		st.updated = sidecarsRunLatest(s, pod)
 	}
 	return st
+}
+
+// clashingContainer returns the first of s's container names that pod
+// already has as a container or init container, "" if none.
+func clashingContainer(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) string {
+	for _, list := range [][]deckhandv1alpha1.SidecarContainer{s.Spec.InitContainers, s.Spec.Containers} {
+		for i := range list {
+			if hasContainer(pod, list[i].Name) {
+				return list[i].Name
+			}
+		}
+	}
+	return ""
+}
+
+func hasContainer(pod *corev1.Pod, name string) bool {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // sidecarsRunLatest reports whether every sidecar container of s in pod (and
@@ -154,7 +186,7 @@ func containerRuns(sc *deckhandv1alpha1.SidecarContainer, specs []corev1.Contain
 		}
 	}
 	if !found {
-		return true // the pod had its own container of that name; nothing to roll
+		return true // the pod does not have it: nothing to roll
 	}
 	for i := range statuses {
 		if statuses[i].Name == sc.Name {

@@ -89,7 +89,7 @@ func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 		return admission.Errored(http.StatusInternalServerError, err)
 	}
 	if len(res.patch) == 0 {
-		return admission.Allowed("")
+		return admission.Allowed("").WithWarnings(res.warnings...)
 	}
 	if req.DryRun == nil || !*req.DryRun {
 		for _, name := range res.injected {
@@ -99,7 +99,7 @@ func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	pt := admissionv1.PatchTypeJSONPatch
 	// Patch is set directly (not Patches): the injector writes the JSON
 	// patch itself, which is what keeps it cheap.
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: res.patch}}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: res.patch, Warnings: res.warnings}}
 }
 
 func podName(p *podView) string {
@@ -113,6 +113,9 @@ func podName(p *podView) string {
 type injection struct {
 	patch    []byte   // a JSON patch, or nil
 	injected []string // SidecarSets that added something
+	// warnings tell the pod's creator which SidecarSets were not injected
+	// because of a container name clash.
+	warnings []string
 }
 
 // pendingContainer is a sidecar chosen for the pod, encoded when the patch is written.
@@ -161,14 +164,6 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podView) (injection, error
 	var beforeInit, afterInit, before, after []pendingContainer
 	var newVolumes, newSecrets [][]byte
 	var addedNames, addedVolumes, addedSecrets []string
-	has := func(list []string, name string) bool {
-		for _, n := range list {
-			if n == name {
-				return true
-			}
-		}
-		return false
-	}
 
 	var record sidecarcontrol.PodRecord
 	if pod.annotations[deckhandv1alpha1.AnnotationSidecarSetHash] != "" {
@@ -183,11 +178,22 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podView) (injection, error
 	changed := false
 	for _, s := range sets {
 		c := sidecarcontrol.Compile(s)
+		// A SidecarSet is injected whole or not at all, and only where every
+		// container it names is its own: a container of the same name that
+		// the pod brought itself (or that a SidecarSet earlier in name order
+		// adds) wins, and the SidecarSet is then neither injected nor
+		// recorded. Recorded, its controller would count the pod as its own
+		// and roll its image onto a container it did not inject. The
+		// controller reports such pods as not injected, naming the container.
+		if name := clash(c.ContainerNames, record.Hash[s.Name].Containers, taken, addedNames); name != "" {
+			res.warnings = append(res.warnings, fmt.Sprintf("SidecarSet %s was not injected: the pod already has a container named %q", s.Name, name))
+			continue
+		}
 		enc := encoded(s, c)
 		added := false
 		for i := range s.Spec.InitContainers {
 			sc := &s.Spec.InitContainers[i]
-			if taken(sc.Name) || has(addedNames, sc.Name) {
+			if taken(sc.Name) || contains(addedNames, sc.Name) {
 				continue
 			}
 			addedNames = append(addedNames, sc.Name)
@@ -201,7 +207,7 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podView) (injection, error
 		}
 		for i := range s.Spec.Containers {
 			sc := &s.Spec.Containers[i]
-			if taken(sc.Name) || has(addedNames, sc.Name) {
+			if taken(sc.Name) || contains(addedNames, sc.Name) {
 				continue
 			}
 			addedNames = append(addedNames, sc.Name)
@@ -215,14 +221,14 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podView) (injection, error
 		}
 		for i := range s.Spec.Volumes {
 			name := s.Spec.Volumes[i].Name
-			if !has(pod.volumes, name) && !has(addedVolumes, name) {
+			if !contains(pod.volumes, name) && !contains(addedVolumes, name) {
 				addedVolumes = append(addedVolumes, name)
 				newVolumes = append(newVolumes, enc.volumes[i])
 				added = true
 			}
 		}
 		for i, ps := range s.Spec.ImagePullSecrets {
-			if !has(pod.imagePullSecrets, ps.Name) && !has(addedSecrets, ps.Name) {
+			if !contains(pod.imagePullSecrets, ps.Name) && !contains(addedSecrets, ps.Name) {
 				addedSecrets = append(addedSecrets, ps.Name)
 				newSecrets = append(newSecrets, enc.imagePullSecrets[i])
 				added = true
@@ -289,6 +295,28 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podView) (injection, error
 	}
 	res.patch = w.done()
 	return res, nil
+}
+
+// clash returns the first of a SidecarSet's container names that is taken
+// by a container it does not own ("" if none): the pod's own (present, and
+// not among the containers the pod's injection record already lists for the
+// SidecarSet) or one another SidecarSet adds in this admission.
+func clash(names, recorded []string, taken func(string) bool, added []string) string {
+	for _, n := range names {
+		if contains(added, n) || (taken(n) && !contains(recorded, n)) {
+			return n
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
 }
 
 var (

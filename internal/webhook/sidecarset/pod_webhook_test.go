@@ -132,7 +132,9 @@ func TestInjectTable(t *testing.T) {
 		pod            *corev1.Pod
 		wantContainers []string
 		wantInit       []string
+		wantVolumes    []string // checked when set
 		wantInjected   string
+		wantWarning    string // the admission warning, if any
 	}{
 		"no match": {
 			sets: []*deckhandv1alpha1.SidecarSet{set("a", nil)}, ns: "prod",
@@ -207,15 +209,52 @@ func TestInjectTable(t *testing.T) {
 			sets: []*deckhandv1alpha1.SidecarSet{set("a", func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = true })},
 			ns:   "prod", pod: pod(web, "app"), wantContainers: []string{"app"},
 		},
-		"existing container of the same name is kept": {
+		// The pod's own container wins, and the SidecarSet, which does not
+		// own it, is neither injected nor recorded: recorded, it would count
+		// the pod as its own and roll its image onto the app's container.
+		"existing container of the same name is kept and the set not recorded": {
 			sets: []*deckhandv1alpha1.SidecarSet{set("a", nil)},
-			ns:   "prod", pod: pod(web, "app", "a-c"), wantContainers: []string{"app", "a-c"}, wantInjected: "a",
+			ns:   "prod", pod: pod(web, "app", "a-c"), wantContainers: []string{"app", "a-c"},
+			wantWarning: `SidecarSet a was not injected: the pod already has a container named "a-c"`,
+		},
+		"a set is injected whole or not at all": {
+			sets: []*deckhandv1alpha1.SidecarSet{set("a", func(s *deckhandv1alpha1.SidecarSet) {
+				s.Spec.Containers = append(s.Spec.Containers, sc("app", "sidecar:1"))
+				s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{sc("a-init", "x")}
+				s.Spec.Volumes = []corev1.Volume{{Name: "a-vol"}}
+			}), set("b", nil)},
+			ns: "prod", pod: pod(web, "app"), wantContainers: []string{"b-c", "app"}, wantVolumes: []string{}, wantInjected: "b",
+			wantWarning: `SidecarSet a was not injected: the pod already has a container named "app"`,
+		},
+		"an init container of the pod's clashes too": {
+			sets: []*deckhandv1alpha1.SidecarSet{set("a", nil)},
+			ns:   "prod", pod: func() *corev1.Pod {
+				p := pod(web, "app")
+				p.Spec.InitContainers = []corev1.Container{{Name: "a-c", Image: "m"}}
+				return p
+			}(),
+			wantContainers: []string{"app"}, wantInit: []string{"a-c"},
+			wantWarning: `SidecarSet a was not injected: the pod already has a container named "a-c"`,
+		},
+		"a container another set injects first wins": {
+			sets: []*deckhandv1alpha1.SidecarSet{set("a", nil), set("b", func(s *deckhandv1alpha1.SidecarSet) {
+				s.Spec.Containers = append(s.Spec.Containers, sc("a-c", "other:1"))
+			})},
+			ns: "prod", pod: pod(web, "app"), wantContainers: []string{"a-c", "app"}, wantInjected: "a",
+			wantWarning: `SidecarSet b was not injected: the pod already has a container named "a-c"`,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			l := testLister(t, nsLabels, tc.sets...)
-			got, _ := admit(t, l, tc.ns, tc.pod)
+			got, first := admit(t, l, tc.ns, tc.pod)
+			var wantWarnings []string
+			if tc.wantWarning != "" {
+				wantWarnings = []string{tc.wantWarning}
+			}
+			if !reflect.DeepEqual(first.Warnings, wantWarnings) {
+				t.Errorf("warnings = %q, want %q", first.Warnings, wantWarnings)
+			}
 			if !reflect.DeepEqual(cnames(got.Spec.Containers), tc.wantContainers) {
 				t.Errorf("containers = %v, want %v", cnames(got.Spec.Containers), tc.wantContainers)
 			}
@@ -224,6 +263,15 @@ func TestInjectTable(t *testing.T) {
 			}
 			if !reflect.DeepEqual(cnames(got.Spec.InitContainers), tc.wantInit) {
 				t.Errorf("init containers = %v, want %v", cnames(got.Spec.InitContainers), tc.wantInit)
+			}
+			if tc.wantVolumes != nil {
+				vols := []string{}
+				for _, v := range got.Spec.Volumes {
+					vols = append(vols, v.Name)
+				}
+				if !reflect.DeepEqual(vols, tc.wantVolumes) {
+					t.Errorf("volumes = %v, want %v", vols, tc.wantVolumes)
+				}
 			}
 			if a := got.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]; a != tc.wantInjected {
 				t.Errorf("injected annotation = %q, want %q", a, tc.wantInjected)
