@@ -30,9 +30,10 @@ var env *testenv.Env
 // pass without waiting for it while every other test sees real time.
 var expectClock = &offsetClock{}
 
-// updateExpectations are the controller's expectations, so that a test can
-// raise one the cache will never confirm.
-var updateExpectations = expectations.New(expectations.WithClock(expectClock))
+// updateExpectations are the running controller's expectations, so that a
+// test can raise one the cache will never confirm. Each manager start gets
+// new ones, as a restarted process would.
+var updateExpectations *expectations.Expectations
 
 type offsetClock struct {
 	mu     sync.Mutex
@@ -60,6 +61,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
+			updateExpectations = expectations.New(expectations.WithClock(expectClock))
 			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations}).SetupWithManager(mgr); err != nil {
 				return err
 			}
