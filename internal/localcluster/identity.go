@@ -123,12 +123,16 @@ func (c *Cluster) ManagerRefusals() []string {
 }
 
 // IsForbidden reports whether a log line (or an API error's text) records
-// an API request the API server refused for lack of permission. A write
-// into a namespace being deleted is refused with 403 too, but that is the
-// namespace's state, not a missing permission.
+// an API request the API server refused for lack of permission: an
+// authorization denial (`User "..." cannot create resource ...`) or the
+// owner-reference admission's (`cannot set blockOwnerDeletion ...`, `cannot
+// set an ownerRef ...`). Admission answers 403 for other reasons too (an
+// exceeded ResourceQuota, Pod Security, a namespace being deleted); those
+// describe the request or the namespace, not a missing permission, and
+// never say "cannot".
 func IsForbidden(line string) bool {
 	return (strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden")) &&
-		!strings.Contains(line, "because it is being terminated")
+		strings.Contains(line, " cannot ")
 }
 
 // ForbiddenLines are the lines of log that record a refused API request.

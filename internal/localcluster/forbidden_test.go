@@ -1,0 +1,44 @@
+package localcluster
+
+import "testing"
+
+func TestIsForbidden(t *testing.T) {
+	for name, tc := range map[string]struct {
+		line string
+		want bool
+	}{
+		"authorization denial": {
+			`POST /api/v1/namespaces/ns/pods: pods "web-x" is forbidden: User "system:serviceaccount:deckhand-system:deckhand-controller-manager" cannot create resource "pods" in API group "" in the namespace "ns"`,
+			true,
+		},
+		"authorization denial in a JSON log line": {
+			`{"level":"error","error":"pods is forbidden: User \"system:serviceaccount:deckhand-system:deckhand-controller-manager\" cannot list resource \"pods\" in API group \"\" at the cluster scope"}`,
+			true,
+		},
+		"owner reference without finalizers permission": {
+			`pods "web-x" is forbidden: cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: , <nil>`,
+			true,
+		},
+		"owner reference without delete permission": {
+			`pods "web-x" is forbidden: cannot set an ownerRef on a resource you can't delete: , <nil>`,
+			true,
+		},
+		"exceeded quota": {
+			`POST /api/v1/namespaces/ns/pods: pods "web-x" is forbidden: exceeded quota: pod-count, requested: pods=1, used: pods=1, limited: pods=1`,
+			false,
+		},
+		"pod security": {
+			`pods "web-x" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "main" must set securityContext.allowPrivilegeEscalation=false)`,
+			false,
+		},
+		"namespace being deleted": {
+			`pods "web-x" is forbidden: unable to create new content in namespace ns because it is being terminated`,
+			false,
+		},
+		"not a refusal": {`Created pod: web-x`, false},
+	} {
+		if got := IsForbidden(tc.line); got != tc.want {
+			t.Errorf("%s: IsForbidden = %v, want %v", name, got, tc.want)
+		}
+	}
+}
