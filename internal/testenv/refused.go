@@ -82,14 +82,27 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 // localcluster.Cluster.ManagerRefusals) returns more lines when t ends than
 // when FailOnRefusals was called: a manager under its own identity was
 // refused a request while t ran.
-func FailOnRefusals(t testing.TB, refusals func() []string) {
+func FailOnRefusals(t testing.TB, refusals func() []string) *RefusalCheck {
 	t.Helper()
-	mark := len(refusals())
+	c := &RefusalCheck{refusals: refusals, mark: len(refusals())}
 	t.Cleanup(func() {
-		if all := refusals(); len(all) > mark {
-			added := all[mark:]
+		if all := c.refusals(); len(all) > c.mark {
+			added := all[c.mark:]
 			t.Errorf("the API server refused %d request(s) of the manager under its own identity (add the permission with a +kubebuilder:rbac marker); the first:\n%s",
 				len(added), strings.Join(added[:min(len(added), 5)], "\n"))
 		}
 	})
+	return c
 }
+
+// RefusalCheck is the check FailOnRefusals registered.
+type RefusalCheck struct {
+	refusals func() []string
+	mark     int
+}
+
+// Excuse forgives the refusals recorded so far. It is for one moment only:
+// right after kube-apiserver itself restarted, whose authorizer answers 403
+// until its informers have synced (before /readyz says ok), however
+// complete the roles are.
+func (c *RefusalCheck) Excuse() { c.mark = len(c.refusals()) }

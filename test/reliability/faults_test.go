@@ -17,6 +17,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // Leader election as the manager binary configures it (controller-runtime
@@ -87,7 +88,7 @@ func scalePodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
 
 func leaseHolder(ctx context.Context) (string, error) {
 	l := &coordinationv1.Lease{}
-	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: "default", Name: leaseName}, l); err != nil {
+	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: localcluster.ManagerNamespace, Name: leaseName}, l); err != nil {
 		return "", err
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
@@ -223,7 +224,8 @@ func TestLeaderFailover(t *testing.T) {
 // a PodSet: the manager process survives (same pid) and converges.
 func TestAPIServerRestart(t *testing.T) {
 	ensureDeckhand(t)
-	ns := namespace(t)
+	ns := testenv.Namespace(t, suite.client)
+	refusals := testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
 	n := int32(20)
 	if stress() {
 		n = 100
@@ -235,6 +237,9 @@ func TestAPIServerRestart(t *testing.T) {
 	if err := suite.cluster.RestartAPIServer(ctxT(t, 3*time.Minute), 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
+	// The restarted API server refused the manager's watches until it was
+	// ready; from here on every refusal counts.
+	refusals.Excuse()
 	back := time.Now()
 	atBack, _, err := podSetPods(ctxT(t, time.Minute), ns, ps.UID)
 	if err != nil {
