@@ -1,0 +1,394 @@
+package walkthrough
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// blockTimeout bounds one block: the longest wait a walkthrough asks for
+// (a restart on the next minute, then its rollout) plus margin.
+const blockTimeout = 3 * time.Minute
+
+// marker is the info string of a runnable block: ```sh walkthrough.
+const marker = "walkthrough"
+
+// block is one runnable fenced block of a doc.
+type block struct {
+	line int // of the opening fence, for messages
+	text string
+}
+
+// parseBlocks returns the ```sh walkthrough blocks of a Markdown document,
+// in order. Only fences at the start of a line count, as CommonMark reads
+// them in these docs; the closing fence is the next line of backticks at
+// least as long as the opening one.
+func parseBlocks(markdown string) ([]block, error) {
+	var (
+		blocks []block
+		cur    *block
+		fence  string
+		body   []string
+	)
+	sc := bufio.NewScanner(strings.NewReader(markdown))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if fence == "" {
+			if !strings.HasPrefix(line, "```") {
+				continue
+			}
+			fence = line[:len(line)-len(strings.TrimLeft(line, "`"))]
+			if fields := strings.Fields(line[len(fence):]); len(fields) >= 2 && fields[0] == "sh" && slices.Contains(fields[1:], marker) {
+				cur, body = &block{line: n}, nil
+			}
+			continue
+		}
+		if strings.HasPrefix(line, fence) && strings.TrimSpace(line[len(fence):]) == "" {
+			if cur != nil {
+				cur.text = strings.Join(body, "\n") + "\n"
+				blocks = append(blocks, *cur)
+			}
+			cur, fence = nil, ""
+			continue
+		}
+		if cur != nil {
+			body = append(body, line)
+		}
+	}
+	if fence != "" {
+		return nil, fmt.Errorf("unterminated code block")
+	}
+	return blocks, sc.Err()
+}
+
+// walkthrough runs one doc's blocks. The first block sets the shell up
+// (KUBECONFIG, the kubectl alias); every later block runs in a fresh bash
+// after it, as if typed in the terminal the doc opened.
+type walkthrough struct {
+	doc    string
+	dir    string // laid out like the repository root
+	setup  block
+	blocks []block
+	next   int
+}
+
+func newWalkthrough(t *testing.T, doc string) *walkthrough {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(suite.root, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := parseBlocks(string(data))
+	if err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	if len(blocks) < 2 {
+		t.Fatalf("%s has %d ```sh %s blocks; want a set-up block and at least one step", doc, len(blocks), marker)
+	}
+	if !strings.Contains(blocks[0].text, "KUBECONFIG") {
+		t.Fatalf("%s:%d: the first walkthrough block must set KUBECONFIG up:\n%s", doc, blocks[0].line, blocks[0].text)
+	}
+	// What the doc's commands expect in their working directory at the
+	// root of a checkout after `make run`: .dev/kubeconfig and bin/k8s.
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".dev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(suite.kubeconfig, filepath.Join(dir, ".dev", "kubeconfig")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(suite.k8sBin, filepath.Join(dir, "bin", "k8s")); err != nil {
+		t.Fatal(err)
+	}
+	return &walkthrough{doc: doc, dir: dir, setup: blocks[0], blocks: blocks[1:]}
+}
+
+// runUntil runs the blocks up to, not including, the first remaining block
+// that contains step, so that a test can look at the cluster at that point
+// of the walkthrough. It fails if no remaining block contains step: the
+// doc no longer has the step the test checks around.
+func (w *walkthrough) runUntil(t *testing.T, step string) {
+	t.Helper()
+	i := slices.IndexFunc(w.blocks[w.next:], func(b block) bool { return strings.Contains(b.text, step) })
+	if i < 0 {
+		t.Fatalf("%s: no walkthrough block after line %d contains %q", w.doc, w.lineOfNext(), step)
+	}
+	for end := w.next + i; w.next < end; w.next++ {
+		w.run(t, w.blocks[w.next])
+	}
+}
+
+// runRest runs the remaining blocks.
+func (w *walkthrough) runRest(t *testing.T) {
+	t.Helper()
+	for ; w.next < len(w.blocks); w.next++ {
+		w.run(t, w.blocks[w.next])
+	}
+}
+
+func (w *walkthrough) lineOfNext() int {
+	if w.next < len(w.blocks) {
+		return w.blocks[w.next].line
+	}
+	return 0
+}
+
+func (w *walkthrough) run(t *testing.T, b block) {
+	t.Helper()
+	// expand_aliases: the set-up block's `alias kubectl=...` must work as
+	// it does in an interactive shell. set -x after the set-up prints each
+	// command before its output, so a failure shows which one failed.
+	script := "set -euo pipefail\nshopt -s expand_aliases\n" + w.setup.text + "set -x\n" + b.text
+	ctx, cancel := context.WithTimeout(context.Background(), blockTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd.Dir = w.dir
+	// kubectl is also on PATH, for commands that run it without the alias
+	// (xargs, watch); KUBECONFIG comes from the set-up block only.
+	cmd.Env = append(withoutEnv(os.Environ(), "KUBECONFIG", "PATH"),
+		"PATH="+suite.k8sBin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// A block that times out is killed with everything it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	started := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(started).Round(100 * time.Millisecond)
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %s: %w", blockTimeout, err)
+	}
+	if err != nil {
+		t.Fatalf("%s:%d: walkthrough block failed (%v, after %s)\n----- block -----\n%s----- output -----\n%s",
+			w.doc, b.line, err, took, b.text, out)
+	}
+	t.Logf("%s:%d: block ran in %s\n%s", w.doc, b.line, took, out)
+}
+
+func withoutEnv(env []string, names ...string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
+}
+
+// deleteOnFailure removes what a walkthrough creates if it stopped before
+// its own clean-up block, so the next walkthrough starts from the samples
+// alone.
+func deleteOnFailure(t *testing.T, objs ...client.Object) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, obj := range objs {
+			if err := suite.client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Logf("cleaning up %T %s: %v", obj, obj.GetName(), err)
+			}
+		}
+	})
+}
+
+func namespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+// podUIDs are the UIDs of the active pods of namespace that selector
+// matches, by pod name.
+func podUIDs(t *testing.T, ns string, labels map[string]string) map[string]types.UID {
+	t.Helper()
+	pods := listPods(t, ns, labels)
+	uids := make(map[string]types.UID, len(pods))
+	for _, p := range pods {
+		uids[p.Name] = p.UID
+	}
+	return uids
+}
+
+func listPods(t *testing.T, ns string, labels map[string]string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := suite.client.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+}
+
+func containerStatus(p corev1.Pod, name string) (corev1.ContainerStatus, bool) {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return corev1.ContainerStatus{}, false
+}
+
+func get(t *testing.T, obj client.Object, ns, name string) {
+	t.Helper()
+	if err := suite.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSidecarSetWalkthrough(t *testing.T) {
+	failOnRefusals(t)
+	const ns, name = "sidecarset-demo", "shop-logger"
+	shop := map[string]string{"app": "shop"}
+	deleteOnFailure(t, &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, namespace(ns))
+	w := newWalkthrough(t, "docs/sidecarset.md")
+
+	w.runUntil(t, "kubectl patch scs")
+	before := podUIDs(t, ns, shop)
+	if len(before) != 3 {
+		t.Fatalf("before the image change: %d pods, want the Deployment's 3: %v", len(before), before)
+	}
+	for _, p := range listPods(t, ns, shop) {
+		if _, ok := containerStatus(p, "logger"); !ok {
+			t.Errorf("pod %s has no logger sidecar", p.Name)
+		}
+	}
+
+	w.runUntil(t, "kubectl delete")
+	var scs deckhandv1alpha1.SidecarSet
+	get(t, &scs, "", name)
+	if s := scs.Status; s.ObservedGeneration != scs.Generation || s.MatchedPods != 3 || s.UpdatedPods != s.MatchedPods {
+		t.Errorf("SidecarSet status: observedGeneration %d (generation %d), matchedPods %d, updatedPods %d; want the latest generation and 3 of 3 updated",
+			s.ObservedGeneration, scs.Generation, s.MatchedPods, s.UpdatedPods)
+	}
+	if after := podUIDs(t, ns, shop); !maps.Equal(before, after) {
+		t.Errorf("the image change replaced pods (an in-place update keeps them):\nbefore %v\nafter  %v", before, after)
+	}
+	for _, p := range listPods(t, ns, shop) {
+		if s, ok := containerStatus(p, "logger"); !ok || s.Image != "busybox:1.37" || s.RestartCount != 1 || !s.Ready {
+			t.Errorf("pod %s: logger status %+v; want busybox:1.37, ready, restarted once", p.Name, s)
+		}
+	}
+
+	w.runRest(t)
+}
+
+func TestPodSetWalkthrough(t *testing.T) {
+	failOnRefusals(t)
+	const ns, name = "podset-demo", "web"
+	web := map[string]string{"app": "web"}
+	deleteOnFailure(t, namespace(ns))
+	w := newWalkthrough(t, "docs/podset.md")
+
+	w.runUntil(t, `"path":"/spec/template/spec/containers/0/env"`)
+	if n := len(podUIDs(t, ns, web)); n != 5 {
+		t.Fatalf("after scaling: %d pods, want 5", n)
+	}
+	beforeEnv := podUIDs(t, ns, web)
+
+	w.runUntil(t, `"path":"/spec/template/spec/containers/0/image"`)
+	beforeImage := podUIDs(t, ns, web)
+	for podName, uid := range beforeImage {
+		if slices.Contains(slices.Collect(maps.Values(beforeEnv)), uid) {
+			t.Errorf("pod %s survived an env change, which needs a new pod", podName)
+		}
+	}
+
+	w.runUntil(t, "kubectl delete namespace")
+	var ps deckhandv1alpha1.PodSet
+	get(t, &ps, ns, name)
+	if s := ps.Status; s.ObservedGeneration != ps.Generation || s.Replicas != 5 || s.UpdatedReplicas != 5 || s.ReadyReplicas != 5 {
+		t.Errorf("PodSet status: observedGeneration %d (generation %d), replicas %d, updated %d, ready %d; want 5 of 5",
+			s.ObservedGeneration, ps.Generation, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas)
+	}
+	if after := podUIDs(t, ns, web); !maps.Equal(beforeImage, after) {
+		t.Errorf("the image change replaced pods (an in-place update keeps them):\nbefore %v\nafter  %v", beforeImage, after)
+	}
+	for _, p := range listPods(t, ns, web) {
+		if s, ok := containerStatus(p, "web"); !ok || s.Image != "nginx:1.28" || !s.Ready {
+			t.Errorf("pod %s: container status %+v; want nginx:1.28, ready", p.Name, s)
+		}
+	}
+
+	w.runRest(t)
+}
+
+func TestWebServerWalkthrough(t *testing.T) {
+	failOnRefusals(t)
+	const ns, name = "webserver-demo", "webapp"
+	deleteOnFailure(t, namespace(ns))
+	w := newWalkthrough(t, "docs/webserver.md")
+
+	w.runUntil(t, "kubectl delete namespace")
+	var ws deckhandv1alpha1.WebServer
+	get(t, &ws, ns, name)
+	if ws.Spec.Image != "nginx:1.28" || ws.Spec.Port != 8080 || ws.Spec.Replicas == nil || *ws.Spec.Replicas != 3 {
+		t.Errorf("WebServer spec: %+v; want the walkthrough's edit (nginx:1.28, port 8080, 3 replicas)", ws.Spec)
+	}
+	var deploy appsv1.Deployment
+	get(t, &deploy, ns, name)
+	c := deploy.Spec.Template.Spec.Containers
+	if len(c) != 1 || c[0].Image != "nginx:1.28" || len(c[0].Ports) != 1 || c[0].Ports[0].ContainerPort != 8080 ||
+		deploy.Spec.Replicas == nil || *deploy.Spec.Replicas != 3 {
+		t.Errorf("Deployment does not follow the WebServer: replicas %v, containers %+v", deploy.Spec.Replicas, c)
+	}
+	var svc corev1.Service
+	get(t, &svc, ns, name)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 {
+		t.Errorf("Service ports %+v; want 8080", svc.Spec.Ports)
+	}
+
+	w.runRest(t)
+}
+
+func TestRestartScheduleWalkthrough(t *testing.T) {
+	failOnRefusals(t)
+	const ns, generated = "restart-demo", "web-deployment"
+	web := map[string]string{"app": "web"}
+	deleteOnFailure(t, namespace(ns))
+	w := newWalkthrough(t, "docs/restartschedule.md")
+
+	w.runUntil(t, "--for=jsonpath='{.status.history[0].result}'=Succeeded")
+	before := podUIDs(t, ns, web)
+
+	w.runUntil(t, "apps.deckhand.dev/restart-schedule-")
+	var rs deckhandv1alpha1.RestartSchedule
+	get(t, &rs, ns, generated)
+	if len(rs.Status.History) == 0 {
+		t.Fatalf("RestartSchedule %s has no history", generated)
+	}
+	run := rs.Status.History[0]
+	if run.Workload != "Deployment/web" || run.Result != deckhandv1alpha1.RestartSucceeded {
+		t.Errorf("latest run %+v; want Deployment/web Succeeded", run)
+	}
+	var deploy appsv1.Deployment
+	get(t, &deploy, ns, "web")
+	restartedAt := deploy.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
+	if want := run.ScheduledTime.UTC().Format(time.RFC3339); restartedAt != want {
+		t.Errorf("Deployment's %s = %q; want the run's slot %q", deckhandv1alpha1.RestartedAtAnnotation, restartedAt, want)
+	}
+	// A restart replaces every pod.
+	for podName, uid := range podUIDs(t, ns, web) {
+		if slices.Contains(slices.Collect(maps.Values(before)), uid) {
+			t.Errorf("pod %s was not replaced by the restart", podName)
+		}
+	}
+
+	w.runRest(t)
+}
