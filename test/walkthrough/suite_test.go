@@ -87,8 +87,9 @@ func runSuite(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer dc.stop()
-	// A Ctrl-C or `go test -timeout` must not leave the cluster running.
-	defer localcluster.StopOnInterrupt(dc.stop)()
+	// A Ctrl-C must not leave the cluster running, nor its directory behind.
+	// (When `go test -timeout` ends the binary, Pdeathsig stops devcluster.)
+	defer localcluster.StopOnInterrupt(func() { dc.stop(); os.RemoveAll(work) })()
 
 	if err := dc.waitForOutput(ctx, readyBanner, 4*time.Minute); err != nil {
 		return fail("%v\n----- devcluster output (tail) -----\n%s", err, dc.tail(60))
