@@ -46,7 +46,6 @@ type DeckhandOptions struct {
 type DeckhandProcess struct {
 	opts        DeckhandOptions
 	proc        *process
-	cmd         *exec.Cmd
 	HealthPort  int
 	MetricsPort int
 	dir         string

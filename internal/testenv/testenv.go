@@ -310,7 +310,10 @@ func (e *Env) StopManager() {
 	}
 	m.cancel()
 	select {
-	case <-m.done:
+	case err := <-m.done:
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testenv: manager stopped with an error: %v\n", err)
+		}
 	case <-time.After(30 * time.Second):
 		fmt.Fprintln(os.Stderr, "testenv: manager did not stop within 30s")
 	}

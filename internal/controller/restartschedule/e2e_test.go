@@ -380,7 +380,7 @@ func TestE2ERestartOnSchedule(t *testing.T) {
 	// The patch was Deckhand's, through its field manager.
 	found := false
 	for _, mf := range after.ManagedFields {
-		if mf.Manager == deckhandv1alpha1.FieldManager && strings.Contains(string(mf.FieldsV1.Raw), deckhandv1alpha1.RestartedAtAnnotation) {
+		if mf.Manager == deckhandv1alpha1.FieldManager && strings.Contains(mf.FieldsV1.GetRawString(), deckhandv1alpha1.RestartedAtAnnotation) {
 			found = true
 		}
 	}

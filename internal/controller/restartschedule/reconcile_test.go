@@ -211,7 +211,6 @@ func TestUnitCreateWaitsForFirstSlotThenRestartsOnce(t *testing.T) {
 	if keep := h.deploy("web").Spec.Template.Annotations["keep"]; keep != "me" {
 		t.Fatalf("the patch touched other template annotations")
 	}
-	rv := h.deploy("web").ResourceVersion
 	rs := h.rs("s")
 	if len(rs.Status.Active) != 1 || rs.Status.LastScheduleTime == nil {
 		t.Fatalf("status after the patch: %+v", rs.Status)
@@ -219,7 +218,7 @@ func TestUnitCreateWaitsForFirstSlotThenRestartsOnce(t *testing.T) {
 
 	// Retries before the rollout completes never patch again.
 	h.rollingOut("web")
-	rv = h.deploy("web").ResourceVersion
+	rv := h.deploy("web").ResourceVersion
 	h.set("2026-01-01T10:11:00Z")
 	h.reconcile("s")
 	h.reconcile("s")

@@ -64,6 +64,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the RestartSchedule controller with mgr.
+// conflictRetryDelay is how soon a reconcile whose status write lost a
+// conflict runs again, from a cache that has by then seen the other write.
+const conflictRetryDelay = 100 * time.Millisecond
+
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
@@ -208,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Status().Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) {
 				log.V(1).Info("status conflict, retrying", "restartschedule", klog.KObj(rs))
-				return ctrl.Result{Requeue: true}, nil
+				return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 			}
 			return ctrl.Result{}, err
 		}

@@ -66,7 +66,7 @@ func TestContainerNameConflict(t *testing.T) {
 
 	// An image change of the clashing sidecar rolls to the injected pod
 	// only; the app's own container keeps its image.
-	s = updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[1].Image = "sidecar-app:2" })
+	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[1].Image = "sidecar-app:2" })
 	waitStatus(t, name, 90*time.Second, "the injected pod updated, the clashing one still not injected", func(s *deckhandv1alpha1.SidecarSet) bool {
 		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
 		st := s.Status

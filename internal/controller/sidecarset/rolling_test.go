@@ -121,7 +121,7 @@ func TestRollingUpdate(t *testing.T) {
 	markNotReady(t, ns, "pod-19")
 
 	// Paused: the new revision is recorded, nothing is updated.
-	s = updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
+	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Paused = true
 		s.Spec.Containers[0].Image = "proxy:2"
 	})

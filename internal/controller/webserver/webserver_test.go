@@ -594,7 +594,7 @@ func TestScaleWithReplicasSet(t *testing.T) {
 	var managers []string
 	for _, f := range d.ManagedFields {
 		var fields map[string]map[string]any
-		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.Raw, &fields) != nil {
+		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
 			continue
 		}
 		if _, ok := fields["f:spec"]["f:replicas"]; ok {
