@@ -47,6 +47,19 @@ func (a *applier) applyFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return eachObject(data, func(obj *unstructured.Unstructured) error { return a.applyObject(ctx, obj) })
+}
+
+// applyObject applies obj, naming it in the error.
+func (a *applier) applyObject(ctx context.Context, obj *unstructured.Unstructured) error {
+	if err := a.apply(ctx, obj); err != nil {
+		return fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// eachDocument calls fn with every document of a multi-document YAML stream.
+func eachDocument(data []byte, fn func(doc []byte) error) error {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := reader.Read()
@@ -56,17 +69,25 @@ func (a *applier) applyFile(ctx context.Context, path string) error {
 		if err != nil {
 			return err
 		}
+		if err := fn(doc); err != nil {
+			return err
+		}
+	}
+}
+
+// eachObject calls fn with every non-empty object of a multi-document YAML
+// stream.
+func eachObject(data []byte, fn func(*unstructured.Unstructured) error) error {
+	return eachDocument(data, func(doc []byte) error {
 		obj := &unstructured.Unstructured{}
 		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
 			return err
 		}
 		if len(obj.Object) == 0 {
-			continue
+			return nil
 		}
-		if err := a.apply(ctx, obj); err != nil {
-			return fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
-	}
+		return fn(obj)
+	})
 }
 
 func (a *applier) apply(ctx context.Context, obj *unstructured.Unstructured) error {

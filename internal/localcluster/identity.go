@@ -1,12 +1,9 @@
 package localcluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,7 +11,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -64,25 +60,14 @@ func (c *Cluster) InstallManagerIdentity(ctx context.Context, root string) (*Man
 	if err != nil {
 		return nil, err
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(out)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		obj := &unstructured.Unstructured{}
-		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
-			return nil, err
-		}
+	err = eachObject(out, func(obj *unstructured.Unstructured) error {
 		if !identityKinds[obj.GetKind()] {
-			continue
+			return nil
 		}
-		if err := a.apply(ctx, obj); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
-		}
+		return a.applyObject(ctx, obj)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if c.identity != nil {
 		return c.identity, nil

@@ -1,12 +1,9 @@
 package localcluster
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,7 +12,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -88,24 +84,16 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 	}
 	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
+	err = eachDocument(data, func(doc []byte) error {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, nil, err
+			return err
 		}
 		switch meta.Kind {
 		case "MutatingWebhookConfiguration":
 			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
 			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
-				return nil, nil, err
+				return err
 			}
 			cfg.Webhooks = keepServed(w, cfg.Webhooks, func(h *admissionregistrationv1.MutatingWebhook) webhookParts {
 				return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
@@ -116,7 +104,7 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 		case "ValidatingWebhookConfiguration":
 			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
-				return nil, nil, err
+				return err
 			}
 			cfg.Webhooks = keepServed(w, cfg.Webhooks, func(h *admissionregistrationv1.ValidatingWebhook) webhookParts {
 				return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
@@ -125,6 +113,10 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 				validating = append(validating, cfg)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return mutating, validating, nil
 }
