@@ -1,0 +1,160 @@
+package podset_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+)
+
+// TestQuotaFailureConditionsAndEvents runs a PodSet into a ResourceQuota
+// that refuses its pods, twice: while scaling up, then while a recreating
+// rollout needs a surge pod. Each time the status carries ReplicaFailure
+// (FailedCreate, with the API server's quota error), Progressing says what
+// the PodSet is trying to do, and a Warning FailedCreate Event is recorded;
+// once the quota allows the pods, the PodSet gets there and ReplicaFailure
+// is removed.
+func TestQuotaFailureConditionsAndEvents(t *testing.T) {
+	ns := env.Namespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-count"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
+	}
+	mustCreate(t, quota)
+	waitQuotaEnforced(t, quota, "1")
+
+	ps := newPodSet(ns, "quota", 3)
+	mustCreate(t, ps)
+
+	// Scaling up: one pod fits, the others are refused.
+	cur := waitPodSetConditions(t, ps, "the quota failure is reported while scaling", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return st.Replicas == 1 && hasCondition(st, deckhandv1alpha1.PodSetConditionReplicaFailure, podset.ReasonFailedCreate) &&
+			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonScaling)
+	})
+	failure := findCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
+	if failure.Status != metav1.ConditionTrue || !strings.Contains(failure.Message, "exceeded quota") || !strings.Contains(failure.Message, quota.Name) {
+		t.Errorf("ReplicaFailure = %+v, want True with the quota error", failure)
+	}
+	waitWarningEvent(t, ps, podset.ReasonFailedCreate, "exceeded quota: "+quota.Name)
+
+	// Room for every replica: the PodSet gets there and the failure goes.
+	setQuotaPods(t, quota, "3")
+	cur = waitConverged(t, ps, 3, 2*time.Minute)
+	cur = waitPodSetConditions(t, cur, "ReplicaFailure removed, progress complete", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
+			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonComplete)
+	})
+	oldRevision := cur.Status.UpdateRevision
+
+	// A non-image change recreates pods. maxUnavailable 25% of 3 is 0, so
+	// the rollout must first create a surge pod, which the quota refuses:
+	// the rollout stalls with every old pod still running.
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"` + pauseImage + `","env":[{"name":"MODE","value":"strict"}]}]}}}}`)
+	if err := env.Client.Patch(ctxT(t), cur, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	cur = waitPodSetConditions(t, cur, "the quota failure is reported during the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return st.UpdateRevision != oldRevision && st.UpdatedReplicas == 0 &&
+			hasCondition(st, deckhandv1alpha1.PodSetConditionReplicaFailure, podset.ReasonFailedCreate) &&
+			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonUpdating)
+	})
+	if cur.Status.AvailableReplicas != 3 {
+		t.Errorf("availableReplicas = %d while the rollout is stalled, want 3", cur.Status.AvailableReplicas)
+	}
+	if c := findCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); !strings.Contains(c.Message, "exceeded quota") {
+		t.Errorf("ReplicaFailure message %q does not carry the quota error", c.Message)
+	}
+
+	// Without the quota the rollout completes and the failure goes.
+	if err := env.Client.Delete(ctxT(t), quota); err != nil {
+		t.Fatal(err)
+	}
+	cur = waitRolledOut(t, cur, 3)
+	waitPodSetConditions(t, cur, "ReplicaFailure removed after the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
+			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonComplete) &&
+			st.CurrentRevision == st.UpdateRevision
+	})
+}
+
+func hasCondition(st *deckhandv1alpha1.PodSetStatus, typ, reason string) bool {
+	c := findCondition(st.Conditions, typ)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
+}
+
+// waitPodSetConditions waits until the status of ps, for its current
+// generation, satisfies ok, and returns the PodSet.
+func waitPodSetConditions(t *testing.T, ps *deckhandv1alpha1.PodSet, what string, ok func(*deckhandv1alpha1.PodSetStatus) bool) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	cur := &deckhandv1alpha1.PodSet{}
+	eventually(t, time.Minute, what, func(ctx context.Context) (bool, string, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+			return false, "", err
+		}
+		var conds []string
+		for _, c := range cur.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+		state := fmt.Sprintf("replicas=%d updated=%d available=%d observedGeneration=%d/%d conditions=%v",
+			cur.Status.Replicas, cur.Status.UpdatedReplicas, cur.Status.AvailableReplicas, cur.Status.ObservedGeneration, cur.Generation, conds)
+		return cur.Status.ObservedGeneration == cur.Generation && ok(&cur.Status), state, nil
+	})
+	return cur
+}
+
+// waitQuotaEnforced waits until kube-controller-manager has computed the
+// quota's status: until then the API server refuses every pod of the
+// namespace, not only those beyond the limit.
+func waitQuotaEnforced(t *testing.T, quota *corev1.ResourceQuota, pods string) {
+	t.Helper()
+	want := resource.MustParse(pods)
+	eventually(t, time.Minute, "the quota's status is computed", func(ctx context.Context) (bool, string, error) {
+		got := &corev1.ResourceQuota{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(quota), got); err != nil {
+			return false, "", err
+		}
+		hard, ok := got.Status.Hard[corev1.ResourcePods]
+		return ok && hard.Cmp(want) == 0, fmt.Sprintf("status %+v", got.Status), nil
+	})
+}
+
+func setQuotaPods(t *testing.T, quota *corev1.ResourceQuota, pods string) {
+	t.Helper()
+	patch := []byte(`{"spec":{"hard":{"pods":"` + pods + `"}}}`)
+	if err := env.Client.Patch(ctxT(t), quota, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		t.Fatal(err)
+	}
+	waitQuotaEnforced(t, quota, pods)
+}
+
+// waitWarningEvent waits for a Warning Event with reason about ps whose note
+// contains text.
+func waitWarningEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, reason, text string) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("a Warning %s Event about PodSet %s mentioning %q", reason, ps.Name, text), func(ctx context.Context) (bool, string, error) {
+		list, err := env.Clientset.EventsV1().Events(ps.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind != "PodSet" || e.Regarding.Name != ps.Name {
+				continue
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
+			if e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Note, text) {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("events %q", seen), nil
+	})
+}
