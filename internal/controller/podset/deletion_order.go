@@ -208,9 +208,3 @@ func isPodReady(p *corev1.Pod) bool {
 func isPodActive(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
 }
-
-// isPodTerminating reports whether a pod is being deleted but has not
-// finished (status.terminatingReplicas).
-func isPodTerminating(p *corev1.Pod) bool {
-	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}

@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	var indexer client.FieldIndexer = mgr.GetFieldIndexer()
+	indexer := mgr.GetFieldIndexer()
 	if r.PodCache != nil {
 		indexer = r.PodCache
 	}

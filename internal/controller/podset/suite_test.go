@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -169,13 +168,6 @@ func setReplicas(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
 }
 
 func intOrStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
-}
 
 // eventually polls cond every 100ms until it reports done, failing the test
 // after timeout with what and the last state cond described.
