@@ -13,6 +13,9 @@ export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+# golangci-lint is pinned by hack/tools/go.mod and built from the module proxy.
+GOLANGCI_LINT_VERSION := $(shell cd hack/tools && go list -m -f '{{.Version}}' github.com/golangci/golangci-lint/v2 2>/dev/null)
+GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 IMG ?= ghcr.io/deckhand-dev/deckhand:dev
 # The image config/manager/kustomization.yaml names (the default IMG).
@@ -97,6 +100,15 @@ fmt: ## gofmt the tree.
 vet: ## go vet the tree.
 	go vet ./...
 
+.PHONY: verify
+verify: k8s-binaries $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Regenerate code and manifests and fail on drift; gofmt, go vet, module checks, golangci-lint.
+	@$(MAKE) --no-print-directory manifests generate build-installer >/dev/null
+	@drift=$$(git status --porcelain -- api config dist); if [ -n "$$drift" ]; then \
+		echo "generated files differ from the committed ones (run make manifests generate build-installer and commit):"; echo "$$drift"; git --no-pager diff --stat -- api config dist; exit 1; fi
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@$(MAKE) --no-print-directory lint
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: lint
 lint: vet ## go vet, gofmt and module checks.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -151,6 +163,10 @@ undeploy: $(KUBECTL_DEP) ## Remove Deckhand from the cluster (CRDs and every Dec
 .PHONY: k8s-binaries
 k8s-binaries: ## Build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok into bin/k8s (once).
 	@./hack/k8s/build.sh
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(BIN)
+	cd hack/tools && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)
