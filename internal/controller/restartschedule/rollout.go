@@ -1,0 +1,145 @@
+package restartschedule
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+func (r *Reconciler) rolloutTimeout(rs *deckhandv1alpha1.RestartSchedule) time.Duration {
+	if rs.Spec.RolloutTimeout != nil && rs.Spec.RolloutTimeout.Duration > 0 {
+		return rs.Spec.RolloutTimeout.Duration
+	}
+	return defaultRolloutTimeout
+}
+
+func (r *Reconciler) pollInterval() time.Duration {
+	if r.PollInterval > 0 {
+		return r.PollInterval
+	}
+	return defaultPollInterval
+}
+
+// followRollouts checks every active restart with `kubectl rollout status`
+// rules and records the finished ones.
+func (r *Reconciler) followRollouts(ctx context.Context, s *scope) error {
+	st := &s.rs.Status
+	timeout := r.rolloutTimeout(s.rs)
+	var still []deckhandv1alpha1.RestartActive
+	var errs []error
+	for _, a := range st.Active {
+		start := a.StartTime
+		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Workload: workloadKey(a.Kind, a.Name), StartTime: &start}
+		obj, err := newWorkload(a.Kind)
+		if err == nil {
+			err = r.Get(ctx, types.NamespacedName{Namespace: s.rs.Namespace, Name: a.Name}, obj)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, "the workload was deleted before its rollout completed"
+			s.record(rec)
+			s.event(nil, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s: %s", rec.Workload, rec.Message)
+			continue
+		case err != nil:
+			errs = append(errs, err)
+			still = append(still, a)
+			continue
+		}
+		state, msg := rolloutStatus(obj, a.Generation)
+		switch {
+		case state == rolloutComplete:
+			rec.Result, rec.Message = deckhandv1alpha1.RestartSucceeded, msg
+			s.record(rec)
+			t := metav1.NewTime(s.now)
+			st.LastSuccessfulTime = &t
+			s.event(obj, corev1.EventTypeNormal, "Restarted", "Restart", "%s restarted for the run scheduled at %s: %s", rec.Workload, formatSlot(a.ScheduledTime.Time), msg)
+		case state == rolloutFailed:
+			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, msg
+			s.record(rec)
+			s.event(obj, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s: %s", rec.Workload, msg)
+		case !s.now.Before(a.StartTime.Add(timeout)):
+			rec.Result = deckhandv1alpha1.RestartFailed
+			rec.Message = fmt.Sprintf("rollout did not complete within rolloutTimeout %s: %s", timeout, msg)
+			s.record(rec)
+			s.event(obj, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s: %s", rec.Workload, rec.Message)
+		default:
+			still = append(still, a)
+			s.requeueIn(a.StartTime.Add(timeout).Sub(s.now))
+			s.requeueIn(r.pollInterval())
+		}
+	}
+	st.Active = still
+	return kerrors.NewAggregate(errs)
+}
+
+// startPending restarts pending workloads while fewer than maxConcurrent
+// are rolling out.
+func (r *Reconciler) startPending(ctx context.Context, s *scope) error {
+	rs, st := s.rs, &s.rs.Status
+	if rs.Spec.Suspend {
+		return nil
+	}
+	limit := int(rs.Spec.MaxConcurrent)
+	if limit < 1 {
+		limit = 1
+	}
+	for len(st.Pending) > 0 && len(st.Active) < limit {
+		p := st.Pending[0]
+		key := workloadKey(p.Kind, p.Name)
+		skip := func(msg string, related runtime.Object) {
+			st.Pending = st.Pending[1:]
+			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: msg})
+			s.event(related, corev1.EventTypeNormal, "RestartSkipped", "Restart", "%s: %s", key, msg)
+		}
+		obj, err := newWorkload(p.Kind)
+		if err == nil {
+			err = r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: p.Name}, obj)
+		}
+		if apierrors.IsNotFound(err) {
+			skip(fmt.Sprintf("%s %q not found", p.Kind, p.Name), nil)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if reason := skipReason(obj); reason != "" {
+			skip(reason, obj)
+			continue
+		}
+		slot := formatSlot(p.ScheduledTime.Time)
+		current := restartedAt(obj)
+		if current != slot {
+			if ct, perr := time.Parse(time.RFC3339, current); perr == nil && ct.After(p.ScheduledTime.Time) {
+				skip(fmt.Sprintf("already restarted for the later scheduled time %s", current), obj)
+				continue
+			}
+			if err := r.Patch(ctx, obj, restartPatch(p.ScheduledTime.Time), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+				if apierrors.IsNotFound(err) {
+					skip(fmt.Sprintf("%s %q not found", p.Kind, p.Name), nil)
+					continue
+				}
+				return fmt.Errorf("restarting %s: %w", key, err)
+			}
+			restartSkew.Observe(r.Clock.Now().Sub(p.ScheduledTime.Time).Seconds())
+			s.event(obj, corev1.EventTypeNormal, "Restarting", "Restart", "restarting %s for the run scheduled at %s", key, slot)
+		}
+		// Else the annotation already carries this slot: an earlier attempt
+		// patched it (crash, conflict, another replica). Follow that
+		// rollout instead of restarting again.
+		st.Pending = st.Pending[1:]
+		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime,
+			StartTime: metav1.NewTime(s.now), Generation: obj.GetGeneration()})
+		s.requeueIn(r.pollInterval())
+	}
+	return nil
+}

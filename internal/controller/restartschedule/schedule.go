@@ -1,0 +1,212 @@
+package restartschedule
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/cronschedule"
+)
+
+// parseSchedule parses spec.schedule in spec.timeZone.
+func (r *Reconciler) parseSchedule(_ context.Context, s *scope) error {
+	spec := s.rs.Spec
+	if _, err := cronschedule.LoadLocation(spec.TimeZone); err != nil {
+		s.invalidReason, s.invalidMsg = "InvalidTimeZone", "spec.timeZone: "+err.Error()
+		return nil
+	}
+	sched, err := cronschedule.New(spec.Schedule, spec.TimeZone, s.now)
+	if err != nil {
+		s.invalidReason, s.invalidMsg = "InvalidSchedule", fmt.Sprintf("spec.schedule: %q: %v", spec.Schedule, err)
+		return nil
+	}
+	s.sched = sched
+	return nil
+}
+
+// scheduleKey identifies the schedule slots refer to.
+func scheduleKey(spec deckhandv1alpha1.RestartScheduleSpec) string {
+	tz := spec.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	return spec.Schedule + "|" + tz
+}
+
+// observeSchedule moves handledThrough so that only slots after the
+// creation, the last schedule edit or the last resume can run.
+func (r *Reconciler) observeSchedule(_ context.Context, s *scope) error {
+	st := &s.rs.Status
+	if s.sched == nil {
+		// Remember the invalid schedule: whatever valid schedule replaces
+		// it is an edit, and starts from the time of that edit.
+		st.ObservedSchedule = scheduleKey(s.rs.Spec)
+		return nil
+	}
+	now := metav1.NewTime(s.now.Truncate(time.Second))
+	key := scheduleKey(s.rs.Spec)
+	switch {
+	case st.ObservedSchedule == "" && s.rs.Generation <= 1:
+		// First sight of an unedited object: slots after its creation run
+		// (a manager that was down at the first slot runs it late).
+		t := s.rs.CreationTimestamp
+		st.HandledThrough = &t
+	case st.ObservedSchedule != key:
+		// Edited (possibly while the manager was down): never fire slots of
+		// the new schedule retroactively.
+		st.HandledThrough = &now
+	}
+	st.ObservedSchedule = key
+	wasSuspended := meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleSuspended)
+	if wasSuspended && !s.rs.Spec.Suspend {
+		if st.HandledThrough == nil || st.HandledThrough.Time.Before(now.Time) {
+			// Resumed: slots that passed while suspended are not run.
+			st.HandledThrough = &now
+		}
+		abandonLateRun(s)
+	}
+	return nil
+}
+
+// abandonLateRun is the resume rule for a run that a suspension interrupted:
+// its workloads not yet restarted start only if the run's slot is still
+// within startingDeadlineSeconds, as if the run were starting now; otherwise
+// they are recorded as Missed. Without a deadline a late run always starts,
+// so the run continues. The decision, the records and the removal from
+// pending are one status write, so a retried reconcile cannot both record
+// a workload as Missed and restart it.
+func abandonLateRun(s *scope) {
+	st := &s.rs.Status
+	secs := s.rs.Spec.StartingDeadlineSeconds
+	if secs == nil || len(st.Pending) == 0 {
+		return
+	}
+	deadline := time.Duration(*secs) * time.Second
+	var keep []deckhandv1alpha1.RestartPending
+	var missed []string
+	var slot time.Time
+	for _, p := range st.Pending {
+		late := s.now.Sub(p.ScheduledTime.Time)
+		if late <= deadline {
+			keep = append(keep, p)
+			continue
+		}
+		key := workloadKey(p.Kind, p.Name)
+		missed = append(missed, key)
+		slot = p.ScheduledTime.Time
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: key, Result: deckhandv1alpha1.RestartMissed,
+			Message: fmt.Sprintf("not started: the run was suspended and resumed %s after its scheduled time, more than startingDeadlineSeconds (%ds)",
+				late.Truncate(time.Second), *secs)})
+	}
+	st.Pending = keep
+	if len(missed) > 0 {
+		s.event(nil, corev1.EventTypeWarning, "MissSchedule", "Schedule",
+			"the run scheduled at %s was not continued after resuming: it is more than startingDeadlineSeconds (%d) old; not restarted: %s",
+			formatSlot(slot), *secs, strings.Join(missed, ", "))
+	}
+}
+
+// fire starts the run of the due slot, if any, by the CronJob rules.
+func (r *Reconciler) fire(ctx context.Context, s *scope) error {
+	rs, st := s.rs, &s.rs.Status
+	if s.sched == nil || rs.Spec.Suspend || st.HandledThrough == nil {
+		return nil
+	}
+	var deadline *time.Duration
+	if rs.Spec.StartingDeadlineSeconds != nil {
+		d := time.Duration(*rs.Spec.StartingDeadlineSeconds) * time.Second
+		deadline = &d
+	}
+	plan := s.sched.PlanAt(st.HandledThrough.Time, s.now, deadline)
+	s.next = plan.Next
+	if plan.Slot.IsZero() {
+		return nil
+	}
+	slot := metav1.NewTime(plan.Slot)
+	if plan.TooMany {
+		s.event(nil, corev1.EventTypeWarning, "TooManyMissedTimes", "Schedule",
+			"more than %d scheduled times were missed since %s; only the latest (%s) is considered. Check the clocks and the manager's availability",
+			cronschedule.MaxMissed, formatSlot(st.HandledThrough.Time), formatSlot(plan.Slot))
+	}
+	if plan.Missed {
+		st.HandledThrough = &slot
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartMissed,
+			Message: fmt.Sprintf("not started within startingDeadlineSeconds (%ds) of its scheduled time; %s scheduled time(s) missed",
+				*rs.Spec.StartingDeadlineSeconds, missedCount(plan))})
+		s.event(nil, corev1.EventTypeWarning, "MissSchedule", "Schedule", "missed the run scheduled at %s (startingDeadlineSeconds %d)", formatSlot(plan.Slot), *rs.Spec.StartingDeadlineSeconds)
+		return nil
+	}
+	if len(st.Active)+len(st.Pending) > 0 && rs.Spec.ConcurrencyPolicy != deckhandv1alpha1.RestartReplace {
+		st.HandledThrough = &slot
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartSkipped,
+			Message: fmt.Sprintf("the run scheduled at %s is still rolling out (concurrencyPolicy Forbid)", formatSlot(runSlot(st)))})
+		s.event(nil, corev1.EventTypeNormal, "RunSkipped", "Schedule", "skipped the run scheduled at %s: the previous run is still rolling out (concurrencyPolicy Forbid)", formatSlot(plan.Slot))
+		return nil
+	}
+	targets, err := listTargets(ctx, r.Client, rs)
+	if err != nil {
+		// Nothing recorded: the slot stays due and the retry runs it.
+		return fmt.Errorf("listing the workloads of spec.target: %w", err)
+	}
+	st.HandledThrough = &slot
+	st.LastScheduleTime = &slot
+	if len(st.Active)+len(st.Pending) > 0 { // concurrencyPolicy Replace
+		msg := fmt.Sprintf("superseded by the run scheduled at %s (concurrencyPolicy Replace)", formatSlot(plan.Slot))
+		for _, a := range st.Active {
+			start := a.StartTime
+			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Workload: workloadKey(a.Kind, a.Name), StartTime: &start,
+				Result: deckhandv1alpha1.RestartFailed, Message: "rollout not complete when " + msg})
+		}
+		for _, p := range st.Pending {
+			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: workloadKey(p.Kind, p.Name),
+				Result: deckhandv1alpha1.RestartSkipped, Message: "not started: " + msg})
+		}
+		s.event(nil, corev1.EventTypeNormal, "RunReplaced", "Schedule", "the previous run was still rolling out; %s", msg)
+		st.Active, st.Pending = nil, nil
+	}
+	if len(targets) == 0 {
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartSkipped,
+			Message: "no Deployment, StatefulSet or DaemonSet matches spec.target.selector"})
+		s.event(nil, corev1.EventTypeNormal, "RunSkipped", "Schedule", "the run scheduled at %s matched no workload", formatSlot(plan.Slot))
+		return nil
+	}
+	for _, t := range targets {
+		st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: t.Kind, Name: t.Name, ScheduledTime: slot})
+	}
+	late := ""
+	if plan.Count > 1 {
+		late = fmt.Sprintf(" (%s scheduled times were missed; only the latest runs)", missedCount(plan))
+	}
+	if len(targets) > 1 || late != "" {
+		// A run of one workload on time is told by its Restarting event
+		// alone: at a popular schedule (every namespace restarting at
+		// midnight) each Event is an API write competing with the restarts
+		// themselves (docs/benchmarks.md, item 4).
+		s.event(nil, corev1.EventTypeNormal, "RunStarted", "Schedule", "run scheduled at %s started for %d workload(s)%s", formatSlot(plan.Slot), len(targets), late)
+	}
+	return nil
+}
+
+func missedCount(p cronschedule.Plan) string {
+	if p.TooMany {
+		return fmt.Sprintf("more than %d", cronschedule.MaxMissed)
+	}
+	return fmt.Sprint(p.Count)
+}
+
+// runSlot is the scheduled time of the run in progress.
+func runSlot(st *deckhandv1alpha1.RestartScheduleStatus) time.Time {
+	if len(st.Active) > 0 {
+		return st.Active[0].ScheduledTime.Time
+	}
+	if len(st.Pending) > 0 {
+		return st.Pending[0].ScheduledTime.Time
+	}
+	return time.Time{}
+}
