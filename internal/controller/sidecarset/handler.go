@@ -1,0 +1,85 @@
+package sidecarset
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// DefaultPodEventDelay batches pod events. A reconcile reads every pod the
+// SidecarSet selects, so reconciling once per pod event costs
+// O(matched pods) per pod: quadratic over a burst of pod creations, and in
+// the admission benchmark (docs/benchmarks.md, item 1) this controller took
+// the CPU the API server needed. Counts a second old are fine for status,
+// and an in-place rollout step already waits for kubelet to restart a
+// container; SidecarSet changes themselves are reconciled at once.
+const DefaultPodEventDelay = time.Second
+
+// podEventHandler enqueues the SidecarSets a pod event concerns after
+// PodEventDelay; the queue keeps one entry per SidecarSet, so a burst of pod
+// events becomes one reconcile per SidecarSet per delay.
+func (r *Reconciler) podEventHandler() handler.EventHandler {
+	delay := r.PodEventDelay
+	if delay <= 0 {
+		delay = DefaultPodEventDelay
+	}
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], pods ...client.Object) {
+		for _, pod := range pods {
+			for _, req := range r.podToSidecarSets(ctx, pod) {
+				q.AddAfter(req, delay)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		// Both pods of an update: a SidecarSet that the pod stops matching
+		// hears of it too.
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// podToSidecarSets maps a pod to the SidecarSets that injected it (its
+// annotation) and those that select it (through the namespace index).
+func (r *Reconciler) podToSidecarSets(_ context.Context, obj client.Object) []reconcile.Request {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || sidecarcontrol.IsProtectedNamespace(pod.Namespace) {
+		return nil
+	}
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+	}
+	for _, name := range sidecarcontrol.InjectedNames(pod.Annotations) {
+		add(name)
+	}
+	cands, _ := r.lister.Candidates(pod.Namespace)
+	for _, s := range cands {
+		if sidecarcontrol.Compile(s).Matches(s, pod.Namespace, pod.Labels, r.lister.NamespaceLabels) {
+			add(s.Name)
+		}
+	}
+	return reqs
+}

@@ -1,0 +1,184 @@
+package sidecarset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// computeStatus counts the pods and sets the conditions.
+func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, error) {
+	s := sc.set
+	st := deckhandv1alpha1.SidecarSetStatus{
+		ObservedGeneration: s.Status.ObservedGeneration,
+		LatestRevision:     sc.compiled.Hash,
+		Conditions:         append([]metav1.Condition(nil), s.Status.Conditions...),
+	}
+	var clashes int
+	var clash *podState // the first clashing pod by namespace and name, for a stable message
+	for _, p := range sc.pods {
+		if !p.injected {
+			st.NotInjectedPods++
+			if p.clash != "" {
+				clashes++
+				if clash == nil || podKey(p.pod) < podKey(clash.pod) {
+					clash = p
+				}
+			}
+			continue
+		}
+		st.MatchedPods++
+		if p.ready {
+			st.ReadyPods++
+		}
+		if p.updated && !p.pending {
+			st.UpdatedPods++
+			if p.ready {
+				st.UpdatedReadyPods++
+			}
+		}
+		if !p.upgradable {
+			st.NotUpdatablePods++
+		}
+	}
+	gen := s.Generation
+	switch {
+	case clashes > 0:
+		msg := fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars; %d of them already had a container named like one of its sidecars when they were created (pod %s has its own container %q), and a pod's own container wins: rename the sidecar or the pod's container, then recreate the pods",
+			st.NotInjectedPods, clashes, podKey(clash.pod), clash.clash)
+		if others := int(st.NotInjectedPods) - clashes; others > 0 {
+			msg += fmt.Sprintf("; the other %d were created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed: recreate them to inject them", others)
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: "ContainerNameConflict", ObservedGeneration: gen,
+			Message: msg,
+		})
+	case st.NotInjectedPods > 0:
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: "PodsNotInjected", ObservedGeneration: gen,
+			Message: fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars (created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed); recreate them to inject them", st.NotInjectedPods),
+		})
+	default:
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllPodsInjected", ObservedGeneration: gen,
+			Message: "every pod the SidecarSet selects carries its sidecars",
+		})
+	}
+	if st.NotUpdatablePods > 0 {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionFalse, Reason: "NonImageChanges", ObservedGeneration: gen,
+			Message: fmt.Sprintf("%d pod(s) carry a revision that differs from the latest in more than images; only images are updated in place, so these pods get the change only when they are recreated", st.NotUpdatablePods),
+		})
+	} else {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionTrue, Reason: "ImageOnlyChanges", ObservedGeneration: gen,
+			Message: "every injected pod can reach the latest revision in place",
+		})
+	}
+	us := s.Spec.UpdateStrategy
+	cond := metav1.Condition{Type: deckhandv1alpha1.SidecarSetConditionPodsUpdated, ObservedGeneration: gen, Status: metav1.ConditionFalse}
+	progress := fmt.Sprintf("%d of %d pod(s) updated", st.UpdatedPods, st.MatchedPods)
+	switch {
+	case st.UpdatedPods == st.MatchedPods:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "AllPodsUpdated", "every injected pod runs the latest revision"
+	case us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy:
+		cond.Reason, cond.Message = "NotUpdate", progress+"; updateStrategy.type is NotUpdate, so running pods keep their revision"
+	case us.Paused:
+		cond.Reason, cond.Message = "UpdatePaused", progress+"; the rollout is paused (updateStrategy.paused)"
+	case rolloutHeld(sc, int(st.MatchedPods)):
+		cond.Reason, cond.Message = "UpdateHeld", progress+"; the remaining pods are held back by updateStrategy.partition or updateStrategy.selector, or need recreating (see InPlaceUpdatable)"
+	default:
+		cond.Reason, cond.Message = "RollingUpdate", progress
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+	sc.status = st
+	return ctrl.Result{}, nil
+}
+
+// rolloutHeld reports whether every injected pod the strategy lets the
+// controller update is updated, so the rollout stands still by design.
+func rolloutHeld(sc *scope, matched int) bool {
+	partition := scaled(sc.set.Spec.UpdateStrategy.Partition, matched, 0)
+	atLatest, movable := 0, 0
+	for _, p := range sc.pods {
+		if !p.injected {
+			continue
+		}
+		if p.revisionCurrent || p.pending {
+			atLatest++
+			if !p.updated || p.pending {
+				return false // an update is in flight
+			}
+			continue
+		}
+		if p.upgradable && p.inScope {
+			movable++
+		}
+	}
+	return movable == 0 || matched-atLatest <= partition
+}
+
+// writeStatus patches the status if it changed, with observedGeneration
+// only when the reconcile succeeded, and emits events on condition changes.
+func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) error {
+	s := sc.set
+	if sc.status.LatestRevision == "" {
+		return nil // observePods failed before anything was computed
+	}
+	st := sc.status
+	if ok {
+		st.ObservedGeneration = s.Generation
+	}
+	r.recordMetrics(s.Name, &st)
+	r.announce(s, &st)
+	if apiequality.Semantic.DeepEqual(s.Status, st) {
+		return nil
+	}
+	// The whole status goes in the patch: a diff would leave out the zero
+	// counts a fresh SidecarSet has never had written.
+	data, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return err
+	}
+	return r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, data), client.FieldOwner(deckhandv1alpha1.FieldManager))
+}
+
+// announce emits an event when a condition changes status or reason.
+func (r *Reconciler) announce(s *deckhandv1alpha1.SidecarSet, st *deckhandv1alpha1.SidecarSetStatus) {
+	for _, t := range []string{deckhandv1alpha1.SidecarSetConditionPodsInjected, deckhandv1alpha1.SidecarSetConditionPodsUpdated, deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable} {
+		now := meta.FindStatusCondition(st.Conditions, t)
+		before := meta.FindStatusCondition(s.Status.Conditions, t)
+		if now == nil || (before != nil && before.Status == now.Status && before.Reason == now.Reason) {
+			continue
+		}
+		if before == nil && now.Status == metav1.ConditionTrue {
+			continue // nothing worth saying about a SidecarSet that starts healthy
+		}
+		typ := corev1.EventTypeNormal
+		if now.Status == metav1.ConditionFalse && now.Reason != "RollingUpdate" && now.Reason != "UpdatePaused" && now.Reason != "NotUpdate" {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(s, nil, typ, now.Reason, t, "%s", now.Message)
+	}
+}
+
+func (r *Reconciler) recordMetrics(name string, st *deckhandv1alpha1.SidecarSetStatus) {
+	for state, v := range map[string]int32{
+		"matched": st.MatchedPods, "updated": st.UpdatedPods, "ready": st.ReadyPods, "updated_ready": st.UpdatedReadyPods,
+		"not_injected": st.NotInjectedPods, "not_updatable": st.NotUpdatablePods,
+	} {
+		podsGauge.WithLabelValues(name, state).Set(float64(v))
+	}
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
