@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // podPhaseToOrdinal ranks phases for deletion: Pending < Unknown < Running.
@@ -53,7 +54,7 @@ func (s rankedPods) Less(i, j int) bool {
 		return podPhaseToOrdinal[pi.Status.Phase] < podPhaseToOrdinal[pj.Status.Phase]
 	}
 	// 3. Not ready < ready.
-	readyI, readyJ := isPodReady(pi), isPodReady(pj)
+	readyI, readyJ := podutil.IsPodReady(pi), podutil.IsPodReady(pj)
 	if readyI != readyJ {
 		return !readyI
 	}
@@ -67,7 +68,7 @@ func (s rankedPods) Less(i, j int) bool {
 	}
 	// 6. Been ready for empty time < less time < more time.
 	if readyI && readyJ {
-		t1, t2 := podReadyTime(pi), podReadyTime(pj)
+		t1, t2 := podutil.PodReadyTime(pi), podutil.PodReadyTime(pj)
 		if !t1.Equal(t2) {
 			if s.now.IsZero() || t1.IsZero() || t2.IsZero() {
 				return afterOrZero(t1, t2)
@@ -100,7 +101,7 @@ func (s rankedPods) Less(i, j int) bool {
 func sortForDeletion(pods, related []*corev1.Pod, now time.Time) {
 	podsOnNode := map[string]int{}
 	for _, p := range related {
-		if isPodActive(p) {
+		if podutil.IsPodActive(p) {
 			podsOnNode[p.Spec.NodeName]++
 		}
 	}
@@ -150,15 +151,6 @@ func logarithmicRankDiff(t1, t2, now metav1.Time) int64 {
 	return r1 - r2
 }
 
-func podReadyTime(p *corev1.Pod) *metav1.Time {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return &c.LastTransitionTime
-		}
-	}
-	return &metav1.Time{}
-}
-
 // maxContainerRestarts returns the highest restart count of the regular
 // containers and of the restartable (sidecar) init containers.
 func maxContainerRestarts(p *corev1.Pod) (regular, sidecar int) {
@@ -166,8 +158,8 @@ func maxContainerRestarts(p *corev1.Pod) (regular, sidecar int) {
 		regular = max(regular, int(c.RestartCount))
 	}
 	sidecars := map[string]bool{}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+	for i := range p.Spec.InitContainers {
+		if c := &p.Spec.InitContainers[i]; podutil.IsNativeSidecar(c) {
 			sidecars[c.Name] = true
 		}
 	}
@@ -191,20 +183,4 @@ func compareMaxContainerRestarts(pi, pj *corev1.Pod) *bool {
 		return &res
 	}
 	return nil
-}
-
-// isPodReady reports whether the pod's Ready condition is True.
-func isPodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// isPodActive reports whether a pod counts as a replica: not finished and
-// not being deleted.
-func isPodActive(p *corev1.Pod) bool {
-	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
 }

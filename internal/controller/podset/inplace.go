@@ -103,20 +103,20 @@ func inPlaceUpdateDone(pod *corev1.Pod) bool {
 		}
 		return false
 	}
-	return isPodReady(pod)
+	return podutil.IsPodReady(pod)
 }
 
 // isPodAvailable reports whether pod is Ready for at least minReadySeconds
 // and not in an in-place update, and, if it is Ready but not yet available,
 // how long until it becomes so.
 func isPodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
-	if !isPodReady(pod) || !inPlaceUpdateDone(pod) {
+	if !podutil.IsPodReady(pod) || !inPlaceUpdateDone(pod) {
 		return false, 0
 	}
 	if minReadySeconds == 0 {
 		return true, 0
 	}
-	readySince := podReadyTime(pod).Time
+	readySince := podutil.PodReadyTime(pod).Time
 	if readySince.IsZero() {
 		return false, 0
 	}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // Condition reasons.
@@ -45,7 +46,7 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 		if templateLabels.AsSelector().Matches(labels.Set(p.Labels)) {
 			fullyLabeled++
 		}
-		if isPodReady(p) {
+		if podutil.IsPodReady(p) {
 			ready++
 		}
 		avail, wait := isPodAvailable(p, ps.Spec.MinReadySeconds, now)

@@ -195,12 +195,3 @@ func containerImage(p *corev1.Pod, name string) string {
 	}
 	return ""
 }
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}

@@ -110,7 +110,7 @@ func scaled(v *intstr.IntOrString, total, def int) int {
 
 // classify computes the podState of pod for SidecarSet s (compiled as c).
 func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *corev1.Pod) *podState {
-	st := &podState{pod: pod, ready: podReady(pod), inScope: true}
+	st := &podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true}
 	st.injected = sidecarcontrol.IsInjected(pod.Annotations, s.Name)
 	if !st.injected {
 		st.clash = clashingContainer(s, pod)
@@ -167,7 +167,7 @@ func sidecarsRunLatest(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
 	}
 	for i := range s.Spec.InitContainers {
 		sc := &s.Spec.InitContainers[i]
-		if isNativeSidecar(&sc.Container) && !containerRuns(sc, pod.Spec.InitContainers, pod.Status.InitContainerStatuses) {
+		if podutil.IsNativeSidecar(&sc.Container) && !containerRuns(sc, pod.Spec.InitContainers, pod.Status.InitContainerStatuses) {
 			return false
 		}
 	}
@@ -196,19 +196,5 @@ func containerRuns(sc *deckhandv1alpha1.SidecarContainer, specs []corev1.Contain
 	return false
 }
 
-func isNativeSidecar(c *corev1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podActive(pod *corev1.Pod) bool {
-	return pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
+// podActive reports whether pod counts for a SidecarSet at all.
+func podActive(pod *corev1.Pod) bool { return podutil.IsPodActive(pod) }

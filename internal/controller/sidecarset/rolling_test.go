@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -68,7 +69,7 @@ func (a *availabilityWatch) observe(p *corev1.Pod, sidecar, newImage string) {
 			status = cs.Image
 		}
 	}
-	a.unavailable[p.Name] = !podReady(p) || spec != status
+	a.unavailable[p.Name] = !podutil.IsPodReady(p) || spec != status
 	if spec == newImage && !a.seen[p.Name] {
 		a.seen[p.Name] = true
 		a.order = append(a.order, p.Name)
