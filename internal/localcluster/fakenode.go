@@ -1,10 +1,18 @@
 package localcluster
 
 import (
+	"context"
 	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // podContainerRestartStages are the Stage objects that make kwok's fake
@@ -26,4 +34,81 @@ func (c *Cluster) writeKwokStages() (string, error) {
 	path := filepath.Join(c.dir, "kwok-stages.yaml")
 	data := append(append(stock, "\n---\n"...), podContainerRestartStages...)
 	return path, os.WriteFile(path, data, 0o600)
+}
+
+func (c *Cluster) startKwok(ctx context.Context) error {
+	stages, err := c.writeKwokStages()
+	if err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig", c.KubeconfigPath,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector", FakeNodeAnnotation + "=fake",
+		"--cidr", "10.244.0.1/16",
+		"--node-ip", "10.0.0.1",
+		"--node-lease-duration-seconds", "40",
+		"--server-address", "",
+		"--config", stages,
+		"--v", "WARN",
+	}
+	c.progress("starting kwok with %d fake node(s)", c.opts.FakeNodes)
+	if err := c.startComponent("kwok", "kwok", args); err != nil {
+		return err
+	}
+	for i := range c.opts.FakeNodes {
+		if err := c.CreateFakeNode(ctx, fmt.Sprintf("kwok-node-%d", i)); err != nil {
+			return err
+		}
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.checkAlive("kwok"); err != nil {
+			return false, err
+		}
+		nodes, err := c.clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			for _, cond := range n.Status.Conditions {
+				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+		}
+		return ready >= c.opts.FakeNodes, nil
+	})
+	if err != nil {
+		return fmt.Errorf("fake nodes did not become Ready: %w", err)
+	}
+	return nil
+}
+
+// CreateFakeNode registers a node that kwok manages: large enough for any
+// test, with no taints, so ordinary pods schedule on it.
+func (c *Cluster) CreateFakeNode(ctx context.Context, name string) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourceMemory: resource.MustParse("4Ti"),
+		corev1.ResourcePods:   resource.MustParse("20000"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{FakeNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{
+				"type":                   "kwok",
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/arch":     "amd64",
+			},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	_, err := c.clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
 }
