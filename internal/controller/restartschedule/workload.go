@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/rollout"
 )
 
 // Workload kinds a RestartSchedule can restart.
@@ -158,81 +159,19 @@ func restartPatch(slot time.Time) client.Patch {
 // formatSlot is the annotation value of a slot.
 func formatSlot(slot time.Time) string { return slot.UTC().Format(time.RFC3339) }
 
-// rolloutState is the outcome of a `kubectl rollout status` check.
-type rolloutState int
-
+// The outcomes of a rollout check, as the reconciler compares them.
 const (
-	rolloutInProgress rolloutState = iota
-	rolloutComplete
-	rolloutFailed
+	rolloutComplete = rollout.Complete
+	rolloutFailed   = rollout.Failed
 )
 
 // rolloutStatus applies `kubectl rollout status` rules to a workload. minGen
 // is the generation the restart produced: until the workload's controller
 // has observed it, the rollout has not even started (this also guards
 // against a stale cache that has not yet seen the patch).
-func rolloutStatus(obj client.Object, minGen int64) (rolloutState, string) {
+func rolloutStatus(obj client.Object, minGen int64) (rollout.State, string) {
 	if obj.GetGeneration() < minGen {
-		return rolloutInProgress, "waiting for the restart to reach the cache"
+		return rollout.InProgress, "waiting for the restart to reach the cache"
 	}
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		if w.Status.ObservedGeneration < w.Generation {
-			return rolloutInProgress, "waiting for the Deployment spec update to be observed"
-		}
-		for _, c := range w.Status.Conditions {
-			if c.Type == appsv1.DeploymentProgressing && c.Reason == "ProgressDeadlineExceeded" {
-				return rolloutFailed, fmt.Sprintf("Deployment exceeded its progress deadline: %s", c.Message)
-			}
-		}
-		want := int32(1)
-		if w.Spec.Replicas != nil {
-			want = *w.Spec.Replicas
-		}
-		s := w.Status
-		switch {
-		case s.UpdatedReplicas < want:
-			return rolloutInProgress, fmt.Sprintf("%d of %d new replicas have been updated", s.UpdatedReplicas, want)
-		case s.Replicas > s.UpdatedReplicas:
-			return rolloutInProgress, fmt.Sprintf("%d old replicas are pending termination", s.Replicas-s.UpdatedReplicas)
-		case s.AvailableReplicas < s.UpdatedReplicas:
-			return rolloutInProgress, fmt.Sprintf("%d of %d updated replicas are available", s.AvailableReplicas, s.UpdatedReplicas)
-		}
-		return rolloutComplete, fmt.Sprintf("Deployment rolled out: %d replicas updated and available", s.UpdatedReplicas)
-	case *appsv1.StatefulSet:
-		s := w.Status
-		if s.ObservedGeneration == 0 || s.ObservedGeneration < w.Generation {
-			return rolloutInProgress, "waiting for the StatefulSet spec update to be observed"
-		}
-		want := int32(1)
-		if w.Spec.Replicas != nil {
-			want = *w.Spec.Replicas
-		}
-		if s.ReadyReplicas < want {
-			return rolloutInProgress, fmt.Sprintf("%d of %d pods are ready", s.ReadyReplicas, want)
-		}
-		if ru := w.Spec.UpdateStrategy.RollingUpdate; ru != nil && ru.Partition != nil && *ru.Partition > 0 {
-			if s.UpdatedReplicas < want-*ru.Partition {
-				return rolloutInProgress, fmt.Sprintf("%d of %d pods above the partition are updated", s.UpdatedReplicas, want-*ru.Partition)
-			}
-			return rolloutComplete, fmt.Sprintf("partitioned StatefulSet rolled out: %d pods updated", s.UpdatedReplicas)
-		}
-		if s.UpdateRevision != s.CurrentRevision {
-			return rolloutInProgress, fmt.Sprintf("%d of %d pods are updated", s.UpdatedReplicas, want)
-		}
-		return rolloutComplete, fmt.Sprintf("StatefulSet rolled out: %d pods at revision %s", s.ReadyReplicas, s.UpdateRevision)
-	case *appsv1.DaemonSet:
-		s := w.Status
-		if s.ObservedGeneration < w.Generation {
-			return rolloutInProgress, "waiting for the DaemonSet spec update to be observed"
-		}
-		if s.UpdatedNumberScheduled < s.DesiredNumberScheduled {
-			return rolloutInProgress, fmt.Sprintf("%d of %d updated pods are scheduled", s.UpdatedNumberScheduled, s.DesiredNumberScheduled)
-		}
-		if s.NumberAvailable < s.DesiredNumberScheduled {
-			return rolloutInProgress, fmt.Sprintf("%d of %d updated pods are available", s.NumberAvailable, s.DesiredNumberScheduled)
-		}
-		return rolloutComplete, fmt.Sprintf("DaemonSet rolled out: %d pods updated and available", s.NumberAvailable)
-	}
-	return rolloutFailed, "unsupported workload kind"
+	return rollout.Status(obj)
 }

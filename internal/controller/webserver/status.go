@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/rollout"
 )
 
 // Condition reasons, stable for users' automation.
@@ -102,7 +103,7 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionTrue, ReasonDeploymentPending, "creating the Deployment")
 	case deadlineExceeded(d) != nil:
 		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonProgressDeadlineExceeded, deadlineExceeded(d).Message)
-	case rolloutComplete(d):
+	case rollout.IsComplete(d):
 		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete,
 			fmt.Sprintf("%d/%d replicas updated and available", d.Status.AvailableReplicas, desiredReplicas(d)))
 	default:
@@ -154,14 +155,4 @@ func desiredReplicas(d *appsv1.Deployment) int32 {
 		return 1
 	}
 	return *d.Spec.Replicas
-}
-
-// rolloutComplete is kubectl rollout status's test: the controller has seen
-// the latest spec and every replica is updated and available.
-func rolloutComplete(d *appsv1.Deployment) bool {
-	want := desiredReplicas(d)
-	return d.Status.ObservedGeneration >= d.Generation &&
-		d.Status.UpdatedReplicas == want &&
-		d.Status.Replicas == want &&
-		d.Status.AvailableReplicas == want
 }
