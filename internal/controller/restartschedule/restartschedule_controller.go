@@ -59,11 +59,11 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// SetupWithManager registers the RestartSchedule controller with mgr.
 // conflictRetryDelay is how soon a reconcile whose status write lost a
 // conflict runs again, from a cache that has by then seen the other write.
 const conflictRetryDelay = 100 * time.Millisecond
 
+// SetupWithManager registers the RestartSchedule controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
