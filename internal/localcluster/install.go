@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,11 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
-)
 
-// ProtectedNamespaces are never sent to Deckhand's pod webhooks: the control
-// plane's and Deckhand's own, so that Deckhand can never block its own start.
-var ProtectedNamespaces = []string{"kube-system", "deckhand-system"}
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+)
 
 // InstallCRDs creates or updates every CustomResourceDefinition in dir and
 // waits until the API server serves them.
@@ -45,7 +44,7 @@ type LocalWebhooks struct {
 }
 
 // Install rewrites every webhook's clientConfig from a Service reference to
-// URL+path with CABundle, keeps pod webhooks out of ProtectedNamespaces, and
+// URL+path with CABundle, keeps pod webhooks out of podutil.ProtectedNamespaces, and
 // creates or replaces the configurations.
 func (w LocalWebhooks) Install(ctx context.Context, cs kubernetes.Interface) error {
 	mutating, validating, err := w.Render()
@@ -156,7 +155,7 @@ func (w LocalWebhooks) rewrite(p webhookParts) bool {
 	cc.CABundle = w.CABundle
 	if *nsSel == nil && coversPods(rules) {
 		*nsSel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: ProtectedNamespaces,
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: slices.Clone(podutil.ProtectedNamespaces),
 		}}}
 	}
 	return true

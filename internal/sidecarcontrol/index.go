@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // IndexNamespace is the name of the informer index that maps a namespace key
@@ -153,20 +154,26 @@ func (l *Lister) NamespaceLabels(ns string) (map[string]string, bool) {
 	return nil, false
 }
 
-// protectedNamespaces are never injected or updated: the control plane's
-// and Deckhand's own.
-var protectedNamespaces = map[string]bool{metav1.NamespaceSystem: true, ownNamespace(): true}
+// protectedNamespaces are never injected or updated.
+var protectedNamespaces = protectedSet(os.Getenv("POD_NAMESPACE"))
 
-func ownNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
-		return ns
+// protectedSet is podutil.ProtectedNamespaces with Deckhand's own namespace
+// replaced by own when it is set: a manager installed into another namespace
+// must still leave its own pods alone.
+func protectedSet(own string) map[string]bool {
+	m := map[string]bool{}
+	for _, ns := range podutil.ProtectedNamespaces {
+		if ns == podutil.DeckhandNamespace && own != "" {
+			ns = own
+		}
+		m[ns] = true
 	}
-	return "deckhand-system"
+	return m
 }
 
 // IsProtectedNamespace reports whether pods in ns are out of every
-// SidecarSet's reach: kube-system and Deckhand's own namespace (the
-// POD_NAMESPACE environment variable, default deckhand-system).
+// SidecarSet's reach: podutil.ProtectedNamespaces, with Deckhand's own
+// namespace taken from the POD_NAMESPACE environment variable when it is set.
 func IsProtectedNamespace(ns string) bool { return protectedNamespaces[ns] }
 
 // All returns every cached SidecarSet (shared with the cache).

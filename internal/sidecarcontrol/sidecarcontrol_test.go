@@ -162,3 +162,21 @@ func TestMatches(t *testing.T) {
 		t.Errorf("an empty selector matched a pod")
 	}
 }
+
+func TestProtectedSet(t *testing.T) {
+	cases := map[string]struct {
+		own  string
+		want map[string]bool
+	}{
+		"default install": {"", map[string]bool{"kube-system": true, "deckhand-system": true}},
+		"own namespace":   {"ops", map[string]bool{"kube-system": true, "ops": true}},
+		"same as default": {"deckhand-system", map[string]bool{"kube-system": true, "deckhand-system": true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := protectedSet(tc.own); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("protectedSet(%q) = %v, want %v", tc.own, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package podutil
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// The kustomize patch that keeps the pod webhooks out of the protected
+// namespaces must name exactly ProtectedNamespaces.
+func TestWebhookNamespaceSelectorMatchesProtectedNamespaces(t *testing.T) {
+	raw, err := os.ReadFile("../../config/webhook/pod_webhook_namespace_selector.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Webhooks) == 0 {
+		t.Fatal("the patch has no webhooks")
+	}
+	for _, w := range cfg.Webhooks {
+		sel := w.NamespaceSelector
+		if sel == nil || len(sel.MatchLabels) != 0 || len(sel.MatchExpressions) != 1 {
+			t.Fatalf("webhook %s: namespaceSelector %+v, want one NotIn expression", w.Name, sel)
+		}
+		e := sel.MatchExpressions[0]
+		if e.Key != "kubernetes.io/metadata.name" || e.Operator != metav1.LabelSelectorOpNotIn || !slices.Equal(e.Values, ProtectedNamespaces) {
+			t.Errorf("webhook %s: %s %s %v, want kubernetes.io/metadata.name NotIn %v", w.Name, e.Key, e.Operator, e.Values, ProtectedNamespaces)
+		}
+	}
+}
+
+// Deckhand's own namespace is protected only if it is installed where
+// DeckhandNamespace says.
+func TestDefaultInstallNamespace(t *testing.T) {
+	raw, err := os.ReadFile("../../config/default/kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Namespace string `json:"namespace"`
+	}
+	if err := yaml.Unmarshal(raw, &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Namespace != DeckhandNamespace {
+		t.Fatalf("config/default installs into %q, DeckhandNamespace is %q", k.Namespace, DeckhandNamespace)
+	}
+	if !slices.Contains(ProtectedNamespaces, DeckhandNamespace) || !slices.Contains(ProtectedNamespaces, metav1.NamespaceSystem) {
+		t.Fatalf("ProtectedNamespaces %v must hold %s and %s", ProtectedNamespaces, metav1.NamespaceSystem, DeckhandNamespace)
+	}
+}
