@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // TestScaleUpAndDown scales 0 -> 50 -> 5 -> 0 and checks every status field
@@ -111,8 +112,7 @@ func watchPods(t *testing.T, ns string) *podWatch {
 			}
 			pw.mu.Lock()
 			pw.seen[p.UID] = true
-			if ev.Type == watch.Deleted || p.DeletionTimestamp != nil ||
-				p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if ev.Type == watch.Deleted || !podutil.IsPodActive(p) {
 				delete(pw.active, p.UID)
 			} else {
 				pw.active[p.UID] = true
@@ -275,7 +275,7 @@ func TestDeletionOrder(t *testing.T) {
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &p); err != nil {
 				return false, "", err
 			}
-			if isReady(&p) {
+			if podutil.IsPodReady(&p) {
 				n++
 			}
 		}

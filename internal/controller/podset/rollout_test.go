@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // rolloutWatch follows every pod of a namespace from a watch and records
@@ -83,7 +84,7 @@ func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
 			}
 			available := 0
 			for _, q := range rw.pods {
-				if q.DeletionTimestamp == nil && isReady(q) && runningSpecImages(q) {
+				if q.DeletionTimestamp == nil && podutil.IsPodReady(q) && runningSpecImages(q) {
 					available++
 				}
 			}
@@ -196,7 +197,7 @@ func waitRolledOut(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) *deckhand
 		good := 0
 		for i := range pods {
 			p := &pods[i]
-			if p.DeletionTimestamp == nil && isReady(p) && runningSpecImages(p) &&
+			if p.DeletionTimestamp == nil && podutil.IsPodReady(p) && runningSpecImages(p) &&
 				p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == cur.Status.UpdateRevision {
 				good++
 			}

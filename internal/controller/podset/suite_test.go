@@ -23,6 +23,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 )
@@ -120,15 +121,6 @@ func activeNames(pods []corev1.Pod) []string {
 	return out
 }
 
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitConverged waits until ps has exactly n owned pods, all Ready, and a
 // status that says so for the current generation; it returns the PodSet.
 func waitConverged(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32, timeout time.Duration) *deckhandv1alpha1.PodSet {
@@ -144,7 +136,7 @@ func waitConverged(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32, timeout t
 		}
 		ready := 0
 		for i := range pods {
-			if pods[i].DeletionTimestamp == nil && isReady(&pods[i]) {
+			if pods[i].DeletionTimestamp == nil && podutil.IsPodReady(&pods[i]) {
 				ready++
 			}
 		}

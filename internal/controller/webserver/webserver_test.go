@@ -32,6 +32,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
 )
@@ -170,10 +171,8 @@ func readyPods(ctx context.Context, ns, name string, image string) (int, error) 
 		if p.DeletionTimestamp != nil || (image != "" && p.Spec.Containers[0].Image != image) {
 			continue
 		}
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				n++
-			}
+		if podutil.IsPodReady(&p) {
+			n++
 		}
 	}
 	return n, nil
