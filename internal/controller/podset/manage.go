@@ -37,7 +37,7 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 	if s.ps.Spec.Replicas != nil {
 		replicas = int(*s.ps.Spec.Replicas)
 	}
-	now := r.now()
+	now := r.Clock.Now()
 	in := planInput{
 		replicas:    replicas,
 		terminating: len(s.terminating),
@@ -198,7 +198,7 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 	}
 	r.Expectations.ExpectUpdates(s.key, want)
 	s.wrote = true
-	now := r.now()
+	now := r.Clock.Now()
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulUpdate, "Update", "Updated", " in place to revision "+s.revision)
 	var errs []error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +24,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 // Event reasons, as kube-controller-manager's ReplicaSet controller uses them.
@@ -57,11 +58,11 @@ type Reconciler struct {
 	// expectations require.
 	PodCache cache.Cache
 
+	// Clock tells the time; nil means the real clock.
+	Clock clock.PassiveClock
+
 	// podReader lists pods: PodCache or the manager's client.
 	podReader client.Reader
-
-	// now is time.Now, replaceable in tests.
-	now func() time.Time
 }
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
@@ -74,23 +75,15 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
+	reconcileutil.Defaults(mgr, "deckhand-podset", &r.Client, &r.Recorder, &r.Clock)
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("deckhand-podset")
-	}
 	if r.Expectations == nil {
-		r.Expectations = expectations.New()
+		r.Expectations = expectations.New(expectations.WithClock(r.Clock))
 	}
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 4
-	}
-	if r.now == nil {
-		r.now = time.Now
 	}
 	indexer := mgr.GetFieldIndexer()
 	if r.PodCache != nil {
@@ -166,41 +159,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		inPlace:  InPlaceHash(&ps.Spec.Template),
 	}
 
-	var errs []error
-	var result ctrl.Result
-	for _, phase := range []func(context.Context, *scope) (ctrl.Result, error){
-		r.claimPods,
-		r.managePods,
-	} {
-		res, err := phase(ctx, s)
-		if err != nil {
-			errs = append(errs, err)
-			break
-		}
-		result = lowestRequeue(result, res)
-	}
-	res, err := r.updateStatus(ctx, s)
+	res, err := reconcileutil.Run(ctx, s,
+		// Pods are created and deleted only from a complete claim: a failed
+		// list or adoption leaves s.pods short, and acting on it would
+		// create pods the PodSet already has.
+		reconcileutil.StopOnError(r.claimPods, r.managePods),
+		r.updateStatus,
+	)
 	if err != nil {
-		errs = append(errs, err)
+		logger.V(1).Info("sync failed", "podset", klog.KObj(ps), "error", err)
 	}
-	result = lowestRequeue(result, res)
-	if len(errs) > 0 {
-		logger.V(1).Info("sync failed", "podset", klog.KObj(ps), "error", errors.Join(errs...))
-		return ctrl.Result{}, errors.Join(errs...)
-	}
-	return result, nil
-}
-
-// lowestRequeue keeps the sooner of two requeues.
-func lowestRequeue(a, b ctrl.Result) ctrl.Result {
-	switch {
-	case b.RequeueAfter == 0:
-		return a
-	case a.RequeueAfter == 0 || b.RequeueAfter < a.RequeueAfter:
-		return b
-	default:
-		return a
-	}
+	return res, err
 }
 
 // isPodSetRef reports whether ref points at a PodSet.

@@ -88,23 +88,26 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	}
 	st.ObservedGeneration = ps.Generation
 
+	// Conditions that change status now say so at the reconciler's time;
+	// the others keep theirs.
+	transition := metav1.NewTime(now)
 	maxUnavailable := resolveStrategy(ps.Spec.UpdateStrategy, int(replicas)).maxUnavailable
 	minAvailable := max(int(replicas)-maxUnavailable, 0)
 	if int(available) >= minAvailable {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetConditionAvailable, Status: metav1.ConditionTrue,
+			Type: deckhandv1alpha1.PodSetConditionAvailable, Status: metav1.ConditionTrue, LastTransitionTime: transition,
 			Reason:  ReasonMinimumReplicasAvailable,
 			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 		})
 	} else {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetConditionAvailable, Status: metav1.ConditionFalse,
+			Type: deckhandv1alpha1.PodSetConditionAvailable, Status: metav1.ConditionFalse, LastTransitionTime: transition,
 			Reason:  ReasonMinimumReplicasUnavailable,
 			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 		})
 	}
 
-	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetConditionProgressing, Status: metav1.ConditionTrue}
+	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetConditionProgressing, Status: metav1.ConditionTrue, LastTransitionTime: transition}
 	onDelete := ps.Spec.UpdateStrategy.Type == deckhandv1alpha1.OnDeletePodSetStrategyType
 	partition := int32(0)
 	if ps.Spec.UpdateStrategy.Partition != nil {
@@ -131,7 +134,9 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	meta.SetStatusCondition(&st.Conditions, progressing)
 
 	if s.failure != nil {
-		meta.SetStatusCondition(&st.Conditions, *s.failure)
+		failure := *s.failure
+		failure.LastTransitionTime = transition
+		meta.SetStatusCondition(&st.Conditions, failure)
 	} else if s.synced {
 		// A sync that acted without failing clears an earlier failure.
 		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
@@ -142,7 +147,7 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 // updateStatus writes the status when it changed, and requeues for pods
 // that become available after minReadySeconds.
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
-	st, wait := computeStatus(s, r.now())
+	st, wait := computeStatus(s, r.Clock.Now())
 	var res ctrl.Result
 	if wait > 0 {
 		res.RequeueAfter = wait + time.Second
