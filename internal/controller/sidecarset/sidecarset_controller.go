@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,14 +20,26 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// Event reasons of in-place sidecar updates. A condition change is
+// announced with the condition's reason.
+const (
+	ReasonUpdatingPod  = "UpdatingPod"
+	ReasonUpdateFailed = "UpdateFailed"
 )
 
 // Reconciler computes SidecarSet status from the cache and rolls sidecar
 // image changes out to injected pods in place.
 type Reconciler struct {
-	Client   client.Client
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder emits Events on SidecarSets.
 	Recorder events.EventRecorder
+	// Clock tells the time; nil means the real clock.
+	Clock clock.PassiveClock
 
 	// PodEventDelay is how long a pod event waits in the queue before its
 	// SidecarSets reconcile (default DefaultPodEventDelay). Every event that
@@ -55,14 +68,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("deckhand-sidecarset")
-	}
+	reconcileutil.Defaults(mgr, "deckhand-sidecarset", &r.Client, &r.Recorder, &r.Clock)
 	if r.Expectations == nil {
-		r.Expectations = expectations.New()
+		r.Expectations = expectations.New(expectations.WithClock(r.Clock))
 	}
 	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 	if err != nil {
@@ -83,6 +91,8 @@ type scope struct {
 	compiled *sidecarcontrol.Compiled
 	pods     []*podState
 	status   deckhandv1alpha1.SidecarSetStatus
+	// now is when the reconcile started, the time of condition transitions.
+	now time.Time
 	// pending is the number of pods updated whose update the cache has not shown yet.
 	pending int
 }
@@ -107,33 +117,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log = log.WithValues("sidecarset", klog.KObj(set))
 	ctx = logf.IntoContext(ctx, log)
-	sc := &scope{set: set, compiled: sidecarcontrol.Compile(set)}
+	sc := &scope{set: set, compiled: sidecarcontrol.Compile(set), now: r.Clock.Now()}
 
-	var result ctrl.Result
-	var errs []error
-	for _, phase := range []func(context.Context, *scope) (ctrl.Result, error){
-		r.observePods,
-		r.computeStatus,
-		r.updatePods,
-	} {
-		res, err := phase(ctx, sc)
-		if err != nil {
-			errs = append(errs, err)
-			break
-		}
-		result = lowestRequeue(result, res)
+	// Status and updates are computed from the pods observePods lists:
+	// after a failed list they would count and roll out to no pods at all.
+	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.updatePods))
+	if werr := r.writeStatus(ctx, sc, err == nil); werr != nil {
+		return ctrl.Result{}, errors.Join(err, werr)
 	}
-	if err := r.writeStatus(ctx, sc, len(errs) == 0); err != nil {
-		errs = append(errs, err)
-	}
-	return result, errors.Join(errs...)
-}
-
-func lowestRequeue(a, b ctrl.Result) ctrl.Result {
-	if b.RequeueAfter > 0 && (a.RequeueAfter == 0 || b.RequeueAfter < a.RequeueAfter) {
-		a.RequeueAfter = b.RequeueAfter
-	}
-	return a
+	return res, err
 }
 
 // observePods lists the active pods the SidecarSet selects from the cache

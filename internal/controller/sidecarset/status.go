@@ -16,6 +16,21 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
+// Condition reasons, stable for users' automation; a change of a
+// condition is also announced by an Event with its reason.
+const (
+	ReasonContainerNameConflict = "ContainerNameConflict"
+	ReasonPodsNotInjected       = "PodsNotInjected"
+	ReasonAllPodsInjected       = "AllPodsInjected"
+	ReasonNonImageChanges       = "NonImageChanges"
+	ReasonImageOnlyChanges      = "ImageOnlyChanges"
+	ReasonAllPodsUpdated        = "AllPodsUpdated"
+	ReasonNotUpdate             = "NotUpdate"
+	ReasonUpdatePaused          = "UpdatePaused"
+	ReasonUpdateHeld            = "UpdateHeld"
+	ReasonRollingUpdate         = "RollingUpdate"
+)
+
 // computeStatus counts the pods and sets the conditions.
 func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, error) {
 	s := sc.set
@@ -52,6 +67,10 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		}
 	}
 	gen := s.Generation
+	set := func(c metav1.Condition) {
+		c.LastTransitionTime = metav1.NewTime(sc.now) // kept unless the status changes
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
 	switch {
 	case clashes > 0:
 		msg := fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars; %d of them already had a container named like one of its sidecars when they were created (pod %s has its own container %q), and a pod's own container wins: rename the sidecar or the pod's container, then recreate the pods",
@@ -59,29 +78,29 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		if others := int(st.NotInjectedPods) - clashes; others > 0 {
 			msg += fmt.Sprintf("; the other %d were created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed: recreate them to inject them", others)
 		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: "ContainerNameConflict", ObservedGeneration: gen,
+		set(metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: ReasonContainerNameConflict, ObservedGeneration: gen,
 			Message: msg,
 		})
 	case st.NotInjectedPods > 0:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: "PodsNotInjected", ObservedGeneration: gen,
+		set(metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: ReasonPodsNotInjected, ObservedGeneration: gen,
 			Message: fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars (created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed); recreate them to inject them", st.NotInjectedPods),
 		})
 	default:
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllPodsInjected", ObservedGeneration: gen,
+		set(metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionTrue, Reason: ReasonAllPodsInjected, ObservedGeneration: gen,
 			Message: "every pod the SidecarSet selects carries its sidecars",
 		})
 	}
 	if st.NotUpdatablePods > 0 {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionFalse, Reason: "NonImageChanges", ObservedGeneration: gen,
+		set(metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionFalse, Reason: ReasonNonImageChanges, ObservedGeneration: gen,
 			Message: fmt.Sprintf("%d pod(s) carry a revision that differs from the latest in more than images; only images are updated in place, so these pods get the change only when they are recreated", st.NotUpdatablePods),
 		})
 	} else {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionTrue, Reason: "ImageOnlyChanges", ObservedGeneration: gen,
+		set(metav1.Condition{
+			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionTrue, Reason: ReasonImageOnlyChanges, ObservedGeneration: gen,
 			Message: "every injected pod can reach the latest revision in place",
 		})
 	}
@@ -90,17 +109,17 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	progress := fmt.Sprintf("%d of %d pod(s) updated", st.UpdatedPods, st.MatchedPods)
 	switch {
 	case st.UpdatedPods == st.MatchedPods:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "AllPodsUpdated", "every injected pod runs the latest revision"
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonAllPodsUpdated, "every injected pod runs the latest revision"
 	case us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy:
-		cond.Reason, cond.Message = "NotUpdate", progress+"; updateStrategy.type is NotUpdate, so running pods keep their revision"
+		cond.Reason, cond.Message = ReasonNotUpdate, progress+"; updateStrategy.type is NotUpdate, so running pods keep their revision"
 	case us.Paused:
-		cond.Reason, cond.Message = "UpdatePaused", progress+"; the rollout is paused (updateStrategy.paused)"
+		cond.Reason, cond.Message = ReasonUpdatePaused, progress+"; the rollout is paused (updateStrategy.paused)"
 	case rolloutHeld(sc, int(st.MatchedPods)):
-		cond.Reason, cond.Message = "UpdateHeld", progress+"; the remaining pods are held back by updateStrategy.partition or updateStrategy.selector, or need recreating (see InPlaceUpdatable)"
+		cond.Reason, cond.Message = ReasonUpdateHeld, progress+"; the remaining pods are held back by updateStrategy.partition or updateStrategy.selector, or need recreating (see InPlaceUpdatable)"
 	default:
-		cond.Reason, cond.Message = "RollingUpdate", progress
+		cond.Reason, cond.Message = ReasonRollingUpdate, progress
 	}
-	meta.SetStatusCondition(&st.Conditions, cond)
+	set(cond)
 	sc.status = st
 	return ctrl.Result{}, nil
 }
@@ -165,7 +184,7 @@ func (r *Reconciler) announce(s *deckhandv1alpha1.SidecarSet, st *deckhandv1alph
 			continue // nothing worth saying about a SidecarSet that starts healthy
 		}
 		typ := corev1.EventTypeNormal
-		if now.Status == metav1.ConditionFalse && now.Reason != "RollingUpdate" && now.Reason != "UpdatePaused" && now.Reason != "NotUpdate" {
+		if now.Status == metav1.ConditionFalse && now.Reason != ReasonRollingUpdate && now.Reason != ReasonUpdatePaused && now.Reason != ReasonNotUpdate {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(s, nil, typ, now.Reason, t, "%s", now.Message)

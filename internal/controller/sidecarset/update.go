@@ -32,13 +32,13 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 	for _, p := range plan {
 		if err := r.updatePod(ctx, sc, p.pod); err != nil {
 			podUpdates.WithLabelValues(s.Name, "error").Inc()
-			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, "UpdateFailed", "UpdatePod",
+			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdatePod",
 				"updating the sidecars of pod %s/%s to revision %s: %v", p.pod.Namespace, p.pod.Name, c.Hash, err)
 			errs = append(errs, err)
 			continue
 		}
 		podUpdates.WithLabelValues(s.Name, "success").Inc()
-		r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, "UpdatingPod", "UpdatePod",
+		r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonUpdatingPod, "UpdatePod",
 			"updating the sidecar images of pod %s/%s to revision %s", p.pod.Namespace, p.pod.Name, c.Hash)
 	}
 	if len(plan) > 0 {
