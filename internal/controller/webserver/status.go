@@ -3,6 +3,7 @@ package webserver
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,10 @@ type observed struct {
 	conflicts []string
 	// applyErrs are the failures of this reconcile's applies.
 	applyErrs []string
+	// now is when the reconcile started: a condition whose status changes
+	// says so at this time (the zero time, as unit tests leave it, stands
+	// for the real time).
+	now time.Time
 }
 
 // computeStatus derives the status from the Deployment and Service. It keeps
@@ -64,6 +69,7 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: ws.Generation,
+			LastTransitionTime: metav1.NewTime(o.now),
 		})
 	}
 	conflictMsg := ""
@@ -142,9 +148,14 @@ func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType)
 	return nil
 }
 
+// deploymentTimedOutReason is the reason of the Progressing condition of a
+// Deployment past its progressDeadlineSeconds (the Deployment controller's
+// TimedOutReason).
+const deploymentTimedOutReason = "ProgressDeadlineExceeded"
+
 func deadlineExceeded(d *appsv1.Deployment) *appsv1.DeploymentCondition {
 	c := deploymentCondition(d, appsv1.DeploymentProgressing)
-	if c != nil && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+	if c != nil && c.Status == corev1.ConditionFalse && c.Reason == deploymentTimedOutReason {
 		return c
 	}
 	return nil

@@ -2,7 +2,6 @@ package webserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +15,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,18 +26,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
-// Event reasons.
+// Event reasons; a name conflict and a failed apply are announced with the
+// reasons of the Degraded condition, ReasonNameConflict and ReasonApplyFailed.
 const (
-	EventDeploymentCreated = "DeploymentCreated"
-	EventDeploymentUpdated = "DeploymentUpdated"
-	EventServiceCreated    = "ServiceCreated"
-	EventServiceUpdated    = "ServiceUpdated"
-	EventReplicasReleased  = "ReplicasReleased"
-	EventNameConflict      = "NameConflict"
-	EventApplyFailed       = "ApplyFailed"
+	ReasonDeploymentCreated = "DeploymentCreated"
+	ReasonDeploymentUpdated = "DeploymentUpdated"
+	ReasonServiceCreated    = "ServiceCreated"
+	ReasonServiceUpdated    = "ServiceUpdated"
+	ReasonReplicasReleased  = "ReplicasReleased"
 )
+
+// childReasons are the Event reasons of creating and of updating each kind
+// of child.
+var childReasons = map[string]struct{ created, updated string }{
+	"Deployment": {ReasonDeploymentCreated, ReasonDeploymentUpdated},
+	"Service":    {ReasonServiceCreated, ReasonServiceUpdated},
+}
 
 // Reconciler keeps a WebServer's Deployment and Service in line with its
 // spec through server-side apply under the "deckhand" field manager.
@@ -49,6 +56,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder emits Events on WebServers.
 	Recorder events.EventRecorder
+	// Clock tells the time; nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers,verbs=get;list;watch
@@ -63,14 +72,9 @@ type Reconciler struct {
 // a WebServer's name without being owned by it (so that a name conflict
 // clears as soon as the other object goes away).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
+	reconcileutil.Defaults(mgr, "deckhand-webserver", &r.Client, &r.Recorder, &r.Clock)
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("deckhand-webserver")
 	}
 	notOwned := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		ref := metav1.GetControllerOf(o)
@@ -120,52 +124,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("webserver", klog.KObj(ws)))
-	s := &scope{ws: ws}
-
-	var errs []error
-	for _, phase := range []func(context.Context, *scope) error{
-		r.reconcileDeployment,
-		r.reconcileService,
-	} {
-		if err := phase(ctx, s); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := r.patchStatus(ctx, s); err != nil {
-		errs = append(errs, err)
-	}
-	return ctrl.Result{}, errors.Join(errs...)
+	s := &scope{ws: ws, observed: observed{now: r.Clock.Now()}}
+	// Each child is applied even when the other failed; the status says
+	// what happened to both.
+	return reconcileutil.Run(ctx, s, r.reconcileDeployment, r.reconcileService, r.patchStatus)
 }
 
 // reconcileDeployment applies the Deployment unless another object holds
 // its name or it already matches.
-func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ws := s.ws
 	live := &appsv1.Deployment{}
 	exists, err := r.getChild(ctx, ws, "Deployment", live, &s.observed)
 	if err != nil || (exists && !metav1.IsControlledBy(live, ws)) {
-		return err
+		return ctrl.Result{}, err
 	}
 	desired, err := desiredDeployment(ws)
 	if err != nil {
-		return r.applyFailed(s, "Deployment", err)
+		return ctrl.Result{}, r.applyFailed(s, "Deployment", err)
 	}
 	if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] == "true" {
 		if err := r.releaseReplicas(ctx, ws, live); err != nil {
-			return r.applyFailed(s, "Deployment", err)
+			return ctrl.Result{}, r.applyFailed(s, "Deployment", err)
 		}
 	}
 	applied := &appsv1.Deployment{}
 	changed, err := r.apply(ctx, s, "Deployment", exists, live, desired, applied)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if changed {
 		s.observed.deployment = applied
 	} else {
 		s.observed.deployment = live
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // releaseReplicas hands a Deployment's spec.replicas, which Deckhand owned
@@ -180,35 +173,35 @@ func (r *Reconciler) releaseReplicas(ctx context.Context, ws *deckhandv1alpha1.W
 	if err := r.Client.Apply(ctx, hold, client.FieldOwner(deckhandv1alpha1.WebServerReplicasHandoffManager)); err != nil {
 		return fmt.Errorf("releasing spec.replicas of Deployment %s: %w", klog.KObj(live), err)
 	}
-	r.Recorder.Eventf(ws, live, corev1.EventTypeNormal, EventReplicasReleased, "ReleaseReplicas",
+	r.Recorder.Eventf(ws, live, corev1.EventTypeNormal, ReasonReplicasReleased, "ReleaseReplicas",
 		"spec.replicas is unset: Deployment %s keeps %d replicas and Deckhand no longer manages them", live.Name, n)
 	return nil
 }
 
 // reconcileService applies the Service unless another object holds its name
 // or it already matches.
-func (r *Reconciler) reconcileService(ctx context.Context, s *scope) error {
+func (r *Reconciler) reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ws := s.ws
 	live := &corev1.Service{}
 	exists, err := r.getChild(ctx, ws, "Service", live, &s.observed)
 	if err != nil || (exists && !metav1.IsControlledBy(live, ws)) {
-		return err
+		return ctrl.Result{}, err
 	}
 	desired, err := desiredService(ws)
 	if err != nil {
-		return r.applyFailed(s, "Service", err)
+		return ctrl.Result{}, r.applyFailed(s, "Service", err)
 	}
 	applied := &corev1.Service{}
 	changed, err := r.apply(ctx, s, "Service", exists, live, desired, applied)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if changed {
 		s.observed.service = applied
 	} else {
 		s.observed.service = live
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // getChild reads the child of the WebServer's name. A miss in the cache is
@@ -268,7 +261,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, kind string, exists bo
 	case !exists:
 		appliesTotal.WithLabelValues(kind, "created").Inc()
 		logger.Info("created", "kind", kind)
-		r.Recorder.Eventf(s.ws, applied, corev1.EventTypeNormal, kind+"Created", "Create", "Created %s %s", kind, applied.GetName())
+		r.Recorder.Eventf(s.ws, applied, corev1.EventTypeNormal, childReasons[kind].created, "Create", "Created %s %s", kind, applied.GetName())
 	case applied.GetResourceVersion() != live.GetResourceVersion():
 		appliesTotal.WithLabelValues(kind, "updated").Inc()
 		what := "applied the WebServer's spec"
@@ -276,7 +269,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, kind string, exists bo
 			what = "restored fields Deckhand owns that were changed by hand"
 		}
 		logger.Info("updated", "kind", kind, "reason", what)
-		r.Recorder.Eventf(s.ws, applied, corev1.EventTypeNormal, kind+"Updated", "Update", "Updated %s %s: %s", kind, applied.GetName(), what)
+		r.Recorder.Eventf(s.ws, applied, corev1.EventTypeNormal, childReasons[kind].updated, "Update", "Updated %s %s: %s", kind, applied.GetName(), what)
 	default:
 		// The API server found nothing to change (for example only the
 		// order of a list differed): no event.
@@ -288,27 +281,27 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, kind string, exists bo
 func (r *Reconciler) applyFailed(s *scope, kind string, err error) error {
 	appliesTotal.WithLabelValues(kind, "error").Inc()
 	s.observed.applyErrs = append(s.observed.applyErrs, fmt.Sprintf("applying %s: %v", kind, err))
-	r.Recorder.Eventf(s.ws, nil, corev1.EventTypeWarning, EventApplyFailed, "Apply", "Applying %s %s failed: %v", kind, s.ws.Name, err)
+	r.Recorder.Eventf(s.ws, nil, corev1.EventTypeWarning, ReasonApplyFailed, "Apply", "Applying %s %s failed: %v", kind, s.ws.Name, err)
 	return fmt.Errorf("applying %s: %w", kind, err)
 }
 
 // patchStatus writes the status if it changed, and announces a new name
 // conflict once (not on every reconcile while it lasts).
-func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+func (r *Reconciler) patchStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ws := s.ws
 	st := computeStatus(ws, s.observed)
 	before := meta.FindStatusCondition(ws.Status.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
 	after := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
 	if after != nil && after.Reason == ReasonNameConflict && (before == nil || before.Reason != ReasonNameConflict || before.Message != after.Message) {
-		r.Recorder.Eventf(ws, nil, corev1.EventTypeWarning, EventNameConflict, "Reconcile", "%s", after.Message)
+		r.Recorder.Eventf(ws, nil, corev1.EventTypeWarning, ReasonNameConflict, "Reconcile", "%s", after.Message)
 	}
 	if equality.Semantic.DeepEqual(ws.Status, st) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	orig := ws.DeepCopy()
 	ws.Status = st
 	if err := r.Client.Status().Patch(ctx, ws, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		return client.IgnoreNotFound(err)
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }

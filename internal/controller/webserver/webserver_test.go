@@ -293,11 +293,11 @@ func TestSeedExample(t *testing.T) {
 	}
 
 	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		d, err := events(ctx, ns, "webapp", webserver.EventDeploymentCreated)
+		d, err := events(ctx, ns, "webapp", webserver.ReasonDeploymentCreated)
 		if err != nil {
 			return false, err
 		}
-		s, err := events(ctx, ns, "webapp", webserver.EventServiceCreated)
+		s, err := events(ctx, ns, "webapp", webserver.ReasonServiceCreated)
 		return len(d) == 1 && len(s) == 1, err
 	}, "one DeploymentCreated and one ServiceCreated event")
 }
@@ -409,7 +409,7 @@ func TestDriftAndForeignFields(t *testing.T) {
 		return d.Spec.Template.Spec.Containers[0].Image == "nginx"
 	})
 	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		ev, err := events(ctx, ns, "web", webserver.EventDeploymentUpdated)
+		ev, err := events(ctx, ns, "web", webserver.ReasonDeploymentUpdated)
 		return len(ev) > 0 && strings.Contains(ev[0].Note, "restored"), err
 	}, "a DeploymentUpdated event saying fields were restored")
 
@@ -612,7 +612,7 @@ func TestScaleWithReplicasSet(t *testing.T) {
 		t.Errorf("replicas = %d, want 4", r)
 	}
 	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		ev, err := events(ctx, ns, "fixed", webserver.EventReplicasReleased)
+		ev, err := events(ctx, ns, "fixed", webserver.ReasonReplicasReleased)
 		return len(ev) == 1, err
 	}, "one ReplicasReleased event")
 }
@@ -680,7 +680,7 @@ func TestNameConflict(t *testing.T) {
 		t.Errorf("Degraded message does not name the conflict: %q", msg)
 	}
 	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		ev, err := events(ctx, ns, "taken", webserver.EventNameConflict)
+		ev, err := events(ctx, ns, "taken", webserver.ReasonNameConflict)
 		return len(ev) == 1 && ev[0].Type == corev1.EventTypeWarning, err
 	}, "a NameConflict warning event")
 
