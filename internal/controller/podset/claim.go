@@ -19,6 +19,23 @@ import (
 
 func labelsOf(p *corev1.Pod) labels.Set { return labels.Set(p.Labels) }
 
+// podSelector is the PodSet's pod selector, or an error when it is missing,
+// invalid or empty (an empty selector would claim every pod of the
+// namespace).
+func podSelector(ps *deckhandv1alpha1.PodSet) (labels.Selector, error) {
+	if ps.Spec.Selector == nil {
+		return nil, errors.New("spec.selector is required")
+	}
+	sel, err := metav1.LabelSelectorAsSelector(ps.Spec.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.selector: %w", err)
+	}
+	if sel.Empty() {
+		return nil, errors.New("spec.selector must not be empty")
+	}
+	return sel, nil
+}
+
 // podControllerIndex indexes the cached pods by the UID of their controller,
 // or orphanKey when they have none.
 const podControllerIndex = "podset.apps.deckhand.dev/controller-uid"

@@ -119,11 +119,8 @@ func (h *podEventHandler) enqueueMatching(ctx context.Context, p *corev1.Pod, q 
 	}
 	for i := range list.Items {
 		ps := &list.Items[i]
-		if ps.Spec.Selector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(ps.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labelsOf(p)) {
+		sel, err := podSelector(ps)
+		if err != nil || !sel.Matches(labelsOf(p)) {
 			continue
 		}
 		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ps)})

@@ -2,8 +2,6 @@ package podset
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -47,6 +44,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// Recorder records Events on PodSets.
 	Recorder events.EventRecorder
+	// Clock tells the time; nil means the real clock.
+	Clock clock.PassiveClock
 	// Expectations tracks writes the cache has not shown yet. Created by
 	// SetupWithManager when nil.
 	Expectations *expectations.Expectations
@@ -57,9 +56,6 @@ type Reconciler struct {
 	// slow watch). Events and reads always come from the same cache, as
 	// expectations require.
 	PodCache cache.Cache
-
-	// Clock tells the time; nil means the real clock.
-	Clock clock.PassiveClock
 
 	// podReader lists pods: PodCache or the manager's client.
 	podReader client.Reader
@@ -75,10 +71,8 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	reconcileutil.Defaults(mgr, "deckhand-podset", &r.Client, &r.Recorder, &r.Clock)
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
+	reconcileutil.Defaults(mgr, "deckhand-podset",
+		reconcileutil.Fields{Client: &r.Client, APIReader: &r.APIReader, Recorder: &r.Recorder, Clock: &r.Clock})
 	if r.Expectations == nil {
 		r.Expectations = expectations.New(expectations.WithClock(r.Clock))
 	}
@@ -93,7 +87,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	podHandler := &podEventHandler{client: r.Client, exp: r.Expectations}
-	b := ctrl.NewControllerManagedBy(mgr).For(&deckhandv1alpha1.PodSet{})
+	b := reconcileutil.NewController(mgr, "podset", r.MaxConcurrentReconciles, &deckhandv1alpha1.PodSet{})
 	if r.PodCache != nil {
 		r.podReader = r.PodCache
 		b = b.WatchesRawSource(source.Kind[client.Object](r.PodCache, &corev1.Pod{}, podHandler))
@@ -101,10 +95,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.podReader = r.Client
 		b = b.Watches(&corev1.Pod{}, podHandler)
 	}
-	return b.
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
-		Named("podset").
-		Complete(r)
+	return b.Complete(r)
 }
 
 // scope is the state one Reconcile works on.
@@ -141,15 +132,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
-	if ps.Spec.Selector == nil {
-		return ctrl.Result{}, reconcile.TerminalError(errors.New("spec.selector is required"))
-	}
-	sel, err := metav1.LabelSelectorAsSelector(ps.Spec.Selector)
+	sel, err := podSelector(ps)
 	if err != nil {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("spec.selector: %w", err))
-	}
-	if sel.Empty() {
-		return ctrl.Result{}, reconcile.TerminalError(errors.New("spec.selector must not be empty"))
+		// Only a new spec can fix it.
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 	s := &scope{
 		ps:       ps,

@@ -6,17 +6,16 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
-var (
-	metrics = reconcileutil.NewMetrics("sidecarset")
+var metrics = reconcileutil.NewMetrics("sidecarset")
 
-	podUpdates = metrics.CounterVec("pod_updates_total",
-		"In-place sidecar image updates of pods, by SidecarSet and result (success or error).",
-		"sidecarset", "result")
-	podsGauge = metrics.GaugeVec("pods",
-		"Pods a SidecarSet selects, by state (matched, updated, ready, updated_ready, not_injected, not_updatable).",
-		"sidecarset", "state")
+// podUpdates counts in-place updates; podsGauge is the SidecarSet's status
+// counts, by state.
+var (
+	podUpdates = metrics.CounterVec("pod_updates_total", "In-place sidecar image updates of pods, by SidecarSet and result (success or error).", "sidecarset", "result")
+	podsGauge  = metrics.GaugeVec("pods", "Pods a SidecarSet selects, by state (matched, updated, ready, updated_ready, not_injected, not_updatable).", "sidecarset", "state")
 )
 
+// forgetMetrics drops the series of a deleted SidecarSet.
 func forgetMetrics(name string) {
 	podsGauge.DeletePartialMatch(prometheus.Labels{"sidecarset": name})
 	podUpdates.DeletePartialMatch(prometheus.Labels{"sidecarset": name})

@@ -12,9 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -68,7 +66,7 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	reconcileutil.Defaults(mgr, "deckhand-sidecarset", &r.Client, &r.Recorder, &r.Clock)
+	reconcileutil.Defaults(mgr, "deckhand-sidecarset", reconcileutil.Fields{Client: &r.Client, Recorder: &r.Recorder, Clock: &r.Clock})
 	if r.Expectations == nil {
 		r.Expectations = expectations.New(expectations.WithClock(r.Clock))
 	}
@@ -77,11 +75,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.lister = lister
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("sidecarset").
-		For(&deckhandv1alpha1.SidecarSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+	return reconcileutil.NewController(mgr, "sidecarset", 3, &deckhandv1alpha1.SidecarSet{}, predicate.GenerationChangedPredicate{}).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 3}).
 		Complete(r)
 }
 

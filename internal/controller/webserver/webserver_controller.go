@@ -19,7 +19,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -72,22 +71,18 @@ type Reconciler struct {
 // a WebServer's name without being owned by it (so that a name conflict
 // clears as soon as the other object goes away).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	reconcileutil.Defaults(mgr, "deckhand-webserver", &r.Client, &r.Recorder, &r.Clock)
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
+	reconcileutil.Defaults(mgr, "deckhand-webserver",
+		reconcileutil.Fields{Client: &r.Client, APIReader: &r.APIReader, Recorder: &r.Recorder, Clock: &r.Clock})
 	notOwned := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		ref := metav1.GetControllerOf(o)
 		return ref == nil || ref.APIVersion != deckhandv1alpha1.GroupVersion.String() || ref.Kind != "WebServer"
 	})
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("webserver").
-		// Several workers: a reconcile mostly waits for the API server (two
-		// applies and a status write), and a burst of WebServers or a steady
-		// stream of spec changes must not queue behind one another
-		// (docs/benchmarks.md, item 5).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
-		For(&deckhandv1alpha1.WebServer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+	// Several workers: a reconcile mostly waits for the API server (two
+	// applies and a status write), and a burst of WebServers or a steady
+	// stream of spec changes must not queue behind one another
+	// (docs/benchmarks.md, item 5).
+	const workers = 8
+	return reconcileutil.NewController(mgr, "webserver", workers, &deckhandv1alpha1.WebServer{}, predicate.GenerationChangedPredicate{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
