@@ -26,11 +26,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 // annotationTrue is the annotation value that asks for the manager's
 // default schedule.
 const annotationTrue = "true"
+
+// Event reasons on annotated workloads.
+const (
+	ReasonRestartScheduleGenerated = "RestartScheduleGenerated"
+	ReasonRestartScheduleConflict  = "RestartScheduleConflict"
+	ReasonInvalidRestartSchedule   = "InvalidRestartSchedule"
+)
 
 // AnnotationReconciler generates a RestartSchedule, named by generatedName,
 // for every Deployment, StatefulSet and DaemonSet annotated
@@ -38,7 +46,8 @@ const annotationTrue = "true"
 // and deletes it when the annotation goes away. Workloads that never carried
 // the annotation are filtered out before they reach the work queue.
 type AnnotationReconciler struct {
-	client.Client
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
 	// DefaultSchedule is the schedule of an object generated from the value
 	// "true" (the manager's --default-restart-schedule).
 	DefaultSchedule string
@@ -52,12 +61,7 @@ type AnnotationReconciler struct {
 
 // SetupWithManager registers one controller per workload kind with mgr.
 func (r *AnnotationReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("deckhand-restartschedule")
-	}
+	reconcileutil.Defaults(mgr, "deckhand-restartschedule", reconcileutil.Fields{Client: &r.Client, Recorder: &r.Recorder})
 	for _, kind := range workloadKinds {
 		obj, _ := newWorkload(kind)
 		err := ctrl.NewControllerManagedBy(mgr).
@@ -99,7 +103,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -111,7 +115,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	marker, marked := ann[deckhandv1alpha1.RestartScheduleGeneratedAnnotation]
 
 	rs := &deckhandv1alpha1.RestartSchedule{}
-	err = r.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: generatedName(obj.GetName(), kind)}, rs)
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: generatedName(obj.GetName(), kind)}, rs)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
@@ -124,7 +128,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 
 	if !on {
 		if owned && rs.DeletionTimestamp.IsZero() {
-			if err := r.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil {
+			if err := r.Client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, err
 			}
 			log.Info("deleted the generated RestartSchedule: annotation removed", "restartschedule", klog.KObj(rs))
@@ -141,7 +145,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	if exists && !owned {
 		// The object generated under the old name, if any, keeps running:
 		// it is the only schedule this workload has.
-		r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, "RestartScheduleConflict", "Generate",
+		r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, ReasonRestartScheduleConflict, "Generate",
 			"RestartSchedule %q exists and was not generated for this %s; it is left alone", rs.Name, kind)
 		return reconcile.Result{}, nil
 	}
@@ -155,11 +159,11 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 			return reconcile.Result{}, nil
 		}
 		rs = r.generate(obj, kind, value, legacy)
-		if err := r.Create(ctx, rs, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		if err := r.Client.Create(ctx, rs, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
 				// Invalid annotation: tell the user on the workload; the
 				// next change of the annotation tries again.
-				r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidRestartSchedule", "Generate",
+				r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidRestartSchedule, "Generate",
 					"cannot generate RestartSchedule %q from the %s annotation: %v", rs.Name, deckhandv1alpha1.RestartScheduleAnnotation, err)
 				return reconcile.Result{}, nil
 			}
@@ -167,10 +171,10 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 		}
 		log.Info("generated a RestartSchedule", "restartschedule", klog.KObj(rs), "schedule", rs.Spec.Schedule)
 		if legacy != nil {
-			r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, "RestartScheduleGenerated", "Generate",
+			r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, ReasonRestartScheduleGenerated, "Generate",
 				"generated RestartSchedule %q with schedule %q to replace %q, generated under the %s's name by an earlier version", rs.Name, rs.Spec.Schedule, legacy.Name, kind)
 		} else {
-			r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, "RestartScheduleGenerated", "Generate",
+			r.Recorder.Eventf(obj, rs, corev1.EventTypeNormal, ReasonRestartScheduleGenerated, "Generate",
 				"generated RestartSchedule %q with schedule %q", rs.Name, rs.Spec.Schedule)
 		}
 		// The old object goes only once its replacement exists: a crash in
@@ -195,9 +199,9 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 		rs.Spec.TimeZone = strings.TrimSpace(tz)
 	}
 	if rs.Spec.Schedule != before.Spec.Schedule || rs.Spec.TimeZone != before.Spec.TimeZone {
-		if err := r.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		if err := r.Client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-				r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, "InvalidRestartSchedule", "Generate",
+				r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, ReasonInvalidRestartSchedule, "Generate",
 					"cannot update RestartSchedule %q from the %s annotation: %v", rs.Name, deckhandv1alpha1.RestartScheduleAnnotation, err)
 				return reconcile.Result{}, nil
 			}
@@ -236,7 +240,7 @@ func generatedName(name, kind string) string {
 // replace.
 func (r *AnnotationReconciler) legacyGenerated(ctx context.Context, obj client.Object) (*deckhandv1alpha1.RestartSchedule, error) {
 	rs := &deckhandv1alpha1.RestartSchedule{}
-	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), rs); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), rs); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	if rs.Labels[deckhandv1alpha1.RestartScheduleGeneratedLabel] != "true" || !metav1.IsControlledBy(rs, obj) || !rs.DeletionTimestamp.IsZero() {
@@ -250,7 +254,7 @@ func (r *AnnotationReconciler) deleteLegacy(ctx context.Context, legacy *deckhan
 	if legacy == nil {
 		return nil
 	}
-	if err := r.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID}); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting RestartSchedule %s generated under the old name: %w", klog.KObj(legacy), err)
 	}
 	logf.FromContext(ctx).Info("deleted the RestartSchedule generated under the workload's bare name by an earlier version", "restartschedule", klog.KObj(legacy))
@@ -308,7 +312,7 @@ func (r *AnnotationReconciler) setMarker(ctx context.Context, obj client.Object,
 	if err != nil {
 		return err
 	}
-	if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("marking %s %s: %w", kindOf(obj), klog.KObj(obj), err)
 	}
 	return nil

@@ -1,27 +1,14 @@
 package restartschedule
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-)
+import "github.com/deckhand-dev/deckhand/internal/reconcileutil"
 
-var (
-	// restartsTotal counts recorded restart results, one per workload per run
-	// (plus one per Missed or wholly Skipped run).
-	restartsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "deckhand_restartschedule_restarts_total",
-		Help: "Restart results recorded by RestartSchedules, by result (Succeeded, Failed, Skipped, Missed).",
-	}, []string{"result"})
+var metrics = reconcileutil.NewMetrics("restartschedule")
 
-	// restartSkew is the time between a slot's scheduled time and the patch
-	// that restarted a workload for it.
-	restartSkew = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "deckhand_restartschedule_restart_skew_seconds",
-		Help:    "Seconds between a run's scheduled time and the pod-template patch that restarted a workload.",
-		Buckets: []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
-	})
-)
+// restartsTotal counts recorded restart results, one per workload per run
+// (plus one per Missed or wholly Skipped run).
+var restartsTotal = metrics.CounterVec("restarts_total", "Restart results recorded by RestartSchedules, by result (Succeeded, Failed, Skipped, Missed).", "result")
 
-func init() {
-	metrics.Registry.MustRegister(restartsTotal, restartSkew)
-}
+// restartSkew is the time between a slot's scheduled time and the patch
+// that restarted a workload for it.
+var restartSkew = metrics.Histogram("restart_skew_seconds", "Seconds between a run's scheduled time and the pod-template patch that restarted a workload.",
+	[]float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600})

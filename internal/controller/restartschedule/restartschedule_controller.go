@@ -9,14 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -24,6 +21,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 const (
@@ -42,9 +40,22 @@ const (
 	defaultHistoryLimit   = 10
 )
 
+// Event reasons of a run; Events about an invalid schedule or a failed
+// restart use the condition reasons (status.go).
+const (
+	ReasonRunStarted         = "RunStarted"
+	ReasonRunSkipped         = "RunSkipped"
+	ReasonRunReplaced        = "RunReplaced"
+	ReasonMissSchedule       = "MissSchedule"
+	ReasonTooManyMissedTimes = "TooManyMissedTimes"
+	ReasonRestarted          = "Restarted"
+	ReasonRestartSkipped     = "RestartSkipped"
+)
+
 // Reconciler runs RestartSchedules.
 type Reconciler struct {
-	client.Client
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
 	// Clock tells the time; nil means the real clock. Tests inject a fake.
 	Clock clock.PassiveClock
 	// Recorder emits Events; SetupWithManager sets it when nil.
@@ -65,32 +76,22 @@ const conflictRetryDelay = 100 * time.Millisecond
 
 // SetupWithManager registers the RestartSchedule controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.Client == nil {
-		r.Client = mgr.GetClient()
-	}
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("deckhand-restartschedule")
-	}
+	reconcileutil.Defaults(mgr, "deckhand-restartschedule", reconcileutil.Fields{Client: &r.Client, Recorder: &r.Recorder, Clock: &r.Clock})
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads); err != nil {
 		return err
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named("restartschedule").
-		// Many schedules often share a fire time ("0 3 * * *"). A reconcile
-		// at a slot is two sequential API round trips (the workload patch,
-		// then the status), so the restarts of 1000 schedules go out at
-		// workers / (2 x API latency) per second: with 16 workers the last
-		// was patched 2.5x later than by a plain client sending the same
-		// patches with 16 workers. A worker is a goroutine waiting on the API
-		// server, and a key is never reconciled by two workers at once
-		// (docs/benchmarks.md, item 4).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 64}).
-		// Status writes are our own; a schedule reacts to spec changes and
-		// otherwise wakes itself at its next fire time.
-		For(&deckhandv1alpha1.RestartSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	// Many schedules often share a fire time ("0 3 * * *"). A reconcile
+	// at a slot is two sequential API round trips (the workload patch,
+	// then the status), so the restarts of 1000 schedules go out at
+	// workers / (2 x API latency) per second: with 16 workers the last
+	// was patched 2.5x later than by a plain client sending the same
+	// patches with 16 workers. A worker is a goroutine waiting on the API
+	// server, and a key is never reconciled by two workers at once
+	// (docs/benchmarks.md, item 4).
+	const workers = 64
+	// Status writes are our own; a schedule reacts to spec changes and
+	// otherwise wakes itself at its next fire time.
+	b := reconcileutil.NewController(mgr, "restartschedule", workers, &deckhandv1alpha1.RestartSchedule{}, predicate.GenerationChangedPredicate{})
 	for _, kind := range workloadKinds {
 		obj, _ := newWorkload(kind)
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.schedulesFollowing(kind)))
@@ -113,7 +114,7 @@ func activeWorkloads(o client.Object) []string {
 func (r *Reconciler) schedulesFollowing(kind string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list deckhandv1alpha1.RestartScheduleList
-		if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()),
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
 			client.MatchingFields{activeWorkloadIndex: workloadKey(kind, o.GetName())}); err != nil {
 			logf.FromContext(ctx).Error(err, "listing RestartSchedules following a workload")
 			return nil
@@ -134,7 +135,6 @@ type scope struct {
 	// invalidReason/invalidMsg describe why sched is nil.
 	invalidReason, invalidMsg string
 	next                      time.Time
-	requeue                   time.Duration
 	// events and results are emitted only once the status that records
 	// them is written, so that a retried reconcile never reports twice.
 	events  []pendingEvent
@@ -151,20 +151,17 @@ func (s *scope) event(related runtime.Object, typ, reason, action, format string
 	s.events = append(s.events, pendingEvent{related: related, typ: typ, reason: reason, action: action, note: fmt.Sprintf(format, args...)})
 }
 
-func (s *scope) requeueIn(d time.Duration) {
-	if d <= 0 {
-		d = time.Millisecond
-	}
-	if s.requeue == 0 || d < s.requeue {
-		s.requeue = d
-	}
+// requeueIn asks for a reconcile after d, and at once for a d that has
+// already passed.
+func requeueIn(d time.Duration) ctrl.Result {
+	return ctrl.Result{RequeueAfter: max(d, time.Millisecond)}
 }
 
 // Reconcile runs the phases of a RestartSchedule and writes its status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	rs := &deckhandv1alpha1.RestartSchedule{}
-	if err := r.Get(ctx, req.NamespacedName, rs); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !rs.DeletionTimestamp.IsZero() {
@@ -173,20 +170,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig := rs.DeepCopy()
 	s := &scope{rs: rs, now: r.Clock.Now()}
 
-	var errs []error
-	for _, phase := range []func(context.Context, *scope) error{
-		r.parseSchedule,
-		r.observeSchedule,
-		r.followRollouts,
-		r.fire,
-		r.startPending,
-		r.summarize,
-	} {
-		if err := phase(ctx, s); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
+	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.startPending, r.summarize)
+	if err == nil {
 		rs.Status.ObservedGeneration = rs.Generation
 	}
 	if !apiequality.Semantic.DeepEqual(orig.Status, rs.Status) {
@@ -194,19 +179,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// must not overwrite history written by the previous one. Workload
 		// patches made before a conflict are idempotent per slot, so the
 		// retry adopts them instead of restarting again.
-		if err := r.Status().Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
+		if perr := r.Client.Status().Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
+			if apierrors.IsConflict(perr) {
 				log.V(1).Info("status conflict, retrying", "restartschedule", klog.KObj(rs))
 				return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 			}
-			return ctrl.Result{}, err
+			return ctrl.Result{}, perr
 		}
 	}
-	for _, res := range s.results {
-		restartsTotal.WithLabelValues(string(res)).Inc()
+	for _, result := range s.results {
+		restartsTotal.WithLabelValues(string(result)).Inc()
 	}
 	for _, e := range s.events {
 		r.Recorder.Eventf(rs, e.related, e.typ, e.reason, e.action, "%s", e.note)
 	}
-	return ctrl.Result{RequeueAfter: s.requeue}, kerrors.NewAggregate(errs)
+	return res, err
 }

@@ -2,6 +2,7 @@ package restartschedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,10 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 func (r *Reconciler) rolloutTimeout(rs *deckhandv1alpha1.RestartSchedule) time.Duration {
@@ -32,23 +34,24 @@ func (r *Reconciler) pollInterval() time.Duration {
 
 // followRollouts checks every active restart with `kubectl rollout status`
 // rules and records the finished ones.
-func (r *Reconciler) followRollouts(ctx context.Context, s *scope) error {
+func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.rs.Status
 	timeout := r.rolloutTimeout(s.rs)
 	var still []deckhandv1alpha1.RestartActive
+	var res ctrl.Result
 	var errs []error
 	for _, a := range st.Active {
 		start := a.StartTime
 		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Workload: workloadKey(a.Kind, a.Name), StartTime: &start}
 		obj, err := newWorkload(a.Kind)
 		if err == nil {
-			err = r.Get(ctx, types.NamespacedName{Namespace: s.rs.Namespace, Name: a.Name}, obj)
+			err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.rs.Namespace, Name: a.Name}, obj)
 		}
 		switch {
 		case apierrors.IsNotFound(err):
 			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, "the workload was deleted before its rollout completed"
 			s.record(rec)
-			s.event(nil, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s: %s", rec.Workload, rec.Message)
+			s.event(nil, corev1.EventTypeWarning, ReasonRestartFailed, "Restart", "%s: %s", rec.Workload, rec.Message)
 			continue
 		case err != nil:
 			errs = append(errs, err)
@@ -62,55 +65,55 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) error {
 			s.record(rec)
 			t := metav1.NewTime(s.now)
 			st.LastSuccessfulTime = &t
-			s.event(obj, corev1.EventTypeNormal, "Restarted", "Restart", "%s restarted for the run scheduled at %s: %s", rec.Workload, formatSlot(a.ScheduledTime.Time), msg)
+			s.event(obj, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s restarted for the run scheduled at %s: %s", rec.Workload, formatSlot(a.ScheduledTime.Time), msg)
 		case state == rolloutFailed:
 			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, msg
 			s.record(rec)
-			s.event(obj, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s: %s", rec.Workload, msg)
+			s.event(obj, corev1.EventTypeWarning, ReasonRestartFailed, "Restart", "%s: %s", rec.Workload, msg)
 		case !s.now.Before(a.StartTime.Add(timeout)):
 			rec.Result = deckhandv1alpha1.RestartFailed
 			rec.Message = fmt.Sprintf("rollout did not complete within rolloutTimeout %s: %s", timeout, msg)
 			s.record(rec)
-			s.event(obj, corev1.EventTypeWarning, "RestartFailed", "Restart", "%s: %s", rec.Workload, rec.Message)
+			s.event(obj, corev1.EventTypeWarning, ReasonRestartFailed, "Restart", "%s: %s", rec.Workload, rec.Message)
 		default:
 			still = append(still, a)
-			s.requeueIn(a.StartTime.Add(timeout).Sub(s.now))
-			s.requeueIn(r.pollInterval())
+			res = reconcileutil.LowestNonZero(res, requeueIn(a.StartTime.Add(timeout).Sub(s.now)), requeueIn(r.pollInterval()))
 		}
 	}
 	st.Active = still
-	return kerrors.NewAggregate(errs)
+	return res, errors.Join(errs...)
 }
 
 // startPending restarts pending workloads while fewer than maxConcurrent
 // are rolling out.
-func (r *Reconciler) startPending(ctx context.Context, s *scope) error {
+func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rs, st := s.rs, &s.rs.Status
 	if rs.Spec.Suspend {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	limit := int(rs.Spec.MaxConcurrent)
 	if limit < 1 {
 		limit = 1
 	}
+	var res ctrl.Result
 	for len(st.Pending) > 0 && len(st.Active) < limit {
 		p := st.Pending[0]
 		key := workloadKey(p.Kind, p.Name)
 		skip := func(msg string, related runtime.Object) {
 			st.Pending = st.Pending[1:]
 			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: msg})
-			s.event(related, corev1.EventTypeNormal, "RestartSkipped", "Restart", "%s: %s", key, msg)
+			s.event(related, corev1.EventTypeNormal, ReasonRestartSkipped, "Restart", "%s: %s", key, msg)
 		}
 		obj, err := newWorkload(p.Kind)
 		if err == nil {
-			err = r.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: p.Name}, obj)
+			err = r.Client.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: p.Name}, obj)
 		}
 		if apierrors.IsNotFound(err) {
 			skip(fmt.Sprintf("%s %q not found", p.Kind, p.Name), nil)
 			continue
 		}
 		if err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 		if reason := skipReason(obj); reason != "" {
 			skip(reason, obj)
@@ -123,15 +126,15 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) error {
 				skip(fmt.Sprintf("already restarted for the later scheduled time %s", current), obj)
 				continue
 			}
-			if err := r.Patch(ctx, obj, restartPatch(p.ScheduledTime.Time), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+			if err := r.Client.Patch(ctx, obj, restartPatch(p.ScheduledTime.Time), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 				if apierrors.IsNotFound(err) {
 					skip(fmt.Sprintf("%s %q not found", p.Kind, p.Name), nil)
 					continue
 				}
-				return fmt.Errorf("restarting %s: %w", key, err)
+				return ctrl.Result{}, fmt.Errorf("restarting %s: %w", key, err)
 			}
 			restartSkew.Observe(r.Clock.Now().Sub(p.ScheduledTime.Time).Seconds())
-			s.event(obj, corev1.EventTypeNormal, "Restarting", "Restart", "restarting %s for the run scheduled at %s", key, slot)
+			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for the run scheduled at %s", key, slot)
 		}
 		// Else the annotation already carries this slot: an earlier attempt
 		// patched it (crash, conflict, another replica). Follow that
@@ -139,7 +142,7 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) error {
 		st.Pending = st.Pending[1:]
 		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime,
 			StartTime: metav1.NewTime(s.now), Generation: obj.GetGeneration()})
-		s.requeueIn(r.pollInterval())
+		res = requeueIn(r.pollInterval())
 	}
-	return nil
+	return res, nil
 }

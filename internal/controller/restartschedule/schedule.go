@@ -9,25 +9,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
 )
 
 // parseSchedule parses spec.schedule in spec.timeZone.
-func (r *Reconciler) parseSchedule(_ context.Context, s *scope) error {
+func (r *Reconciler) parseSchedule(_ context.Context, s *scope) (ctrl.Result, error) {
 	spec := s.rs.Spec
 	if _, err := cronschedule.LoadLocation(spec.TimeZone); err != nil {
-		s.invalidReason, s.invalidMsg = "InvalidTimeZone", "spec.timeZone: "+err.Error()
-		return nil
+		s.invalidReason, s.invalidMsg = ReasonInvalidTimeZone, "spec.timeZone: "+err.Error()
+		return ctrl.Result{}, nil
 	}
 	sched, err := cronschedule.New(spec.Schedule, spec.TimeZone, s.now)
 	if err != nil {
-		s.invalidReason, s.invalidMsg = "InvalidSchedule", fmt.Sprintf("spec.schedule: %q: %v", spec.Schedule, err)
-		return nil
+		s.invalidReason, s.invalidMsg = ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", spec.Schedule, err)
+		return ctrl.Result{}, nil
 	}
 	s.sched = sched
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // scheduleKey identifies the schedule slots refer to.
@@ -41,13 +42,13 @@ func scheduleKey(spec deckhandv1alpha1.RestartScheduleSpec) string {
 
 // observeSchedule moves handledThrough so that only slots after the
 // creation, the last schedule edit or the last resume can run.
-func (r *Reconciler) observeSchedule(_ context.Context, s *scope) error {
+func (r *Reconciler) observeSchedule(_ context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.rs.Status
 	if s.sched == nil {
 		// Remember the invalid schedule: whatever valid schedule replaces
 		// it is an edit, and starts from the time of that edit.
 		st.ObservedSchedule = scheduleKey(s.rs.Spec)
-		return nil
+		return ctrl.Result{}, nil
 	}
 	now := metav1.NewTime(s.now.Truncate(time.Second))
 	key := scheduleKey(s.rs.Spec)
@@ -71,7 +72,7 @@ func (r *Reconciler) observeSchedule(_ context.Context, s *scope) error {
 		}
 		abandonLateRun(s)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 // abandonLateRun is the resume rule for a run that a suspension interrupted:
@@ -106,17 +107,17 @@ func abandonLateRun(s *scope) {
 	}
 	st.Pending = keep
 	if len(missed) > 0 {
-		s.event(nil, corev1.EventTypeWarning, "MissSchedule", "Schedule",
+		s.event(nil, corev1.EventTypeWarning, ReasonMissSchedule, "Schedule",
 			"the run scheduled at %s was not continued after resuming: it is more than startingDeadlineSeconds (%d) old; not restarted: %s",
 			formatSlot(slot), *secs, strings.Join(missed, ", "))
 	}
 }
 
 // fire starts the run of the due slot, if any, by the CronJob rules.
-func (r *Reconciler) fire(ctx context.Context, s *scope) error {
+func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rs, st := s.rs, &s.rs.Status
 	if s.sched == nil || rs.Spec.Suspend || st.HandledThrough == nil {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	var deadline *time.Duration
 	if rs.Spec.StartingDeadlineSeconds != nil {
@@ -126,11 +127,11 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) error {
 	plan := s.sched.PlanAt(st.HandledThrough.Time, s.now, deadline)
 	s.next = plan.Next
 	if plan.Slot.IsZero() {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	slot := metav1.NewTime(plan.Slot)
 	if plan.TooMany {
-		s.event(nil, corev1.EventTypeWarning, "TooManyMissedTimes", "Schedule",
+		s.event(nil, corev1.EventTypeWarning, ReasonTooManyMissedTimes, "Schedule",
 			"more than %d scheduled times were missed since %s; only the latest (%s) is considered. Check the clocks and the manager's availability",
 			cronschedule.MaxMissed, formatSlot(st.HandledThrough.Time), formatSlot(plan.Slot))
 	}
@@ -139,20 +140,20 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) error {
 		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartMissed,
 			Message: fmt.Sprintf("not started within startingDeadlineSeconds (%ds) of its scheduled time; %s scheduled time(s) missed",
 				*rs.Spec.StartingDeadlineSeconds, missedCount(plan))})
-		s.event(nil, corev1.EventTypeWarning, "MissSchedule", "Schedule", "missed the run scheduled at %s (startingDeadlineSeconds %d)", formatSlot(plan.Slot), *rs.Spec.StartingDeadlineSeconds)
-		return nil
+		s.event(nil, corev1.EventTypeWarning, ReasonMissSchedule, "Schedule", "missed the run scheduled at %s (startingDeadlineSeconds %d)", formatSlot(plan.Slot), *rs.Spec.StartingDeadlineSeconds)
+		return ctrl.Result{}, nil
 	}
 	if len(st.Active)+len(st.Pending) > 0 && rs.Spec.ConcurrencyPolicy != deckhandv1alpha1.RestartReplace {
 		st.HandledThrough = &slot
 		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartSkipped,
 			Message: fmt.Sprintf("the run scheduled at %s is still rolling out (concurrencyPolicy Forbid)", formatSlot(runSlot(st)))})
-		s.event(nil, corev1.EventTypeNormal, "RunSkipped", "Schedule", "skipped the run scheduled at %s: the previous run is still rolling out (concurrencyPolicy Forbid)", formatSlot(plan.Slot))
-		return nil
+		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "Schedule", "skipped the run scheduled at %s: the previous run is still rolling out (concurrencyPolicy Forbid)", formatSlot(plan.Slot))
+		return ctrl.Result{}, nil
 	}
 	targets, err := listTargets(ctx, r.Client, rs)
 	if err != nil {
 		// Nothing recorded: the slot stays due and the retry runs it.
-		return fmt.Errorf("listing the workloads of spec.target: %w", err)
+		return ctrl.Result{}, fmt.Errorf("listing the workloads of spec.target: %w", err)
 	}
 	st.HandledThrough = &slot
 	st.LastScheduleTime = &slot
@@ -167,14 +168,14 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) error {
 			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: workloadKey(p.Kind, p.Name),
 				Result: deckhandv1alpha1.RestartSkipped, Message: "not started: " + msg})
 		}
-		s.event(nil, corev1.EventTypeNormal, "RunReplaced", "Schedule", "the previous run was still rolling out; %s", msg)
+		s.event(nil, corev1.EventTypeNormal, ReasonRunReplaced, "Schedule", "the previous run was still rolling out; %s", msg)
 		st.Active, st.Pending = nil, nil
 	}
 	if len(targets) == 0 {
 		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartSkipped,
 			Message: "no Deployment, StatefulSet or DaemonSet matches spec.target.selector"})
-		s.event(nil, corev1.EventTypeNormal, "RunSkipped", "Schedule", "the run scheduled at %s matched no workload", formatSlot(plan.Slot))
-		return nil
+		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "Schedule", "the run scheduled at %s matched no workload", formatSlot(plan.Slot))
+		return ctrl.Result{}, nil
 	}
 	for _, t := range targets {
 		st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: t.Kind, Name: t.Name, ScheduledTime: slot})
@@ -188,9 +189,9 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) error {
 		// alone: at a popular schedule (every namespace restarting at
 		// midnight) each Event is an API write competing with the restarts
 		// themselves (docs/benchmarks.md, item 4).
-		s.event(nil, corev1.EventTypeNormal, "RunStarted", "Schedule", "run scheduled at %s started for %d workload(s)%s", formatSlot(plan.Slot), len(targets), late)
+		s.event(nil, corev1.EventTypeNormal, ReasonRunStarted, "Schedule", "run scheduled at %s started for %d workload(s)%s", formatSlot(plan.Slot), len(targets), late)
 	}
-	return nil
+	return ctrl.Result{}, nil
 }
 
 func missedCount(p cronschedule.Plan) string {

@@ -7,8 +7,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Condition reasons, stable for users' automation. InvalidSchedule,
+// InvalidTimeZone and RestartFailed are Event reasons too, and Restarting is
+// the reason of the Event of each workload restarted.
+const (
+	ReasonSuspended       = "Suspended"
+	ReasonNotSuspended    = "NotSuspended"
+	ReasonScheduleValid   = "ScheduleValid"
+	ReasonInvalidSchedule = "InvalidSchedule"
+	ReasonInvalidTimeZone = "InvalidTimeZone"
+	ReasonScheduled       = "Scheduled"
+	ReasonRestarting      = "Restarting"
+	ReasonRestartFailed   = "RestartFailed"
+	ReasonMissedSchedule  = "MissedSchedule"
 )
 
 // record adds a history entry, newest first.
@@ -23,7 +39,7 @@ func (s *scope) record(e deckhandv1alpha1.RestartRecord) {
 }
 
 // summarize trims the history and sets nextScheduleTime and conditions.
-func (r *Reconciler) summarize(_ context.Context, s *scope) error {
+func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error) {
 	rs, st := s.rs, &s.rs.Status
 	limit := int(rs.Spec.HistoryLimit)
 	if limit < 1 {
@@ -34,9 +50,11 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) error {
 	}
 	gen := rs.Generation
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+			LastTransitionTime: metav1.NewTime(s.now)})
 	}
 
+	var res ctrl.Result
 	st.NextScheduleTime = nil
 	if s.sched != nil && !rs.Spec.Suspend {
 		next := s.next
@@ -46,14 +64,14 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) error {
 		if !next.IsZero() {
 			t := metav1.NewTime(next)
 			st.NextScheduleTime = &t
-			s.requeueIn(next.Sub(s.now) + requeueDelay)
+			res = requeueIn(next.Sub(s.now) + requeueDelay)
 		}
 	}
 
 	if rs.Spec.Suspend {
-		set(deckhandv1alpha1.RestartScheduleSuspended, metav1.ConditionTrue, "Suspended", "spec.suspend is set: no new run starts")
+		set(deckhandv1alpha1.RestartScheduleSuspended, metav1.ConditionTrue, ReasonSuspended, "spec.suspend is set: no new run starts")
 	} else {
-		set(deckhandv1alpha1.RestartScheduleSuspended, metav1.ConditionFalse, "NotSuspended", "")
+		set(deckhandv1alpha1.RestartScheduleSuspended, metav1.ConditionFalse, ReasonNotSuspended, "")
 	}
 	if s.sched == nil {
 		if !meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidSchedule) {
@@ -61,19 +79,19 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) error {
 		}
 		set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionTrue, s.invalidReason, s.invalidMsg)
 		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, s.invalidReason, s.invalidMsg)
-		return nil
+		return res, nil
 	}
-	set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionFalse, "ScheduleValid", "")
+	set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionFalse, ReasonScheduleValid, "")
 	switch {
 	case len(st.Active) > 0:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionTrue, "Restarting",
+		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionTrue, ReasonRestarting,
 			fmt.Sprintf("%d workload(s) rolling out, %d waiting", len(st.Active), len(st.Pending)))
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartFailed:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, "RestartFailed", st.History[0].Workload+": "+st.History[0].Message)
+		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, ReasonRestartFailed, st.History[0].Workload+": "+st.History[0].Message)
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartMissed:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, "MissedSchedule", st.History[0].Message)
+		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, ReasonMissedSchedule, st.History[0].Message)
 	default:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionTrue, "Scheduled", "waiting for the next scheduled time")
+		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionTrue, ReasonScheduled, "waiting for the next scheduled time")
 	}
-	return nil
+	return res, nil
 }
