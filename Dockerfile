@@ -5,6 +5,8 @@
 FROM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
+ARG VERSION=dev
+ARG REVISION=unknown
 WORKDIR /workspace
 
 # Dependencies first: this layer is reused until go.mod/go.sum change.
@@ -17,7 +19,7 @@ COPY internal/ internal/
 
 # CGO off: a static binary that needs no libc in the final image.
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o manager ./cmd/deckhand
+    go build -trimpath -ldflags="-s -w -X github.com/deckhand-dev/deckhand/internal/version.Version=${VERSION} -X github.com/deckhand-dev/deckhand/internal/version.Revision=${REVISION}" -o manager ./cmd/deckhand
 
 FROM gcr.io/distroless/static:nonroot
 WORKDIR /

@@ -114,13 +114,20 @@ lint: vet ## go vet, gofmt and module checks.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@if go list -deps ./... | grep -q '^k8s.io/kubernetes'; then echo "the main module must not depend on k8s.io/kubernetes"; exit 1; fi
 
+# VERSION is the release version stamped into the binary (make release sets
+# it); REVISION the commit, with -dirty for uncommitted changes.
+VERSION ?= dev
+REVISION ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/deckhand-dev/deckhand/internal/version
+LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
+
 .PHONY: build
-build: ## Build the manager binary into bin/deckhand.
-	go build -o $(BIN)/deckhand ./cmd/deckhand
+build: ## Build the manager binary into bin/deckhand (version stamped: bin/deckhand --version).
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/deckhand ./cmd/deckhand
 
 .PHONY: docker-build
 docker-build: ## Build the manager image $(IMG) (multi-stage, static binary, distroless nonroot).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the manager image $(IMG).

@@ -61,7 +61,7 @@ const (
 )
 
 // PodSetUpdateStrategy says how a template change reaches existing pods.
-// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !(string(self.maxUnavailable) in ['0', '0%'] && string(self.maxSurge) in ['0', '0%'])",message="maxUnavailable and maxSurge must not both be zero"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !has(self.maxSurge) || !(string(self.maxUnavailable) in ['0', '0%'] && string(self.maxSurge) in ['0', '0%'])",message="maxUnavailable and maxSurge must not both be zero",fieldPath=".maxUnavailable"
 type PodSetUpdateStrategy struct {
 	// Type is RollingUpdate (the default: the PodSet replaces old pods
 	// itself) or OnDelete (old pods are replaced only when deleted).

@@ -114,7 +114,7 @@ const (
 )
 
 // SidecarSetUpdateStrategy says how sidecar image changes roll out to running pods.
-// +kubebuilder:validation:XValidation:rule="!(has(self.partition) && has(self.selector))",message="partition and selector are mutually exclusive"
+// +kubebuilder:validation:XValidation:rule="!(has(self.partition) && has(self.selector))",message="partition and selector are mutually exclusive",fieldPath=".partition"
 type SidecarSetUpdateStrategy struct {
 	// Type is RollingUpdate (the default: image changes are applied in place
 	// to running pods) or NotUpdate (running pods are never changed).
@@ -136,6 +136,8 @@ type SidecarSetUpdateStrategy struct {
 	// stops once all but this many pods are updated. Default 0.
 	// Cannot be combined with selector.
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^0*(100|[1-9]?[0-9])%$')",message="must be at least 0, or a percentage between 0% and 100%"
 	// +optional
 	Partition *intstr.IntOrString `json:"partition,omitempty"`
 
@@ -143,6 +145,8 @@ type SidecarSetUpdateStrategy struct {
 	// that carry this SidecarSet) of pods that may be not ready or in the
 	// middle of an update at any time. Default 1; must be at least 1 (or 1%).
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=12
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^0*(100|[1-9][0-9]?)%$')",message="must be at least 1, or a percentage between 1% and 100%"
 	// +kubebuilder:default=1
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`

@@ -6,6 +6,7 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -23,6 +25,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/certs"
 	"github.com/deckhand-dev/deckhand/internal/operator"
+	"github.com/deckhand-dev/deckhand/internal/version"
 )
 
 var (
@@ -100,14 +103,22 @@ func main() {
 	o.operator = operator.DefaultOptions()
 	flag.StringVar(&o.operator.DefaultRestartSchedule, "default-restart-schedule", o.operator.DefaultRestartSchedule,
 		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
+	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	build := version.Get()
+	if *printVersion {
+		fmt.Println(build)
+		return
+	}
 	o.certs.CertDir = o.webhookCertDir
 	o.certs.ExtraDNSNames = splitList(*extraDNS)
 	o.certs.MutatingWebhookConfigurations = splitList(*mutating)
 	o.certs.ValidatingWebhookConfigurations = splitList(*validating)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLog.Info("deckhand", "version", build.Version, "revision", build.Revision, "goVersion", build.GoVersion)
+	ctrlmetrics.Registry.MustRegister(version.Collector(build))
 
 	if err := run(o); err != nil {
 		setupLog.Error(err, "manager exited with an error")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -141,7 +142,150 @@ func checkDefaultValidate[T runtime.Object](t *testing.T, kind string, data []by
 			t.Fatalf("validating the same %s twice gave different answers:\n%s\n%s", kind, first, again)
 		}
 	}
-	_ = validate(once, twice)
+	checkUpdateToItself(t, kind, validate(zero, once), validate(once, twice))
+	checkSchemaAgrees(t, kind, once, validate(zero, once))
+}
+
+// unchangedNotRechecked are the fields each webhook deliberately does not
+// judge again when an update leaves them as they were, so that an object
+// accepted under older rules can still be edited: a RestartSchedule's
+// schedule and time zone (cron parsing and the time zone database can
+// change between releases), and a WebServer's name (immutable, and checked
+// for the Service it names only on create).
+var unchangedNotRechecked = map[string][]string{
+	"RestartSchedule": {"spec.schedule", "spec.timeZone"},
+	"WebServer":       {"metadata.name"},
+}
+
+// checkUpdateToItself: an update that changes nothing is judged as the create
+// was, except that the fields in unchangedNotRechecked may pass. Any other
+// difference means a rule depends on whether the object is new without
+// comparing old and new.
+func checkUpdateToItself(t *testing.T, kind string, createErr, updateErr error) {
+	create, update := causes(createErr), causes(updateErr)
+	for c := range update {
+		if !create[c] {
+			t.Fatalf("an update of a %s to itself is refused for what its create was not: %s\ncreate: %s", kind, c, outcome(createErr))
+		}
+	}
+	for c := range create {
+		if update[c] {
+			continue
+		}
+		if !slices.ContainsFunc(unchangedNotRechecked[kind], func(f string) bool { return strings.Contains(c, " "+f+" ") }) {
+			t.Fatalf("an update of a %s to itself passes what its create refused: %s\nupdate: %s", kind, c, outcome(updateErr))
+		}
+	}
+	if (createErr == nil) != (updateErr == nil) && len(create)+len(update) == 0 {
+		t.Fatalf("a %s judged as a create and as an update to itself: %s vs %s", kind, outcome(createErr), outcome(updateErr))
+	}
+}
+
+// causes is the set of "type field message" lines of an Invalid error, or
+// the error's text for any other error.
+func causes(err error) map[string]bool {
+	out := map[string]bool{}
+	if err == nil {
+		return out
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Details == nil {
+		out[err.Error()] = true
+		return out
+	}
+	for _, c := range status.Status().Details.Causes {
+		out[fmt.Sprintf("%s %s %s", c.Type, c.Field, c.Message)] = true
+	}
+	return out
+}
+
+// sharedRule is a rule both the CRD schema (OpenAPI checks, CEL rules) and
+// the validating webhook hold: the schema reports it at or below schema, the
+// webhook at or below one of webhook (the same field unless the schema can
+// only say it of a parent). With exact, only errors at those very fields
+// count: the webhook also judges what lies below, which the schema does not.
+type sharedRule struct {
+	schema  string
+	webhook []string
+	exact   bool
+}
+
+func sameField(f string) sharedRule { return sharedRule{schema: f, webhook: []string{f}} }
+
+// checkedByBoth are the rules held twice. The copies must not drift: for
+// each, the schema and the webhook refuse the same objects. Every other rule
+// lives in one place only (each webhook's doc comment says which), so a
+// disagreement elsewhere is by design.
+var checkedByBoth = map[string][]sharedRule{
+	"PodSet": {
+		sameField("spec.replicas"), sameField("spec.minReadySeconds"),
+		sameField("spec.updateStrategy.maxUnavailable"), sameField("spec.updateStrategy.maxSurge"),
+		sameField("spec.updateStrategy.partition"), sameField("spec.template.spec.restartPolicy"),
+	},
+	"SidecarSet": {
+		{schema: "spec.selector", webhook: []string{"spec.selector"}, exact: true}, // not empty
+		sameField("spec.updateStrategy.maxUnavailable"),
+		sameField("spec.updateStrategy.partition"),
+	},
+	"WebServer": {
+		{schema: "spec.podLabels", webhook: []string{"spec.podLabels[app.kubernetes.io/name]",
+			"spec.podLabels[app.kubernetes.io/instance]", "spec.podLabels[app.kubernetes.io/managed-by]"}},
+	},
+	"RestartSchedule": {
+		{schema: "spec.target", webhook: []string{"spec.target"}, exact: true}, // exactly one of targetRef, selector
+		sameField("spec.startingDeadlineSeconds"), sameField("spec.maxConcurrent"),
+		sameField("spec.rolloutTimeout"), sameField("spec.historyLimit"),
+	},
+}
+
+// checkSchemaAgrees compares the webhook's verdict on obj with the CRD
+// schema's on every field in checkedByBoth.
+func checkSchemaAgrees[T runtime.Object](t *testing.T, kind string, obj T, webhookErr error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatalf("encoding a defaulted %s: %v", kind, err)
+	}
+	var u map[string]any
+	if err := utiljson.Unmarshal(data, &u); err != nil {
+		t.Fatalf("decoding a defaulted %s: %v", kind, err)
+	}
+	var schemaFields []string
+	for _, e := range schemaErrors(t, kind, u, nil) {
+		schemaFields = append(schemaFields, e.Field)
+	}
+	webhookFields := errorFields(webhookErr)
+	for _, r := range checkedByBoth[kind] {
+		bySchema := refuses(schemaFields, r.schema, r.exact)
+		byWebhook := slices.ContainsFunc(r.webhook, func(f string) bool { return refuses(webhookFields, f, r.exact) })
+		if bySchema != byWebhook {
+			t.Fatalf("the CRD schema and the webhook disagree on %s of this %s: schema refuses %v, webhook refuses %v\nschema:  %v\nwebhook: %s\nobject:  %s",
+				r.schema, kind, bySchema, byWebhook, schemaErrors(t, kind, u, nil), outcome(webhookErr), data)
+		}
+	}
+}
+
+// errorFields are the field paths an Invalid error names.
+func errorFields(err error) []string {
+	var status apierrors.APIStatus
+	if err == nil || !errors.As(err, &status) || status.Status().Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range status.Status().Details.Causes {
+		out = append(out, c.Field)
+	}
+	return out
+}
+
+// refuses reports whether one of fields is path or, unless exact, lies below
+// it (list indexes and map keys included).
+func refuses(fields []string, path string, exact bool) bool {
+	for _, f := range fields {
+		if f == path || (!exact && strings.HasPrefix(f, path) && (f[len(path)] == '.' || f[len(path)] == '[')) {
+			return true
+		}
+	}
+	return false
 }
 
 func FuzzSidecarSetDefaultValidate(f *testing.F) {
