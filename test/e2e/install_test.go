@@ -24,7 +24,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // TestInstallYAML: dist/install.yaml applied cleanly with server-side apply

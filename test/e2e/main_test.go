@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // Names dist/install.yaml gives Deckhand's objects.

@@ -11,7 +11,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"sigs.k8s.io/yaml"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // crdSchemas are the structural schemas of the generated CRDs in

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // Leader election as the manager binary configures it (controller-runtime

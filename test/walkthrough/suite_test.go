@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // readyBanner is the first line of what devcluster prints once the samples

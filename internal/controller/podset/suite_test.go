@@ -24,7 +24,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 )
 

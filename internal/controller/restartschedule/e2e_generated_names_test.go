@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 func newStatefulSet(ns, name string, annotations map[string]string) *appsv1.StatefulSet {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // rolloutDone is the controller's `kubectl rollout status` rule for a

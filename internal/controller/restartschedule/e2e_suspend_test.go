@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // suspendMidRun starts a run over Deployments "a" and "b" (maxConcurrent 1),

@@ -31,7 +31,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 )
 

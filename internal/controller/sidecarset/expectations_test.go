@@ -11,7 +11,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // TestUnobservedUpdateHoldsOnlyUntilTTL: the controller waits for its

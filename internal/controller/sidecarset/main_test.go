@@ -19,7 +19,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 )
 
 // TestSample applies config/samples/apps_v1alpha1_sidecarset.yaml as

@@ -33,7 +33,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
 )
 

@@ -1,5 +1,5 @@
 // Package testenv runs a package's integration tests against a real local
-// control plane (internal/localcluster) with Deckhand's CRDs and webhooks
+// control plane (internal/test/localcluster) with Deckhand's CRDs and webhooks
 // installed and an in-process manager that can be stopped and started again.
 //
 // One control plane serves a whole test package (started in TestMain); each
@@ -45,8 +45,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/operator"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // SetupFunc registers controllers and webhooks with a manager.
