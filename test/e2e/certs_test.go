@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestCertificateRotation: with live admission traffic going on (dry-run
@@ -48,7 +49,7 @@ func TestCertificateRotation(t *testing.T) {
 	seen := map[string]bool{}
 	first := servedCert(t)
 	seen[fingerprint(first)] = true
-	eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		c := servedCert(t)
 		if err := verifyChain(c, ca); err != nil {
 			return false, fmt.Errorf("served certificate does not chain to the CA in the Secret: %w", err)
@@ -70,13 +71,13 @@ func TestCertificateRotation(t *testing.T) {
 	// then let the manager notice it is within its 30s lookahead and
 	// rotate it.
 	nearCA := installNearExpiryCA(t, 45*time.Second)
-	eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		return bundlesTrust(t, nearCA) && verifyChain(servedCert(t), nearCA) == nil, nil
 	}, "the near-expiry CA is injected and a certificate it signed is served")
 	traffic.reset()
 	failOpen2 := failOpen()
 	var newCA []byte
-	eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		newCA = currentCA(t)
 		if bytes.Equal(newCA, nearCA) {
 			return false, nil

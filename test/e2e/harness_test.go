@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestDeploymentBecomesReady proves the harness is a working cluster: a
@@ -35,7 +35,7 @@ func TestDeploymentBecomesReady(t *testing.T) {
 	if err := suite.client.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			return false, err
 		}

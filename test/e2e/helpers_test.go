@@ -13,25 +13,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // tctx is a context bounded by the test's lifetime and two minutes.
-func tctx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Context) (bool, error), format string, args ...any) {
-	t.Helper()
-	testenv.Eventually(t, timeout, cond, format, args...)
-}
+func tctx(t *testing.T) context.Context { return testutil.Context(t, 2*time.Minute) }
 
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
-	if err := suite.client.Create(tctx(t), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
+	testutil.Create(tctx(t), t, suite.client, obj)
 }
 
 // deployment is a Deployment whose pods kwok runs (Running and Ready).
@@ -49,15 +39,6 @@ func deployment(ns, name string, replicas int32, labels map[string]string) *apps
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // livePods lists the pods of ns matching labels that are not being deleted.
 func livePods(ctx context.Context, ns string, labels map[string]string) ([]corev1.Pod, error) {
 	var list corev1.PodList
@@ -73,15 +54,6 @@ func livePods(ctx context.Context, ns string, labels map[string]string) ([]corev
 	return out, nil
 }
 
-func conditionTrue(conds []metav1.Condition, typ string) bool {
-	for _, c := range conds {
-		if c.Type == typ {
-			return c.Status == metav1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func conditionsString(conds []metav1.Condition) string {
 	var b strings.Builder
 	for _, c := range conds {
@@ -95,5 +67,5 @@ func conditionsString(conds []metav1.Condition) string {
 func namespace(t *testing.T) string {
 	t.Helper()
 	testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
-	return testenv.Namespace(t, suite.client)
+	return testutil.Namespace(t, suite.client)
 }

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestCrashPodSetScaleAndRollingUpdate scales a PodSet 0 -> n -> (rolling
@@ -69,7 +71,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 				continue
 			}
 			active++
-			if podReady(p) {
+			if podutil.IsPodReady(p) {
 				ready++
 			}
 			for _, e := range p.Spec.Containers[0].Env {
@@ -102,7 +104,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	// exactly want active and ready at version.
 	waitPods := func(want int, version string) {
 		t.Helper()
-		eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
+		testutil.Eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
 			w.mu.Lock()
 			active, ready, versions := mine(w.pods)
 			w.mu.Unlock()
@@ -156,7 +158,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 
 	// Scale up once more and delete the PodSet: nothing it owned is left.
 	update("scaling up before deletion", func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To(int32(min(n, 20))) })
-	eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
+	testutil.Eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		a, _, _ := mine(w.pods)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // invalidCase is one bad object: built from a valid one by mutate, created
@@ -217,7 +218,7 @@ func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 	kinds := map[string]int{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := ctxT(t, time.Minute)
+			ctx := testutil.Context(t, time.Minute)
 			obj := tc.obj(ns)
 			kinds[fmt.Sprintf("%T", obj)]++
 			if tc.update {

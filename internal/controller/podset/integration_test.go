@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -54,10 +55,10 @@ func TestScaleUpAndDown(t *testing.T) {
 		if st.UpdateRevision == "" || st.CurrentRevision != st.UpdateRevision {
 			t.Errorf("revisions: current %q update %q", st.CurrentRevision, st.UpdateRevision)
 		}
-		if c := findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("replicas %d: Available condition = %+v", n, c)
 		}
-		if c := findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil {
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil {
 			t.Errorf("replicas %d: unexpected ReplicaFailure %+v", n, c)
 		}
 		for _, p := range pods {
@@ -425,15 +426,6 @@ func TestScaleSubresource(t *testing.T) {
 	if *cur.Spec.Replicas != 4 {
 		t.Fatalf("spec.replicas = %d after /scale", *cur.Spec.Replicas)
 	}
-}
-
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 var _ = apierrors.IsNotFound

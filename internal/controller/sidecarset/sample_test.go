@@ -13,7 +13,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestSample applies config/samples/apps_v1alpha1_sidecarset.yaml as
@@ -32,7 +32,7 @@ func TestSample(t *testing.T) {
 		_ = env.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sidecar-demo"}})
 		_ = env.Client.Delete(ctx, &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log-shipper"}})
 	})
-	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		s, err := getSidecarSet(ctx, "log-shipper")
 		if err != nil {
 			return false, err

@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // startFakeNodeCluster starts etcd, kube-apiserver and kwok with one fake
@@ -61,7 +63,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := waitPod(t, ctx, pods, created.Name, "", func(p *corev1.Pod) bool { return podReady(p) })
+	ready := waitPod(t, ctx, pods, created.Name, "", podutil.IsPodReady)
 
 	patch := `{"spec":{"containers":[{"name":"app","image":"app:2"}],"initContainers":[{"name":"init","image":"init:2"},{"name":"sidecar","image":"example.com/team/sidecar@sha256:` + strings.Repeat("ab", 32) + `"}]}}`
 	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -69,7 +71,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	}
 	sawNotReady := false
 	final := waitPod(t, ctx, pods, pod.Name, ready.ResourceVersion, func(p *corev1.Pod) bool {
-		if !podReady(p) {
+		if !podutil.IsPodReady(p) {
 			sawNotReady = true
 			return false
 		}
@@ -158,15 +160,6 @@ func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
 			t.Fatalf("blockOwnerDeletion without update on configmaps/finalizers: want Forbidden, got %v", err)
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitPod watches the pod from resourceVersion rv (empty: its current state)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // suite is the cluster and the manager process every test shares. Tests
@@ -126,16 +127,10 @@ func installWebhooks(ctx context.Context, port int) error {
 func ensureDeckhand(t *testing.T) {
 	t.Helper()
 	if suite.deckhand.Exited() {
-		if err := suite.deckhand.Restart(ctxT(t, 2*time.Minute)); err != nil {
+		if err := suite.deckhand.Restart(testutil.Context(t, 2*time.Minute)); err != nil {
 			t.Fatalf("restarting deckhand: %v", err)
 		}
 	}
-}
-
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // figures collects the numbers docs/reliability.md records. They are
