@@ -19,10 +19,8 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -123,17 +121,7 @@ func startAdmissionTraffic(t *testing.T, ns string) *admissionTraffic {
 	go func() {
 		defer close(tr.done)
 		for i := 0; ctx.Err() == nil; i++ {
-			ps := &deckhandv1alpha1.PodSet{
-				ObjectMeta: metav1.ObjectMeta{Name: "traffic-" + strconv.Itoa(i), Namespace: ns},
-				Spec: deckhandv1alpha1.PodSetSpec{
-					Replicas: ptr.To[int32](1),
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels},
-						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-					},
-				},
-			}
+			ps := testutil.PodSet(ns, "traffic-"+strconv.Itoa(i), 1, labels, corev1.Container{Name: "c", Image: "registry.k8s.io/pause:3.10"})
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "traffic-" + strconv.Itoa(i), Namespace: ns, Labels: labels},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},

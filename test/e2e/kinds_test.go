@@ -51,11 +51,11 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 		return err == nil && ss.Status.ObservedGeneration == ss.Generation, err
 	}, "SidecarSet %s is observed by the manager", ss.Name)
 
-	create(t, deployment(ns, "app", 2, labels))
+	create(t, testutil.Deployment(ns, "app", 2, labels, pauseContainer))
 	var pods []corev1.Pod
 	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
-		if pods, err = livePods(ctx, ns, labels); err != nil {
+		if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
 			return false, err
 		}
 		ready := 0
@@ -89,20 +89,8 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 func TestPodSetScalesUpAndDown(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "pset"}
-	ps := &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers:                    []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}},
-				},
-			},
-		},
-	}
+	ps := testutil.PodSet(ns, "web", 3, labels, corev1.Container{Name: "web", Image: "registry.k8s.io/pause:3.10"})
+	ps.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 	create(t, ps)
 	waitPodSet := func(n int32) {
 		t.Helper()
@@ -112,7 +100,7 @@ func TestPodSetScalesUpAndDown(t *testing.T) {
 				return false, err
 			}
 			var err error
-			if pods, err = livePods(ctx, ns, labels); err != nil {
+			if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
 				return false, err
 			}
 			ready := int32(0)
@@ -177,13 +165,13 @@ func TestWebServerIsAvailable(t *testing.T) {
 func TestRestartScheduleRestartsDeployment(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "restart-me"}
-	dep := deployment(ns, "restart-me", 2, labels)
+	dep := testutil.Deployment(ns, "restart-me", 2, labels, pauseContainer)
 	create(t, dep)
 	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep)
 		return err == nil && dep.Status.ReadyReplicas == 2, err
 	}, "Deployment %s/restart-me is ready", ns)
-	before, err := livePods(tctx(t), ns, labels)
+	before, err := testutil.LivePods(tctx(t), suite.client, ns, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +207,7 @@ func TestRestartScheduleRestartsDeployment(t *testing.T) {
 	if dep.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" {
 		t.Errorf("the Deployment's pod template lacks %s: %v", deckhandv1alpha1.RestartedAtAnnotation, dep.Spec.Template.Annotations)
 	}
-	after, err := livePods(tctx(t), ns, labels)
+	after, err := testutil.LivePods(tctx(t), suite.client, ns, labels)
 	if err != nil {
 		t.Fatal(err)
 	}

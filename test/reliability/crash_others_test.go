@@ -42,17 +42,7 @@ func TestCrashRestartScheduleFiring(t *testing.T) {
 	ns := namespace(t)
 	by := createBystanders(t, ns, map[string]string{"app": "crash-restart"})
 	labels := map[string]string{"app": "restart-target"}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "target", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-			},
-		},
-	}
+	dep := testutil.Deployment(ns, "target", 1, labels, corev1.Container{Name: "app", Image: "app:1"})
 	ctx := testutil.Context(t, 30*time.Minute)
 	if err := suite.client.Create(ctx, dep); err != nil {
 		t.Fatal(err)

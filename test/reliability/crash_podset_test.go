@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,24 +40,14 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	by := createBystanders(t, ns, labels)
 	w := watchPods(t, ns)
 
-	ps := &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "VERSION", Value: "0"}},
-				}}},
-			},
-			UpdateStrategy: deckhandv1alpha1.PodSetUpdateStrategy{
-				Type:              deckhandv1alpha1.RollingUpdatePodSetStrategyType,
-				MaxSurge:          ptr.To(intstr.FromInt32(int32(surge))),
-				MaxUnavailable:    ptr.To(intstr.FromInt32(int32(unavailable))),
-				InPlaceIfPossible: ptr.To(false),
-			},
-		},
+	ps := testutil.PodSet(ns, "crash", 0, labels, corev1.Container{
+		Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "VERSION", Value: "0"}},
+	})
+	ps.Spec.UpdateStrategy = deckhandv1alpha1.PodSetUpdateStrategy{
+		Type:              deckhandv1alpha1.RollingUpdatePodSetStrategyType,
+		MaxSurge:          ptr.To(intstr.FromInt32(int32(surge))),
+		MaxUnavailable:    ptr.To(intstr.FromInt32(int32(unavailable))),
+		InPlaceIfPossible: ptr.To(false),
 	}
 	retry(t, 2*time.Minute, "creating the PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
 	uid := ps.UID

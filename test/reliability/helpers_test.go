@@ -290,17 +290,7 @@ func createBystanders(t *testing.T, ns string, labels map[string]string) *bystan
 }
 
 func (b *bystanders) pods(ctx context.Context) ([]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := suite.client.List(ctx, &list, client.InNamespace(b.ns), client.MatchingLabels(b.depLabels)); err != nil {
-		return nil, err
-	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return testutil.LivePods(ctx, suite.client, b.ns, b.depLabels)
 }
 
 // assertUntouched fails t if a bystander was modified or deleted, or the

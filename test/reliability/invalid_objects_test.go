@@ -34,17 +34,7 @@ type invalidCase struct {
 
 func validPodSet(ns string) client.Object {
 	labels := map[string]string{"app": "web"}
-	return &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "ps-" + utilrand.String(5), Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
-			},
-		},
-	}
+	return testutil.PodSet(ns, "ps-"+utilrand.String(5), 0, labels, corev1.Container{Name: "app", Image: "nginx"})
 }
 
 func validWebServer(ns string) client.Object {

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
@@ -43,21 +41,14 @@ func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
 	suite.stress = os.Getenv("DECKHAND_STRESS") == "1"
-	logf.SetLogger(logr.Discard()) // the clients' own logs are not wanted here
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "reliability: "+format+"\n", args...)
-		return 1
+	s := testutil.NewSuite("reliability", 5*time.Minute)
+	defer s.Close()
+	fail, ctx := s.Fail, s.Ctx
+	if err := s.Prepare(); err != nil {
+		return fail("%v", err)
 	}
+	suite.root, suite.work = s.Root, s.Work
 	var err error
-	if suite.root, err = localcluster.RepoRoot(); err != nil {
-		return fail("%v", err)
-	}
-	if suite.work, err = os.MkdirTemp("", "deckhand-reliability-"); err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(suite.work)
 
 	// The manager under test is built from this tree.
 	if suite.bin, err = localcluster.BuildDeckhand(ctx, suite.root, suite.work); err != nil {

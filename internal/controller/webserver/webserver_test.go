@@ -436,17 +436,8 @@ func TestDeleteGarbageCollects(t *testing.T) {
 func TestNameConflict(t *testing.T) {
 	ctx, ns := ctx(t), env.Namespace(t)
 	sel := map[string]string{"app": "theirs"}
-	theirs := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken", Labels: sel},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "httpd"}}},
-			},
-		},
-	}
+	theirs := testutil.Deployment(ns, "taken", 1, sel, corev1.Container{Name: "app", Image: "httpd"})
+	theirs.Labels = sel
 	if err := env.Client.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
