@@ -21,32 +21,13 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
-// startFakeNodeCluster starts etcd, kube-apiserver and kwok with one fake
-// node (no scheduler: pods name their node).
-func startFakeNodeCluster(t *testing.T) (*Cluster, context.Context) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	c, err := Start(ctx, Options{FakeNodes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs(40))
-		}
-	})
-	return c, ctx
-}
-
 // TestFakeNodeRestartsChangedContainers changes the images of a running
 // pod's regular container, init container and native sidecar at once and
 // follows the pod from a watch: it must turn not Ready, then Ready again with
 // every status reporting its new image, an imageID with a digest and one
 // more restart, as a kubelet reports an in-place update. The pod keeps its UID.
 func TestFakeNodeRestartsChangedContainers(t *testing.T) {
-	c, ctx := startFakeNodeCluster(t)
+	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "inplace"},
@@ -115,7 +96,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 // admission plugins hardened clusters add, so an owner reference with
 // blockOwnerDeletion needs update on the owner's finalizers.
 func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
-	c, ctx := startFakeNodeCluster(t)
+	c, ctx := startCluster(t, Options{FakeNodes: 1})
 	cs := c.Clientset()
 	owner, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {

@@ -20,28 +20,22 @@ func Deployment(ns, name string, replicas int32, labels map[string]string, conta
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: podTemplate(labels, containers),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: containers},
+			},
 		},
 	}
 }
 
 // PodSet is a PodSet of replicas pods labelled labels (its selector too)
-// running containers; tests set the rest on the result.
+// running containers; tests set the rest on the result. Its spec's
+// replicas, selector and template are those of the same Deployment.
 func PodSet(ns, name string, replicas int32, labels map[string]string, containers ...corev1.Container) *deckhandv1alpha1.PodSet {
+	d := Deployment(ns, name, replicas, labels, containers...)
 	return &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: podTemplate(labels, containers),
-		},
-	}
-}
-
-func podTemplate(labels map[string]string, containers []corev1.Container) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec:       corev1.PodSpec{Containers: containers},
+		ObjectMeta: d.ObjectMeta,
+		Spec:       deckhandv1alpha1.PodSetSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: d.Spec.Template},
 	}
 }
 
