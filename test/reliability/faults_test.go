@@ -51,18 +51,7 @@ func podSetPods(ctx context.Context, ns string, uid types.UID) (active, ready in
 }
 
 func simplePodSet(ns, name string, replicas int32) *deckhandv1alpha1.PodSet {
-	labels := map[string]string{"app": name}
-	return &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-			},
-		},
-	}
+	return testutil.PodSet(ns, name, replicas, map[string]string{"app": name}, corev1.Container{Name: "app", Image: "app:1"})
 }
 
 func waitPodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, want int, timeout time.Duration) {
