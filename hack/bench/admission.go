@@ -2,28 +2,18 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
@@ -202,16 +192,6 @@ func joinVariants(v []admVariant) string {
 	return strings.Join(s, " → ")
 }
 
-func benchSidecarSet(name, app string) *deckhandv1alpha1.SidecarSet {
-	return &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-			Containers: []deckhandv1alpha1.SidecarContainer{{Container: sidecarContainer()}},
-		},
-	}
-}
-
 func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 	want := map[string]string{}
 	switch v {
@@ -260,161 +240,4 @@ func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 		}
 		return len(l.Items) == len(want), nil
 	})
-}
-
-// sidecarContainer is the container the SidecarSets inject.
-func sidecarContainer() corev1.Container {
-	return corev1.Container{
-		Name: "log-agent", Image: "registry.example.com/logging/agent:1.0",
-		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
-	}
-}
-
-func benchPod(ns, name string, withSidecar bool) *corev1.Pod {
-	c := func(name string) corev1.Container {
-		return corev1.Container{
-			Name: name, Image: "registry.example.com/team/" + name + ":v1",
-			Env:       []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}},
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
-		}
-	}
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "bench", "tier": "web"}},
-		Spec: corev1.PodSpec{
-			NodeName:                      admissionNode,
-			Containers:                    []corev1.Container{c("app"), c("proxy")},
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-		},
-	}
-	if withSidecar {
-		p.Spec.Containers = append(p.Spec.Containers, sidecarContainer())
-	}
-	return p
-}
-
-// probeInjection waits until the API server applies (or no longer applies)
-// the pod webhook: it reads its webhook configurations from an informer.
-func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *nullWebhook) error {
-	want := 3
-	if v == admNone || v == admNull {
-		want = 2
-	}
-	nullOn := v == admNull || v == admNullInj
-	var got int
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		p := benchPod(ns, "probe", v == admPre)
-		calls := null.calls.Load()
-		if err := e.c.Create(ctx, p, client.DryRunAll); err != nil {
-			return false, nil
-		}
-		got = len(p.Spec.Containers)
-		return got == want && (null.calls.Load() > calls) == nullOn, nil
-	})
-	if err != nil {
-		return fmt.Errorf("probe pod has %d containers, want %d: %w", got, want, err)
-	}
-	return nil
-}
-
-// createPods creates n pods with w concurrent clients and returns each
-// create's latency and the wall time.
-func createPods(ctx context.Context, e *env, ns string, n, w int, withSidecar bool) ([]time.Duration, time.Duration, error) {
-	lat := make([]time.Duration, n)
-	var mu sync.Mutex
-	var failures int
-	start := time.Now()
-	err := runWorkers(n, w, func(i int) error {
-		p := benchPod(ns, fmt.Sprintf("pod-%05d", i), withSidecar)
-		t := time.Now()
-		_, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-		lat[i] = time.Since(t)
-		if err != nil {
-			mu.Lock()
-			failures++
-			mu.Unlock()
-			return err
-		}
-		return nil
-	})
-	elapsed := time.Since(start)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%d creates failed, first: %w", failures, err)
-	}
-	return lat, elapsed, nil
-}
-
-// nullWebhook is the smallest possible pod mutating webhook (it reads the
-// request's uid and admits without a patch): what calling any webhook costs
-// the control plane, separate from what Deckhand's handler adds.
-type nullWebhook struct {
-	srv    *http.Server
-	url    string
-	calls  atomic.Int64
-	inject atomic.Bool // answer with a JSON patch adding sidecarContainer
-}
-
-const nullWebhookName = "bench-null-webhook"
-
-func startNullWebhook(certDir string) (*nullWebhook, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
-	if err != nil {
-		return nil, err
-	}
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}})
-	if err != nil {
-		return nil, err
-	}
-	n := &nullWebhook{url: "https://" + ln.Addr().String() + "/null"}
-	sc, err := json.Marshal(sidecarContainer())
-	if err != nil {
-		return nil, err
-	}
-	patch := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, `[{"op":"add","path":"/spec/containers/-","value":%s}]`, sc))
-	n.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.calls.Add(1)
-		var review struct {
-			Request struct {
-				UID string `json:"uid"`
-			} `json:"request"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if n.inject.Load() {
-			fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true,"patchType":"JSONPatch","patch":%q}}`, review.Request.UID, patch)
-			return
-		}
-		fmt.Fprintf(w, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":%q,"allowed":true}}`, review.Request.UID)
-	})}
-	go func() { _ = n.srv.Serve(ln) }()
-	return n, nil
-}
-
-// install creates (on) or deletes (off) the null webhook's configuration.
-func (n *nullWebhook) install(ctx context.Context, e *env, on bool) error {
-	api := e.cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
-	if err := api.Delete(ctx, nullWebhookName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if !on {
-		return nil
-	}
-	none := admissionregistrationv1.SideEffectClassNone
-	ignore := admissionregistrationv1.Ignore
-	cfg := &admissionregistrationv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: nullWebhookName},
-		Webhooks: []admissionregistrationv1.MutatingWebhook{{
-			Name:                    "null.bench.deckhand.dev",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(n.url), CABundle: e.hooks.CABundle},
-			Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
-			SideEffects:             &none,
-			FailurePolicy:           &ignore,
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](5),
-		}},
-	}
-	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})
-	return err
 }

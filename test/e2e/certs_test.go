@@ -19,10 +19,9 @@ import (
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestCertificateRotation: with live admission traffic going on (dry-run
@@ -48,7 +47,7 @@ func TestCertificateRotation(t *testing.T) {
 	seen := map[string]bool{}
 	first := servedCert(t)
 	seen[fingerprint(first)] = true
-	eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		c := servedCert(t)
 		if err := verifyChain(c, ca); err != nil {
 			return false, fmt.Errorf("served certificate does not chain to the CA in the Secret: %w", err)
@@ -70,13 +69,13 @@ func TestCertificateRotation(t *testing.T) {
 	// then let the manager notice it is within its 30s lookahead and
 	// rotate it.
 	nearCA := installNearExpiryCA(t, 45*time.Second)
-	eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		return bundlesTrust(t, nearCA) && verifyChain(servedCert(t), nearCA) == nil, nil
 	}, "the near-expiry CA is injected and a certificate it signed is served")
 	traffic.reset()
 	failOpen2 := failOpen()
 	var newCA []byte
-	eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		newCA = currentCA(t)
 		if bytes.Equal(newCA, nearCA) {
 			return false, nil
@@ -122,17 +121,7 @@ func startAdmissionTraffic(t *testing.T, ns string) *admissionTraffic {
 	go func() {
 		defer close(tr.done)
 		for i := 0; ctx.Err() == nil; i++ {
-			ps := &deckhandv1alpha1.PodSet{
-				ObjectMeta: metav1.ObjectMeta{Name: "traffic-" + strconv.Itoa(i), Namespace: ns},
-				Spec: deckhandv1alpha1.PodSetSpec{
-					Replicas: ptr.To[int32](1),
-					Selector: &metav1.LabelSelector{MatchLabels: labels},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: labels},
-						Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
-					},
-				},
-			}
+			ps := testutil.PodSet(ns, "traffic-"+strconv.Itoa(i), 1, labels, corev1.Container{Name: "c", Image: "registry.k8s.io/pause:3.10"})
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "traffic-" + strconv.Itoa(i), Namespace: ns, Labels: labels},
 				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},

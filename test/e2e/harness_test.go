@@ -5,13 +5,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestDeploymentBecomesReady proves the harness is a working cluster: a
@@ -20,22 +17,12 @@ import (
 func TestDeploymentBecomesReady(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "harness"}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "harness", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
-			},
-		},
-	}
+	dep := testutil.Deployment(ns, "harness", 3, labels, corev1.Container{Name: "app", Image: "nginx:1.27"})
 	ctx := context.Background()
 	if err := suite.client.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
 			return false, err
 		}

@@ -24,7 +24,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestInstallYAML: dist/install.yaml applied cleanly with server-side apply
@@ -53,7 +54,7 @@ func TestInstallYAML(t *testing.T) {
 	}
 
 	dep := &appsv1.Deployment{}
-	eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKey{Namespace: systemNamespace, Name: managerDeployment}, dep)
 		return err == nil && dep.Status.ReadyReplicas == 2, err
 	}, "Deployment %s/%s has 2 ready (kwok) replicas under the restricted Pod Security Standard (has %d; conditions %v)",
@@ -262,7 +263,7 @@ func TestMetricsEndpointAuth(t *testing.T) {
 	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), binding) })
 	var code int
 	var body string
-	eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
 		code, body = get(scraper)
 		return code == http.StatusOK, nil
 	}, "GET /metrics with a token bound to %s answers 200 (last: %d %.200q)", metricsReaderRole, code, body)

@@ -14,12 +14,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestSidecarSetInjectsIntoDeploymentPods: a SidecarSet selecting a
@@ -43,21 +46,21 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), ss) })
 	// The webhook injects from the manager's informer cache: wait until the
 	// manager has seen the SidecarSet (its controller wrote status).
-	eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
 		return err == nil && ss.Status.ObservedGeneration == ss.Generation, err
 	}, "SidecarSet %s is observed by the manager", ss.Name)
 
-	create(t, deployment(ns, "app", 2, labels))
+	create(t, testutil.Deployment(ns, "app", 2, labels, pauseContainer))
 	var pods []corev1.Pod
-	eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
-		if pods, err = livePods(ctx, ns, labels); err != nil {
+		if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
 			return false, err
 		}
 		ready := 0
 		for i := range pods {
-			if podReady(&pods[i]) {
+			if podutil.IsPodReady(&pods[i]) {
 				ready++
 			}
 		}
@@ -75,7 +78,7 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 			t.Errorf("pod %s lacks the %s annotation naming %s: %v", p.Name, deckhandv1alpha1.AnnotationSidecarSetInjected, ss.Name, p.Annotations)
 		}
 	}
-	eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
 		return err == nil && ss.Status.MatchedPods == 2 && ss.Status.UpdatedPods == 2 && ss.Status.ReadyPods == 2, err
 	}, "SidecarSet status counts 2 matched, updated and ready pods (has %+v)", ss.Status)
@@ -86,35 +89,23 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 func TestPodSetScalesUpAndDown(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "pset"}
-	ps := &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](0),
-					Containers:                    []corev1.Container{{Name: "web", Image: "registry.k8s.io/pause:3.10"}},
-				},
-			},
-		},
-	}
+	ps := testutil.PodSet(ns, "web", 3, labels, corev1.Container{Name: "web", Image: "registry.k8s.io/pause:3.10"})
+	ps.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 	create(t, ps)
 	waitPodSet := func(n int32) {
 		t.Helper()
 		var pods []corev1.Pod
-		eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
 				return false, err
 			}
 			var err error
-			if pods, err = livePods(ctx, ns, labels); err != nil {
+			if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
 				return false, err
 			}
 			ready := int32(0)
 			for i := range pods {
-				if podReady(&pods[i]) {
+				if podutil.IsPodReady(&pods[i]) {
 					ready++
 				}
 			}
@@ -141,9 +132,9 @@ func TestWebServerIsAvailable(t *testing.T) {
 		Spec:       deckhandv1alpha1.WebServerSpec{Image: "nginx:1.27", Port: 80, Replicas: ptr.To[int32](2)},
 	}
 	create(t, ws)
-	eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), ws)
-		return err == nil && conditionTrue(ws.Status.Conditions, deckhandv1alpha1.WebServerConditionAvailable) &&
+		return err == nil && meta.IsStatusConditionTrue(ws.Status.Conditions, deckhandv1alpha1.WebServerConditionAvailable) &&
 			ws.Status.ReadyReplicas == 2 && ws.Status.ObservedGeneration == ws.Generation, err
 	}, "WebServer %s/hello is Available with 2 ready replicas (status: ready %d, %s)", ns, ws.Status.ReadyReplicas, conditionsString(ws.Status.Conditions))
 
@@ -174,13 +165,13 @@ func TestWebServerIsAvailable(t *testing.T) {
 func TestRestartScheduleRestartsDeployment(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "restart-me"}
-	dep := deployment(ns, "restart-me", 2, labels)
+	dep := testutil.Deployment(ns, "restart-me", 2, labels, pauseContainer)
 	create(t, dep)
-	eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep)
 		return err == nil && dep.Status.ReadyReplicas == 2, err
 	}, "Deployment %s/restart-me is ready", ns)
-	before, err := livePods(tctx(t), ns, labels)
+	before, err := testutil.LivePods(tctx(t), suite.client, ns, labels)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +187,7 @@ func TestRestartScheduleRestartsDeployment(t *testing.T) {
 	}
 	create(t, rs)
 	var record deckhandv1alpha1.RestartRecord
-	eventually(t, 120*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 120*time.Second, func(ctx context.Context) (bool, error) {
 		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), rs); err != nil {
 			return false, err
 		}
@@ -216,7 +207,7 @@ func TestRestartScheduleRestartsDeployment(t *testing.T) {
 	if dep.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" {
 		t.Errorf("the Deployment's pod template lacks %s: %v", deckhandv1alpha1.RestartedAtAnnotation, dep.Spec.Template.Annotations)
 	}
-	after, err := livePods(tctx(t), ns, labels)
+	after, err := testutil.LivePods(tctx(t), suite.client, ns, labels)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // crdSchema is one kind's v1alpha1 schema in the forms the API server uses:

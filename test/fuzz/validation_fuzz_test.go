@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"

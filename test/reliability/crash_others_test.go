@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 func killPlan() (minKills int, minGap, maxGap time.Duration) {
@@ -40,18 +42,8 @@ func TestCrashRestartScheduleFiring(t *testing.T) {
 	ns := namespace(t)
 	by := createBystanders(t, ns, map[string]string{"app": "crash-restart"})
 	labels := map[string]string{"app": "restart-target"}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "target", Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-			},
-		},
-	}
-	ctx := ctxT(t, 30*time.Minute)
+	dep := testutil.Deployment(ns, "target", 1, labels, corev1.Container{Name: "app", Image: "app:1"})
+	ctx := testutil.Context(t, 30*time.Minute)
 	if err := suite.client.Create(ctx, dep); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +100,7 @@ func TestCrashRestartScheduleFiring(t *testing.T) {
 	mu.Lock()
 	before := restarts
 	mu.Unlock()
-	eventually(t, 3*time.Minute, func(context.Context) (bool, error) {
+	testutil.Eventually(t, 3*time.Minute, func(context.Context) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return restarts >= before+2, nil
@@ -198,7 +190,7 @@ func TestCrashWebServerChurn(t *testing.T) {
 	}
 	kills := c.Stop(t)
 	for _, ws := range live {
-		eventually(t, 5*time.Minute, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, error) {
 			cur := &deckhandv1alpha1.WebServer{}
 			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), cur); err != nil {
 				return false, err
@@ -260,7 +252,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: ns, Labels: labels},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
 		}
-		if err := suite.client.Create(ctxT(t, time.Minute), p); err != nil {
+		if err := suite.client.Create(testutil.Context(t, time.Minute), p); err != nil {
 			t.Fatal(err)
 		}
 		if len(p.Spec.Containers) != 2 {
@@ -290,7 +282,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 				continue
 			}
 			spec, status := sidecarImage(p)
-			if podReady(p) && spec == status {
+			if podutil.IsPodReady(p) && spec == status {
 				ready++
 				if spec == "sidecar:2" {
 					updated++
@@ -299,7 +291,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 		}
 		return ready, updated
 	}
-	eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
+	testutil.Eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		r, _ := count(w.pods)
@@ -333,12 +325,12 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 	// toggling the image keeps the work going until the kills are done.
 	for version := 2; c.Kills() < minKills; version++ {
 		img := fmt.Sprintf("sidecar:%d", version)
-		eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
+		testutil.Eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			upd := 0
 			for _, p := range w.pods {
-				if spec, status := sidecarImage(p); isApp(p) && spec == img && status == img && podReady(p) {
+				if spec, status := sidecarImage(p); isApp(p) && spec == img && status == img && podutil.IsPodReady(p) {
 					upd++
 				}
 			}
@@ -358,7 +350,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 		})
 	}
 	kills := c.Stop(t)
-	eventually(t, 10*time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 10*time.Minute, func(ctx context.Context) (bool, error) {
 		cur := &deckhandv1alpha1.SidecarSet{}
 		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
 			return false, err

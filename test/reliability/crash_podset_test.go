@@ -8,12 +8,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestCrashPodSetScaleAndRollingUpdate scales a PodSet 0 -> n -> (rolling
@@ -39,24 +40,14 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	by := createBystanders(t, ns, labels)
 	w := watchPods(t, ns)
 
-	ps := &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "VERSION", Value: "0"}},
-				}}},
-			},
-			UpdateStrategy: deckhandv1alpha1.PodSetUpdateStrategy{
-				Type:              deckhandv1alpha1.RollingUpdatePodSetStrategyType,
-				MaxSurge:          ptr.To(intstr.FromInt32(int32(surge))),
-				MaxUnavailable:    ptr.To(intstr.FromInt32(int32(unavailable))),
-				InPlaceIfPossible: ptr.To(false),
-			},
-		},
+	ps := testutil.PodSet(ns, "crash", 0, labels, corev1.Container{
+		Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "VERSION", Value: "0"}},
+	})
+	ps.Spec.UpdateStrategy = deckhandv1alpha1.PodSetUpdateStrategy{
+		Type:              deckhandv1alpha1.RollingUpdatePodSetStrategyType,
+		MaxSurge:          ptr.To(intstr.FromInt32(int32(surge))),
+		MaxUnavailable:    ptr.To(intstr.FromInt32(int32(unavailable))),
+		InPlaceIfPossible: ptr.To(false),
 	}
 	retry(t, 2*time.Minute, "creating the PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
 	uid := ps.UID
@@ -69,7 +60,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 				continue
 			}
 			active++
-			if podReady(p) {
+			if podutil.IsPodReady(p) {
 				ready++
 			}
 			for _, e := range p.Spec.Containers[0].Env {
@@ -102,7 +93,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	// exactly want active and ready at version.
 	waitPods := func(want int, version string) {
 		t.Helper()
-		eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
+		testutil.Eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
 			w.mu.Lock()
 			active, ready, versions := mine(w.pods)
 			w.mu.Unlock()
@@ -156,7 +147,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 
 	// Scale up once more and delete the PodSet: nothing it owned is left.
 	update("scaling up before deletion", func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To(int32(min(n, 20))) })
-	eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
+	testutil.Eventually(t, 5*time.Minute, func(context.Context) (bool, error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		a, _, _ := mine(w.pods)

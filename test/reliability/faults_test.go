@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // Leader election as the manager binary configures it (controller-runtime
@@ -40,7 +42,7 @@ func podSetPods(ctx context.Context, ns string, uid types.UID) (active, ready in
 		p := &pods.Items[i]
 		if controlledBy(p, uid) && podActive(p) {
 			active++
-			if podReady(p) {
+			if podutil.IsPodReady(p) {
 				ready++
 			}
 		}
@@ -49,23 +51,12 @@ func podSetPods(ctx context.Context, ns string, uid types.UID) (active, ready in
 }
 
 func simplePodSet(ns, name string, replicas int32) *deckhandv1alpha1.PodSet {
-	labels := map[string]string{"app": name}
-	return &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-			},
-		},
-	}
+	return testutil.PodSet(ns, name, replicas, map[string]string{"app": name}, corev1.Container{Name: "app", Image: "app:1"})
 }
 
 func waitPodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, want int, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		active, ready, err := podSetPods(ctx, ps.Namespace, ps.UID)
 		if err != nil {
 			return false, err
@@ -122,7 +113,7 @@ func TestLeaderFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := suite.cluster.StartDeckhand(ctxT(t, 3*time.Minute), localcluster.DeckhandOptions{
+		d, err := suite.cluster.StartDeckhand(testutil.Context(t, 3*time.Minute), localcluster.DeckhandOptions{
 			Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: name,
 			Args: []string{"--leader-elect=true"},
 		})
@@ -135,7 +126,7 @@ func TestLeaderFailover(t *testing.T) {
 
 	leader, _ := start("deckhand-a")
 	var leaderID string
-	eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		h, err := leaseHolder(ctx)
 		leaderID = h
 		return h != "", err
@@ -145,7 +136,7 @@ func TestLeaderFailover(t *testing.T) {
 	var resumes []time.Duration
 	for round := range rounds {
 		standby, standbyPort := start(fmt.Sprintf("deckhand-%c", 'b'+round))
-		if err := installWebhooks(ctxT(t, time.Minute), standbyPort); err != nil {
+		if err := installWebhooks(testutil.Context(t, time.Minute), standbyPort); err != nil {
 			t.Fatal(err)
 		}
 		ps := simplePodSet(ns, fmt.Sprintf("failover-%d", round), 2)
@@ -190,7 +181,7 @@ func TestLeaderFailover(t *testing.T) {
 		leader.Kill()
 		scalePodSet(t, ps, 5) // pending work for the next leader
 		var newID string
-		eventually(t, 2*failoverBound, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, 2*failoverBound, func(ctx context.Context) (bool, error) {
 			h, err := leaseHolder(ctx)
 			newID = h
 			return h != "" && h != leaderID, err
@@ -224,7 +215,7 @@ func TestLeaderFailover(t *testing.T) {
 // a PodSet: the manager process survives (same pid) and converges.
 func TestAPIServerRestart(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testenv.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.client)
 	refusals := testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
 	n := int32(20)
 	if stress() {
@@ -234,14 +225,14 @@ func TestAPIServerRestart(t *testing.T) {
 	retry(t, time.Minute, "creating a PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
 	pid := suite.deckhand.Pid()
 	// Restart at once, mid-way through creating the pods.
-	if err := suite.cluster.RestartAPIServer(ctxT(t, 3*time.Minute), 3*time.Second); err != nil {
+	if err := suite.cluster.RestartAPIServer(testutil.Context(t, 3*time.Minute), 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	// The restarted API server refused the manager's watches until it was
 	// ready; from here on every refusal counts.
 	refusals.Excuse()
 	back := time.Now()
-	atBack, _, err := podSetPods(ctxT(t, time.Minute), ns, ps.UID)
+	atBack, _, err := podSetPods(testutil.Context(t, time.Minute), ns, ps.UID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +267,7 @@ func TestWebhookUnavailable(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
 	}
-	eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		p := newPod("probe")
 		if err := suite.client.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, err
@@ -285,7 +276,7 @@ func TestWebhookUnavailable(t *testing.T) {
 	}, "the pod webhook injects (its cache has the SidecarSet)")
 	for i := range 2 {
 		p := newPod(fmt.Sprintf("up-%d", i))
-		if err := suite.client.Create(ctxT(t, time.Minute), p); err != nil || len(p.Spec.Containers) != 2 {
+		if err := suite.client.Create(testutil.Context(t, time.Minute), p); err != nil || len(p.Spec.Containers) != 2 {
 			t.Fatalf("pod created while Deckhand is up: %v, %d containers", err, len(p.Spec.Containers))
 		}
 	}
@@ -296,7 +287,7 @@ func TestWebhookUnavailable(t *testing.T) {
 	for i := range missed {
 		p := newPod(fmt.Sprintf("down-%d", i))
 		began := time.Now()
-		if err := suite.client.Create(ctxT(t, time.Minute), p); err != nil {
+		if err := suite.client.Create(testutil.Context(t, time.Minute), p); err != nil {
 			t.Fatalf("a pod was refused while Deckhand is down (the pod webhook must fail open): %v", err)
 		}
 		slowest = max(slowest, time.Since(began))
@@ -306,18 +297,18 @@ func TestWebhookUnavailable(t *testing.T) {
 	}
 	// A SidecarSet write, by contrast, is refused (failurePolicy Fail).
 	cur := &deckhandv1alpha1.SidecarSet{}
-	if err := suite.client.Get(ctxT(t, time.Minute), client.ObjectKeyFromObject(s), cur); err != nil {
+	if err := suite.client.Get(testutil.Context(t, time.Minute), client.ObjectKeyFromObject(s), cur); err != nil {
 		t.Fatal(err)
 	}
 	cur.Spec.Containers[0].Image = "sidecar:2"
-	if err := suite.client.Update(ctxT(t, time.Minute), cur); err == nil || !strings.Contains(err.Error(), "webhook") {
+	if err := suite.client.Update(testutil.Context(t, time.Minute), cur); err == nil || !strings.Contains(err.Error(), "webhook") {
 		t.Errorf("a SidecarSet update with Deckhand down: want it refused by the unreachable webhook, got %v", err)
 	}
 
-	if err := suite.deckhand.Restart(ctxT(t, 3*time.Minute)); err != nil {
+	if err := suite.deckhand.Restart(testutil.Context(t, 3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		cur := &deckhandv1alpha1.SidecarSet{}
 		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
 			return false, err

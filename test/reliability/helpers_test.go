@@ -20,7 +20,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // retry runs fn until it succeeds, for at most timeout. Writes that go
@@ -36,12 +37,6 @@ func retry(t *testing.T, timeout time.Duration, what string, fn func(ctx context
 	if err != nil {
 		t.Fatalf("%s: still failing after %s: %v", what, timeout, last)
 	}
-}
-
-// eventually waits for cond (generous, bounded) with a clear message.
-func eventually(t *testing.T, timeout time.Duration, cond func(ctx context.Context) (bool, error), format string, args ...any) {
-	t.Helper()
-	testenv.Eventually(t, timeout, cond, format, args...)
 }
 
 // orErr is a condition's answer: done, or not yet because of err.
@@ -124,7 +119,7 @@ func (c *chaos) Stop(t *testing.T) int {
 // Wait blocks until at least n kills happened (or the chaos ended).
 func (c *chaos) Wait(t *testing.T, n int, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, func(context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(context.Context) (bool, error) {
 		select {
 		case <-c.done:
 			return true, nil
@@ -218,15 +213,6 @@ func podActive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 func controlledBy(p metav1.Object, uid types.UID) bool {
 	ref := metav1.GetControllerOfNoCopy(p)
 	return ref != nil && ref.UID == uid
@@ -245,7 +231,7 @@ type bystanders struct {
 
 func createBystanders(t *testing.T, ns string, labels map[string]string) *bystanders {
 	t.Helper()
-	ctx := ctxT(t, 3*time.Minute)
+	ctx := testutil.Context(t, 3*time.Minute)
 	b := &bystanders{ns: ns, versions: map[string]string{}, depLabels: map[string]string{"bystander": "deployment"}}
 	for k, v := range labels {
 		b.depLabels[k] = v
@@ -277,7 +263,7 @@ func createBystanders(t *testing.T, ns string, labels map[string]string) *bystan
 	if err := suite.client.Create(ctx, dep); err != nil {
 		t.Fatalf("creating bystander Deployment: %v", err)
 	}
-	eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		pods, err := b.pods(ctx)
 		return err == nil && len(pods) == 2, err
 	}, "the bystander Deployment has 2 pods")
@@ -304,24 +290,14 @@ func createBystanders(t *testing.T, ns string, labels map[string]string) *bystan
 }
 
 func (b *bystanders) pods(ctx context.Context) ([]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := suite.client.List(ctx, &list, client.InNamespace(b.ns), client.MatchingLabels(b.depLabels)); err != nil {
-		return nil, err
-	}
-	var out []corev1.Pod
-	for _, p := range list.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p)
-		}
-	}
-	return out, nil
+	return testutil.LivePods(ctx, suite.client, b.ns, b.depLabels)
 }
 
 // assertUntouched fails t if a bystander was modified or deleted, or the
 // bystander Deployment's pods were adopted, changed or deleted.
 func (b *bystanders) assertUntouched(t *testing.T) {
 	t.Helper()
-	ctx := ctxT(t, time.Minute)
+	ctx := testutil.Context(t, time.Minute)
 	for key, rv := range b.versions {
 		kind, name, _ := strings.Cut(key, "/")
 		var o client.Object
@@ -372,7 +348,7 @@ func (b *bystanders) assertUntouched(t *testing.T) {
 // after Deckhand's object is deleted).
 func assertNothingOwnedBy(t *testing.T, ns string, uid types.UID, what string) {
 	t.Helper()
-	eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		var left []string
 		var pods corev1.PodList
 		var deps appsv1.DeploymentList
@@ -411,5 +387,5 @@ func assertNothingOwnedBy(t *testing.T, ns string, uid types.UID, what string) {
 func namespace(t *testing.T) string {
 	t.Helper()
 	testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
-	return testenv.Namespace(t, suite.client)
+	return testutil.Namespace(t, suite.client)
 }

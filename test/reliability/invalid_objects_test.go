@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // invalidCase is one bad object: built from a valid one by mutate, created
@@ -33,17 +34,7 @@ type invalidCase struct {
 
 func validPodSet(ns string) client.Object {
 	labels := map[string]string{"app": "web"}
-	return &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "ps-" + utilrand.String(5), Namespace: ns},
-		Spec: deckhandv1alpha1.PodSetSpec{
-			Replicas: ptr.To[int32](0),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx"}}},
-			},
-		},
-	}
+	return testutil.PodSet(ns, "ps-"+utilrand.String(5), 0, labels, corev1.Container{Name: "app", Image: "nginx"})
 }
 
 func validWebServer(ns string) client.Object {
@@ -217,7 +208,7 @@ func TestInvalidObjectsAreRejectedNamingTheField(t *testing.T) {
 	kinds := map[string]int{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := ctxT(t, time.Minute)
+			ctx := testutil.Context(t, time.Minute)
 			obj := tc.obj(ns)
 			kinds[fmt.Sprintf("%T", obj)]++
 			if tc.update {

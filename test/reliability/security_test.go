@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // Metrics authentication and authorization (anonymous refused, a token
@@ -34,7 +35,7 @@ func TestTLSMinimumAndNoHTTP2(t *testing.T) {
 	ensureDeckhand(t)
 	for name, port := range map[string]int{"webhook": suite.port, "metrics": suite.deckhand.MetricsPort} {
 		// The metrics server may start a moment after /readyz answers.
-		if err := localcluster.WaitTLS(ctxT(t, time.Minute), port, time.Minute); err != nil {
+		if err := localcluster.WaitTLS(testutil.Context(t, time.Minute), port, time.Minute); err != nil {
 			t.Fatalf("%s server not serving TLS on %d: %v", name, port, err)
 		}
 		if c, err := dialTLS(port, &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}); err == nil {
@@ -104,7 +105,7 @@ func TestInjectionGrantsNoPrivilege(t *testing.T) {
 		return p
 	}
 	var injected *corev1.Pod
-	eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		injected = pod("injected", false)
 		if err := suite.client.Create(ctx, injected, client.DryRunAll); err != nil {
 			return false, err
@@ -112,11 +113,11 @@ func TestInjectionGrantsNoPrivilege(t *testing.T) {
 		return len(injected.Spec.Containers) == 3, nil
 	}, "the pod webhook injects the two sidecars")
 	injected = pod("injected", false)
-	if err := suite.client.Create(ctxT(t, time.Minute), injected); err != nil {
+	if err := suite.client.Create(testutil.Context(t, time.Minute), injected); err != nil {
 		t.Fatal(err)
 	}
 	plain := pod("plain", true)
-	if err := suite.client.Create(ctxT(t, time.Minute), plain, client.DryRunAll); err != nil {
+	if err := suite.client.Create(testutil.Context(t, time.Minute), plain, client.DryRunAll); err != nil {
 		t.Fatal(err)
 	}
 	byName := map[string]corev1.Container{}

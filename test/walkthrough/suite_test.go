@@ -13,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // readyBanner is the first line of what devcluster prints once the samples
@@ -41,25 +40,13 @@ var suite struct {
 
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
-func fail(format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, "walkthrough: "+format+"\n", args...)
-	return 1
-}
-
 func runSuite(m *testing.M) int {
-	ctrllog.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		return fail("%v", err)
+	s := testutil.NewSuite("walkthrough", 5*time.Minute)
+	defer s.Close()
+	if err := s.Prepare(); err != nil {
+		return s.Fail("%v", err)
 	}
-	work, err := os.MkdirTemp("", "deckhand-walkthrough-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(work)
+	fail, ctx, root, work := s.Fail, s.Ctx, s.Root, s.Work
 	suite.root, suite.k8sBin = root, localcluster.DefaultBinDir()
 	if _, err := os.Stat(filepath.Join(suite.k8sBin, "kubectl")); err != nil {
 		return fail("control-plane binaries: %v (run `make k8s-binaries` or set DECKHAND_K8S_BIN)", err)

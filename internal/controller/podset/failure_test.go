@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +41,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 		return st.Replicas == 1 && hasCondition(st, deckhandv1alpha1.PodSetConditionReplicaFailure, podset.ReasonFailedCreate) &&
 			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonScaling)
 	})
-	failure := findCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
+	failure := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
 	if failure.Status != metav1.ConditionTrue || !strings.Contains(failure.Message, "exceeded quota") || !strings.Contains(failure.Message, quota.Name) {
 		t.Errorf("ReplicaFailure = %+v, want True with the quota error", failure)
 	}
@@ -50,7 +51,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	setQuotaPods(t, quota, "3")
 	cur = waitConverged(t, ps, 3, 2*time.Minute)
 	cur = waitPodSetConditions(t, cur, "ReplicaFailure removed, progress complete", func(st *deckhandv1alpha1.PodSetStatus) bool {
-		return findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
+		return meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
 			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonComplete)
 	})
 	oldRevision := cur.Status.UpdateRevision
@@ -70,7 +71,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	if cur.Status.AvailableReplicas != 3 {
 		t.Errorf("availableReplicas = %d while the rollout is stalled, want 3", cur.Status.AvailableReplicas)
 	}
-	if c := findCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); !strings.Contains(c.Message, "exceeded quota") {
+	if c := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); !strings.Contains(c.Message, "exceeded quota") {
 		t.Errorf("ReplicaFailure message %q does not carry the quota error", c.Message)
 	}
 
@@ -80,14 +81,14 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	}
 	cur = waitRolledOut(t, cur, 3)
 	waitPodSetConditions(t, cur, "ReplicaFailure removed after the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
-		return findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
+		return meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
 			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonComplete) &&
 			st.CurrentRevision == st.UpdateRevision
 	})
 }
 
 func hasCondition(st *deckhandv1alpha1.PodSetStatus, typ, reason string) bool {
-	c := findCondition(st.Conditions, typ)
+	c := meta.FindStatusCondition(st.Conditions, typ)
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
 }
 

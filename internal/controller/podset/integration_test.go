@@ -14,17 +14,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestScaleUpAndDown scales 0 -> 50 -> 5 -> 0 and checks every status field
@@ -54,10 +54,10 @@ func TestScaleUpAndDown(t *testing.T) {
 		if st.UpdateRevision == "" || st.CurrentRevision != st.UpdateRevision {
 			t.Errorf("revisions: current %q update %q", st.CurrentRevision, st.UpdateRevision)
 		}
-		if c := findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("replicas %d: Available condition = %+v", n, c)
 		}
-		if c := findCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil {
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil {
 			t.Errorf("replicas %d: unexpected ReplicaFailure %+v", n, c)
 		}
 		for _, p := range pods {
@@ -94,40 +94,22 @@ type podWatch struct {
 	seen      map[types.UID]bool
 	maxActive int
 	stop      func()
-	done      chan struct{}
 }
 
 func watchPods(t *testing.T, ns string) *podWatch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w := retryWatch(t, ctx, ns)
-	pw := &podWatch{active: map[types.UID]bool{}, seen: map[types.UID]bool{}, done: make(chan struct{})}
-	pw.stop = func() { cancel(); w.Stop(); <-pw.done }
-	go func() {
-		defer close(pw.done)
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
-				continue
-			}
-			pw.mu.Lock()
-			pw.seen[p.UID] = true
-			if ev.Type == watch.Deleted || !podutil.IsPodActive(p) {
-				delete(pw.active, p.UID)
-			} else {
-				pw.active[p.UID] = true
-			}
-			if p.Labels["app"] != "marker" {
-				pw.maxActive = max(pw.maxActive, len(pw.active))
-			}
-			pw.mu.Unlock()
+	pw := &podWatch{active: map[types.UID]bool{}, seen: map[types.UID]bool{}}
+	pw.stop = testutil.WatchPods(t, env.Clientset, ns, nil, func(ev watch.EventType, p *corev1.Pod) {
+		pw.mu.Lock()
+		defer pw.mu.Unlock()
+		pw.seen[p.UID] = true
+		if ev == watch.Deleted || !podutil.IsPodActive(p) {
+			delete(pw.active, p.UID)
+		} else {
+			pw.active[p.UID] = true
 		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-pw.done:
-		default:
-			pw.stop()
+		if p.Labels["app"] != "marker" {
+			pw.maxActive = max(pw.maxActive, len(pw.active))
 		}
 	})
 	return pw
@@ -427,34 +409,5 @@ func TestScaleSubresource(t *testing.T) {
 	}
 }
 
-func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
 var _ = apierrors.IsNotFound
 var _ = intstr.FromInt32
-
-// retryWatch watches the namespace's pods from now on and resumes after the
-// API server closes the watch (it does so to slow consumers under load), so
-// no event is lost.
-func retryWatch(t *testing.T, ctx context.Context, ns string) watch.Interface {
-	t.Helper()
-	list, err := env.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return env.Clientset.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
-}

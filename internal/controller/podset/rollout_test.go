@@ -9,16 +9,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // rolloutWatch follows every pod of a namespace from a watch and records
@@ -33,7 +31,6 @@ type rolloutWatch struct {
 	maxPods        int
 	maxUnavailable int
 	stop           func()
-	done           chan struct{}
 }
 
 func runningSpecImages(p *corev1.Pod) bool {
@@ -51,54 +48,24 @@ func runningSpecImages(p *corev1.Pod) bool {
 
 func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
 	t.Helper()
-	var list corev1.PodList
-	if err := env.Client.List(ctxT(t), &list, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return env.Clientset.CoreV1().Pods(ns).Watch(ctx, o)
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rw := &rolloutWatch{pods: map[types.UID]*corev1.Pod{}, desired: desired, done: make(chan struct{})}
-	for i := range list.Items {
-		rw.pods[list.Items[i].UID] = &list.Items[i]
-	}
-	rw.stop = func() { cancel(); w.Stop(); <-rw.done }
-	go func() {
-		defer close(rw.done)
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
-				continue
-			}
-			rw.mu.Lock()
-			if ev.Type == watch.Deleted {
-				delete(rw.pods, p.UID)
-			} else {
-				rw.pods[p.UID] = p
-			}
-			available := 0
-			for _, q := range rw.pods {
-				if q.DeletionTimestamp == nil && podutil.IsPodReady(q) && runningSpecImages(q) {
-					available++
-				}
-			}
-			rw.maxPods = max(rw.maxPods, len(rw.pods))
-			rw.maxUnavailable = max(rw.maxUnavailable, rw.desired-available)
-			rw.mu.Unlock()
+	rw := &rolloutWatch{pods: map[types.UID]*corev1.Pod{}, desired: desired}
+	seed := func(p *corev1.Pod) { rw.pods[p.UID] = p }
+	rw.stop = testutil.WatchPods(t, env.Clientset, ns, seed, func(ev watch.EventType, p *corev1.Pod) {
+		rw.mu.Lock()
+		defer rw.mu.Unlock()
+		if ev == watch.Deleted {
+			delete(rw.pods, p.UID)
+		} else {
+			rw.pods[p.UID] = p
 		}
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-rw.done:
-		default:
-			rw.stop()
+		available := 0
+		for _, q := range rw.pods {
+			if q.DeletionTimestamp == nil && podutil.IsPodReady(q) && runningSpecImages(q) {
+				available++
+			}
 		}
+		rw.maxPods = max(rw.maxPods, len(rw.pods))
+		rw.maxUnavailable = max(rw.maxUnavailable, rw.desired-available)
 	})
 	return rw
 }

@@ -24,7 +24,8 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 )
 
@@ -82,17 +83,13 @@ func onDelete(ps *deckhandv1alpha1.PodSet) {
 	ps.Spec.UpdateStrategy.Type = deckhandv1alpha1.OnDeletePodSetStrategyType
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT bounds a test's requests by five minutes: rollouts on a loaded
+// machine take a while.
+func ctxT(t *testing.T) context.Context { return testutil.Context(t, 5*time.Minute) }
 
 func mustCreate(t *testing.T, obj client.Object) {
 	t.Helper()
-	if err := env.Client.Create(ctxT(t), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
+	testutil.Create(ctxT(t), t, env.Client, obj)
 }
 
 // ownedPods lists the pods whose controller is ps (active and terminating).
@@ -167,7 +164,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	t.Helper()
 	var state string
 	var lastErr error
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		ok, s, err := cond(ctx)
 		if s != "" {
 			state = s

@@ -2,8 +2,9 @@ package restartschedule
 
 // Unit tests of the RestartSchedule reconciler: a fake client and an
 // injected clock, so that schedules an hour apart are tested in
-// milliseconds and never by sleeping. The end-to-end tests
-// (e2e_test.go) prove the same behaviours against a real cluster.
+// milliseconds and never by sleeping. The integration tests (on the
+// control plane suite_test.go starts) prove the same behaviours against a
+// real cluster.
 
 import (
 	"context"
@@ -13,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -436,20 +438,11 @@ func TestUnitRolloutFailures(t *testing.T) {
 			if !hasEvent(h.drainEvents(), "Warning RestartFailed") {
 				t.Fatalf("no Warning event")
 			}
-			if c := findCondition(st.Conditions, deckhandv1alpha1.RestartScheduleReady); c == nil || c.Status != metav1.ConditionFalse {
+			if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleReady); c == nil || c.Status != metav1.ConditionFalse {
 				t.Fatalf("Ready %+v", c)
 			}
 		})
 	}
-}
-
-func findCondition(cs []metav1.Condition, typ string) *metav1.Condition {
-	for i := range cs {
-		if cs[i].Type == typ {
-			return &cs[i]
-		}
-	}
-	return nil
 }
 
 // A crash (or a status-write conflict) after the patch and before the
@@ -530,7 +523,7 @@ func TestUnitInvalidSchedule(t *testing.T) {
 	h := newHarness(t, "2026-01-01T11:00:01Z", schedule("s", "0 0 31 2 *", "2026-01-01T10:30:00Z"), deployment("web", nil))
 	h.reconcile("s")
 	st := h.rs("s").Status
-	c := findCondition(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidSchedule)
+	c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidSchedule)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "never fires") {
 		t.Fatalf("InvalidSchedule %+v", c)
 	}

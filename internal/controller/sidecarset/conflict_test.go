@@ -13,7 +13,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestContainerNameConflict: a SidecarSet never changes a container it did
@@ -106,7 +106,7 @@ func names(cs []corev1.Container) []string {
 // reason whose note contains text.
 func waitEvent(t *testing.T, sidecarSet, typ, reason, text string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var evs eventsv1.EventList
 		if err := env.Client.List(ctx, &evs); err != nil {
 			return false, err

@@ -11,7 +11,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestUnobservedUpdateHoldsOnlyUntilTTL: the controller waits for its
@@ -47,7 +47,7 @@ func TestUnobservedUpdateHoldsOnlyUntilTTL(t *testing.T) {
 	}
 
 	expectClock.Step(expectations.DefaultTTL + time.Second)
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		got := &corev1.Pod{}
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pod-0"}, got); err != nil {
 			return false, err

@@ -14,7 +14,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestInPlaceUpdateInitContainers rolls an image change of a native sidecar
@@ -111,7 +111,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 // readiness probe of that native sidecar fails would.
 func markInitContainerNotReady(t *testing.T, ns, pod, container string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		p := &corev1.Pod{}
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, p); err != nil {
 			return false, err

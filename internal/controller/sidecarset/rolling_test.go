@@ -16,7 +16,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // availabilityWatch follows every pod of ns from a watch and records the
@@ -198,7 +198,7 @@ func TestRollingUpdate(t *testing.T) {
 // readiness probe fails would.
 func markNotReady(t *testing.T, ns, name string) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		pods, err := listPods(ctx, ns)
 		if err != nil {
 			return false, err

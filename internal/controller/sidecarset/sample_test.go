@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestSample applies config/samples/apps_v1alpha1_sidecarset.yaml as
@@ -32,7 +32,7 @@ func TestSample(t *testing.T) {
 		_ = env.Client.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sidecar-demo"}})
 		_ = env.Client.Delete(ctx, &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "log-shipper"}})
 	})
-	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		s, err := getSidecarSet(ctx, "log-shipper")
 		if err != nil {
 			return false, err

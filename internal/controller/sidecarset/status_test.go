@@ -14,7 +14,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestNotInjectedPods creates matching pods while Deckhand is down (the pod
@@ -102,7 +102,7 @@ func TestDeploymentPodsInjected(t *testing.T) {
 	if err := env.Client.Create(ctxT(t), d); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		pods, err := listPods(ctx, ns)
 		if err != nil || len(pods) != 2 {
 			return false, err

@@ -5,239 +5,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
-	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
-
-var (
-	env     *testenv.Env
-	applies = &applyCounter{n: map[string]int{}}
-)
-
-// applyCounter wraps the manager's client and counts the server-side applies
-// the controller sends, per "Kind ns/name", so that tests can prove that
-// reconciles which find nothing to change send no write at all.
-type applyCounter struct {
-	client.Client
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *applyCounter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	key := "?"
-	switch o := obj.(type) {
-	case *appsv1ac.DeploymentApplyConfiguration:
-		key = "Deployment " + *o.Namespace + "/" + *o.Name
-	case *corev1ac.ServiceApplyConfiguration:
-		key = "Service " + *o.Namespace + "/" + *o.Name
-	}
-	c.mu.Lock()
-	c.n[key]++
-	c.mu.Unlock()
-	return c.Client.Apply(ctx, obj, opts...)
-}
-
-func (c *applyCounter) count(kind, ns, name string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n[kind+" "+ns+"/"+name]
-}
-
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, testenv.Options{
-		Full: true,
-		Setup: func(mgr ctrl.Manager) error {
-			applies.Client = mgr.GetClient()
-			if err := (&webserver.Reconciler{Client: applies}).SetupWithManager(mgr); err != nil {
-				return err
-			}
-			return webserverwebhook.SetupWebhookWithManager(mgr)
-		},
-	}))
-}
-
-const timeout = 90 * time.Second
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*timeout)
-	t.Cleanup(cancel)
-	return c
-}
-
-func newWebServer(ns, name string, replicas *int32) *deckhandv1alpha1.WebServer {
-	return &deckhandv1alpha1.WebServer{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       deckhandv1alpha1.WebServerSpec{Image: "nginx", Port: 80, Replicas: replicas},
-	}
-}
-
-func key(ns, name string) types.NamespacedName {
-	return types.NamespacedName{Namespace: ns, Name: name}
-}
-
-func getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
-	d := &appsv1.Deployment{}
-	return d, env.Client.Get(ctx, key(ns, name), d)
-}
-
-func getService(ctx context.Context, ns, name string) (*corev1.Service, error) {
-	s := &corev1.Service{}
-	return s, env.Client.Get(ctx, key(ns, name), s)
-}
-
-// waitDeployment waits until the Deployment satisfies cond.
-func waitDeployment(t *testing.T, ns, name, what string, cond func(d *appsv1.Deployment) bool) *appsv1.Deployment {
-	t.Helper()
-	var d *appsv1.Deployment
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		var err error
-		d, err = getDeployment(ctx, ns, name)
-		return err == nil && cond(d), err
-	}, "Deployment %s/%s: %s", ns, name, what)
-	return d
-}
-
-// waitService waits until the Service satisfies cond.
-func waitService(t *testing.T, ns, name, what string, cond func(s *corev1.Service) bool) *corev1.Service {
-	t.Helper()
-	var s *corev1.Service
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		var err error
-		s, err = getService(ctx, ns, name)
-		return err == nil && cond(s), err
-	}, "Service %s/%s: %s", ns, name, what)
-	return s
-}
-
-// waitWebServer waits until the WebServer satisfies cond.
-func waitWebServer(t *testing.T, ns, name, what string, cond func(ws *deckhandv1alpha1.WebServer) bool) *deckhandv1alpha1.WebServer {
-	t.Helper()
-	ws := &deckhandv1alpha1.WebServer{}
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, key(ns, name), ws)
-		return err == nil && cond(ws), err
-	}, "WebServer %s/%s: %s", ns, name, what)
-	return ws
-}
-
-func condition(ws *deckhandv1alpha1.WebServer, t string) *metav1.Condition {
-	return meta.FindStatusCondition(ws.Status.Conditions, t)
-}
-
-func isCondition(ws *deckhandv1alpha1.WebServer, t string, s metav1.ConditionStatus, reason string) bool {
-	c := condition(ws, t)
-	return c != nil && c.Status == s && (reason == "" || c.Reason == reason) && c.ObservedGeneration == ws.Generation
-}
-
-// readyPods counts the Ready pods of a WebServer (made Running and Ready by
-// kwok after kube-scheduler bound them).
-func readyPods(ctx context.Context, ns, name string, image string) (int, error) {
-	pods := &corev1.PodList{}
-	if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{
-		deckhandv1alpha1.WebServerLabelName: deckhandv1alpha1.WebServerLabelNameValue, deckhandv1alpha1.WebServerLabelInstance: name,
-	}); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || (image != "" && p.Spec.Containers[0].Image != image) {
-			continue
-		}
-		if podutil.IsPodReady(&p) {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// update re-reads the WebServer and applies change to it, retrying on conflicts.
-func update(t *testing.T, ns, name string, change func(ws *deckhandv1alpha1.WebServer)) {
-	t.Helper()
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		ws := &deckhandv1alpha1.WebServer{}
-		if err := env.Client.Get(ctx, key(ns, name), ws); err != nil {
-			return false, err
-		}
-		change(ws)
-		err := env.Client.Update(ctx, ws)
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	}, "updating WebServer %s/%s", ns, name)
-}
-
-// editDeployment changes the Deployment with an Update under the field
-// manager kubectl edit uses, retrying on conflicts.
-func editDeployment(t *testing.T, ns, name string, change func(d *appsv1.Deployment)) {
-	t.Helper()
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		d, err := getDeployment(ctx, ns, name)
-		if err != nil {
-			return false, err
-		}
-		change(d)
-		err = env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit"))
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	}, "editing Deployment %s/%s", ns, name)
-}
-
-// kubectl runs the real kubectl against the test cluster.
-func kubectl(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(env.Cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// events lists the Events about a WebServer with the given reason.
-func events(ctx context.Context, ns, name, reason string) ([]eventsv1.Event, error) {
-	list := &eventsv1.EventList{}
-	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	var out []eventsv1.Event
-	for _, e := range list.Items {
-		if e.Regarding.Kind == "WebServer" && e.Regarding.Name == name && e.Reason == reason {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
 
 // The seed's example: image nginx, port 80, replicas 2.
 func TestSeedExample(t *testing.T) {
@@ -248,7 +35,7 @@ func TestSeedExample(t *testing.T) {
 	}
 
 	d := waitDeployment(t, ns, "webapp", "2 ready replicas", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 2 })
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		n, err := readyPods(ctx, ns, "webapp", "nginx")
 		return n == 2, err
 	}, "2 Ready nginx pods")
@@ -292,7 +79,7 @@ func TestSeedExample(t *testing.T) {
 		}
 	}
 
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		d, err := events(ctx, ns, "webapp", webserver.ReasonDeploymentCreated)
 		if err != nil {
 			return false, err
@@ -408,7 +195,7 @@ func TestDriftAndForeignFields(t *testing.T) {
 	waitDeployment(t, ns, "web", "image restored to nginx", func(d *appsv1.Deployment) bool {
 		return d.Spec.Template.Spec.Containers[0].Image == "nginx"
 	})
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		ev, err := events(ctx, ns, "web", webserver.ReasonDeploymentUpdated)
 		return len(ev) > 0 && strings.Contains(ev[0].Note, "restored"), err
 	}, "a DeploymentUpdated event saying fields were restored")
@@ -491,7 +278,7 @@ func TestDriftAndForeignFields(t *testing.T) {
 // scale reads and writes the /scale subresource of obj.
 func scale(t *testing.T, obj client.Object, replicas int32) {
 	t.Helper()
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		sc := &autoscalingv1.Scale{}
 		if err := env.Client.SubResource("scale").Get(ctx, obj, sc); err != nil {
 			return false, err
@@ -611,7 +398,7 @@ func TestScaleWithReplicasSet(t *testing.T) {
 	if r := ptr.Deref(d.Spec.Replicas, 0); r != 4 {
 		t.Errorf("replicas = %d, want 4", r)
 	}
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		ev, err := events(ctx, ns, "fixed", webserver.ReasonReplicasReleased)
 		return len(ev) == 1, err
 	}, "one ReplicasReleased event")
@@ -633,12 +420,12 @@ func TestDeleteGarbageCollects(t *testing.T) {
 	if err := env.Client.Delete(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		_, errD := getDeployment(ctx, ns, "gone")
 		_, errS := getService(ctx, ns, "gone")
 		return apierrors.IsNotFound(errD) && apierrors.IsNotFound(errS), nil
 	}, "Deployment and Service garbage collected")
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		n, err := readyPods(ctx, ns, "gone", "")
 		return n == 0, err
 	}, "pods gone")
@@ -649,17 +436,8 @@ func TestDeleteGarbageCollects(t *testing.T) {
 func TestNameConflict(t *testing.T) {
 	ctx, ns := ctx(t), env.Namespace(t)
 	sel := map[string]string{"app": "theirs"}
-	theirs := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken", Labels: sel},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "httpd"}}},
-			},
-		},
-	}
+	theirs := testutil.Deployment(ns, "taken", 1, sel, corev1.Container{Name: "app", Image: "httpd"})
+	theirs.Labels = sel
 	if err := env.Client.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +457,7 @@ func TestNameConflict(t *testing.T) {
 	if msg := condition(ws, "Degraded").Message; !strings.Contains(msg, "Deployment "+ns+"/taken") {
 		t.Errorf("Degraded message does not name the conflict: %q", msg)
 	}
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		ev, err := events(ctx, ns, "taken", webserver.ReasonNameConflict)
 		return len(ev) == 1 && ev[0].Type == corev1.EventTypeWarning, err
 	}, "a NameConflict warning event")

@@ -14,7 +14,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 func TestInjectionOrderAndInitContainers(t *testing.T) {
@@ -191,7 +191,7 @@ func labelNamespace(t *testing.T, ns, key, value string) {
 	if err := env.Client.Update(ctxT(t), obj); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: ns}, m); err != nil {

@@ -1,19 +1,10 @@
 package restartschedule_test
 
-// End-to-end tests against a real control plane (etcd, kube-apiserver,
-// kube-controller-manager, kube-scheduler, kwok fake nodes on which pods
-// become Running and Ready) with the in-process manager running the
-// RestartSchedule controllers and webhook. Short @every schedules keep each
-// test to seconds. `go test -short` runs only the unit tests.
-
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,159 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
-	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
-const testDefaultSchedule = "0 3 * * *"
-
-var env *testenv.Env
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	os.Exit(testenv.Run(m, &env, testenv.Options{
-		Full: true,
-		Setup: func(mgr ctrl.Manager) error {
-			if err := (&restartschedule.Reconciler{Clock: testClock, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
-				return err
-			}
-			if err := (&restartschedule.AnnotationReconciler{DefaultSchedule: testDefaultSchedule}).SetupWithManager(mgr); err != nil {
-				return err
-			}
-			return restartschedulewebhook.SetupWebhookWithManager(mgr)
-		},
-	}))
-}
-
-// testClock is the controller's clock in these tests: real time, plus an
-// offset a test can move forward (advanceClock) to be minutes later without
-// waiting minutes.
-var testClock = &shiftedClock{}
-
-type shiftedClock struct{ offset atomic.Int64 }
-
-func (c *shiftedClock) Now() time.Time                  { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *shiftedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-// advanceClock moves the controller's clock forward by d until t ends.
-// Tests in this package do not run in parallel, so no other test sees it.
-func advanceClock(t *testing.T, d time.Duration) {
-	testClock.offset.Add(int64(d))
-	t.Cleanup(func() { testClock.offset.Add(-int64(d)) })
-}
-
-func needEnv(t *testing.T) {
-	t.Helper()
-	if env == nil {
-		t.Skip("end-to-end test: needs the local control plane (not with -short)")
-	}
-}
-
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
-
-// newDeployment is a Deployment whose pods kwok runs; it rolls out one pod
-// at a time (maxUnavailable 1, maxSurge 0).
-func newDeployment(ns, name string, replicas int32, labels, annotations map[string]string) *appsv1.Deployment {
-	sel := map[string]string{"app": name}
-	podLabels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Annotations: annotations},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-				MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
-			}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-			},
-		},
-	}
-}
-
-func create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(ctx(t), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
-func getDeploy(t *testing.T, ns, name string) *appsv1.Deployment {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func rolledOut(d *appsv1.Deployment) bool {
-	s := d.Status
-	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == *d.Spec.Replicas &&
-		s.Replicas == s.UpdatedReplicas && s.AvailableReplicas == s.UpdatedReplicas
-}
-
-func waitRolledOut(t *testing.T, ns, name string) *appsv1.Deployment {
-	t.Helper()
-	var d *appsv1.Deployment
-	testenv.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
-		d = &appsv1.Deployment{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
-			return false, err
-		}
-		return rolledOut(d) && d.Status.AvailableReplicas == *d.Spec.Replicas, nil
-	}, "Deployment %s/%s is rolled out and available", ns, name)
-	return d
-}
-
-func getRS(ctx context.Context, ns, name string) (*deckhandv1alpha1.RestartSchedule, error) {
-	rs := &deckhandv1alpha1.RestartSchedule{}
-	return rs, env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rs)
-}
-
-func targetRef(name string) deckhandv1alpha1.RestartTarget {
-	return deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: name}}
-}
-
-// waitHistory waits until the RestartSchedule's history has an entry that
-// satisfies match, and returns the schedule.
-func waitHistory(t *testing.T, ns, name, what string, match func(deckhandv1alpha1.RestartRecord) bool) *deckhandv1alpha1.RestartSchedule {
-	t.Helper()
-	var rs *deckhandv1alpha1.RestartSchedule
-	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if rs, err = getRS(ctx, ns, name); err != nil {
-			return false, err
-		}
-		for _, h := range rs.Status.History {
-			if match(h) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "RestartSchedule %s/%s records %s", ns, name, what)
-	return rs
-}
-
-func TestE2EAnnotationLifecycle(t *testing.T) {
+func TestIntegrationAnnotationLifecycle(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	c := ctx(t)
@@ -190,7 +38,7 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 	create(t, newDeployment(ns, "plain", 1, nil, map[string]string{"unrelated": "x"}))
 
 	var gen *deckhandv1alpha1.RestartSchedule
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		gen, err = getRS(ctx, ns, "cron-deployment")
 		return err == nil, client.IgnoreNotFound(err)
@@ -206,7 +54,7 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 		t.Fatalf("target %+v", gen.Spec.Target)
 	}
 	var def *deckhandv1alpha1.RestartSchedule
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		def, err = getRS(ctx, ns, "default-deployment")
 		return err == nil && def.Spec.Schedule == testDefaultSchedule, client.IgnoreNotFound(err)
@@ -220,7 +68,7 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 	// Changing the annotation updates the generated object and keeps the
 	// user's edit.
 	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 5 * * 1-5"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		rs, err := getRS(ctx, ns, "cron-deployment")
 		return err == nil && rs.Spec.Schedule == "0 5 * * 1-5" && rs.Spec.HistoryLimit == 3 && rs.Spec.TimeZone == "Europe/Paris", err
 	}, "the annotation change reaches spec.schedule and the user's historyLimit is kept")
@@ -248,18 +96,18 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 		return nil
 	})
 	patchDeploy(t, ns, "default", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 6 * * *"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		rs, err := getRS(ctx, ns, "default-deployment")
 		return err == nil && rs.Spec.Schedule == "0 6 * * *", client.IgnoreNotFound(err)
 	}, "a new annotation value generates the object again")
 
 	// Removing the annotation deletes the generated object.
 	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := getRS(ctx, ns, "cron-deployment")
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}, "removing the annotation deletes the generated RestartSchedule")
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cron"}, d)
 		_, marked := d.Annotations[deckhandv1alpha1.RestartScheduleGeneratedAnnotation]
@@ -282,36 +130,7 @@ func TestE2EAnnotationLifecycle(t *testing.T) {
 	}
 }
 
-func patchRS(t *testing.T, ns, name, body string) {
-	t.Helper()
-	rs := &deckhandv1alpha1.RestartSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := env.Client.Patch(ctx(t), rs, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
-		t.Fatalf("patching RestartSchedule %s: %v", name, err)
-	}
-}
-
-func patchDeploy(t *testing.T, ns, name, body string) {
-	t.Helper()
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := env.Client.Patch(ctx(t), d, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
-		t.Fatalf("patching Deployment %s: %v", name, err)
-	}
-}
-
-// consistently checks cond every 100ms for d; it is used only for "nothing
-// happens" assertions, after an action that would have triggered the change.
-func consistently(t *testing.T, d time.Duration, cond func(ctx context.Context) error) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if err := cond(ctx(t)); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func TestE2ERestartOnSchedule(t *testing.T) {
+func TestIntegrationRestartOnSchedule(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	c := ctx(t)
@@ -368,7 +187,7 @@ func TestE2ERestartOnSchedule(t *testing.T) {
 	if after.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" || after.Generation <= before.Generation {
 		t.Fatalf("the template was not restarted: %v", after.Spec.Template.Annotations)
 	}
-	testenv.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		for p := range podNames(t, ns, "web") {
 			if oldPods[p] {
 				return false, nil
@@ -389,22 +208,7 @@ func TestE2ERestartOnSchedule(t *testing.T) {
 	}
 }
 
-func podNames(t *testing.T, ns, app string) map[string]bool {
-	t.Helper()
-	var pods corev1.PodList
-	if err := env.Client.List(ctx(t), &pods, client.InNamespace(ns), client.MatchingLabels{"app": app}); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			out[p.Name] = true
-		}
-	}
-	return out
-}
-
-func TestE2EPausedDeploymentSkipped(t *testing.T) {
+func TestIntegrationPausedDeploymentSkipped(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	d := newDeployment(ns, "paused", 1, nil, nil)
@@ -430,7 +234,7 @@ func TestE2EPausedDeploymentSkipped(t *testing.T) {
 // only after the previous one's rollout completed. The proof comes from one
 // watch on the namespace's Deployments, whose events arrive in etcd
 // revision order.
-func TestE2ESelectorRestartsOneAfterAnother(t *testing.T) {
+func TestIntegrationSelectorRestartsOneAfterAnother(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	c := ctx(t)
@@ -528,7 +332,7 @@ func TestE2ESelectorRestartsOneAfterAnother(t *testing.T) {
 // A manager stopped across fire times runs only the latest missed slot,
 // once, when it starts again; a second stop/start in the middle of that
 // restart does not patch again.
-func TestE2EMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
+func TestIntegrationMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	create(t, newDeployment(ns, "web", 2, nil, nil))
@@ -539,7 +343,7 @@ func TestE2EMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
 		Spec:       deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 10s", Target: targetRef("web"), HistoryLimit: 50},
 	})
 	var rs *deckhandv1alpha1.RestartSchedule
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		rs, err = getRS(ctx, ns, "s")
 		return err == nil && rs.Status.NextScheduleTime != nil, err
@@ -566,7 +370,7 @@ func TestE2EMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
 	restarted = true
 	slot := missed2.UTC().Format(time.RFC3339)
 	var gen int64
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		d := getDeploy(t, ns, "web")
 		gen = d.Generation
 		return d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == slot, nil
@@ -602,7 +406,7 @@ func TestE2EMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
 
 // Invalid RestartSchedules are refused by the real API server (CRD schema,
 // CEL and the validating webhook), each with a message naming the field.
-func TestE2EValidation(t *testing.T) {
+func TestIntegrationValidation(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	valid := func() map[string]any {
@@ -676,28 +480,9 @@ func TestE2EValidation(t *testing.T) {
 	}
 }
 
-func unstructuredRS(ns, name string, spec map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": deckhandv1alpha1.GroupVersion.String(),
-		"kind":       "RestartSchedule",
-		"metadata":   map[string]any{"namespace": ns, "name": name},
-		"spec":       spec,
-	}}
-	return u
-}
-
-// watchDeployments watches the namespace's Deployments.
-func watchDeployments(ctx context.Context, ns string) (watch.Interface, error) {
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		return nil, err
-	}
-	return wc.Watch(ctx, &appsv1.DeploymentList{}, client.InNamespace(ns))
-}
-
 // StatefulSets and DaemonSets restart and are followed to completion too; the
 // StatefulSet opts in by annotation only.
-func TestE2EStatefulSetAndDaemonSet(t *testing.T) {
+func TestIntegrationStatefulSetAndDaemonSet(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	podTemplate := func(app string) corev1.PodTemplateSpec {

@@ -14,6 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/deckhand-dev/deckhand/internal/certs"
 )
 
 // CertPair is a PEM-encoded serving certificate, its key and the CA that signed it.
@@ -24,26 +28,20 @@ type CertPair struct {
 }
 
 // WriteFiles writes tls.crt, tls.key and ca.crt into dir, the layout
-// controller-runtime's webhook server and the API server flags expect.
+// controller-runtime's webhook server and the API server flags expect, with
+// the writer the manager keeps its own certificate directory with.
 func (p CertPair) WriteFiles(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{"tls.crt": p.CertPEM, "tls.key": p.KeyPEM, "ca.crt": p.CAPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := certs.WriteFiles(dir, map[string][]byte{
+		corev1.TLSCertKey:       p.CertPEM,
+		corev1.TLSPrivateKeyKey: p.KeyPEM,
+		"ca.crt":                p.CAPEM,
+	})
+	return err
 }
 
 // NewLoopbackServingCert creates a throw-away CA and a serving certificate
 // for 127.0.0.1 and localhost signed by it, valid for validity.
 func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return CertPair{}, err
-	}
 	now := time.Now().Add(-time.Minute)
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
@@ -54,15 +52,11 @@ func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	caKey, caDER, err := issue(caTmpl, nil, nil)
 	if err != nil {
 		return CertPair{}, err
 	}
 	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return CertPair{}, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return CertPair{}, err
 	}
@@ -76,7 +70,7 @@ func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
 		DNSNames:     []string{"localhost"},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	key, der, err := issue(tmpl, caCert, caKey)
 	if err != nil {
 		return CertPair{}, err
 	}
@@ -89,6 +83,20 @@ func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 		CAPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
 	}, nil
+}
+
+// issue generates a P-256 key and a DER certificate of tmpl for it, signed
+// by parent's key, or by the new key itself when parent is nil (a CA).
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	return key, der, err
 }
 
 // writeServiceAccountKey writes the RSA key pair the API server signs

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // rolloutDone is the controller's `kubectl rollout status` rule for a
@@ -28,7 +28,7 @@ func rolloutDone(d *appsv1.Deployment) bool {
 // Deployments, whose events arrive in etcd revision order: the controller
 // can only patch a third Deployment after its cache saw a rollout complete,
 // which the watch delivers first.
-func TestE2EMaxConcurrentTwo(t *testing.T) {
+func TestIntegrationMaxConcurrentTwo(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	labels := map[string]string{"tier": "pool"}
@@ -105,7 +105,7 @@ func TestE2EMaxConcurrentTwo(t *testing.T) {
 	// The first run ends when all three have a result for its slot.
 	var rs *deckhandv1alpha1.RestartSchedule
 	var first metav1.Time
-	testenv.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		if rs, err = getRS(ctx, ns, "pool"); err != nil {
 			return false, err

@@ -16,7 +16,8 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
@@ -40,11 +41,8 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT bounds a test's requests to the admission webhook by a minute.
+func ctxT(t *testing.T) context.Context { return testutil.Context(t, 60*time.Second) }
 
 func sidecar(name, image string) deckhandv1alpha1.SidecarContainer {
 	return deckhandv1alpha1.SidecarContainer{Container: corev1.Container{Name: name, Image: image}}
@@ -79,7 +77,7 @@ func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) *deckhandv1a
 // waitCached waits until the manager's cache shows s at its generation.
 func waitCached(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		got := &deckhandv1alpha1.SidecarSet{}
 		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: s.Name}, got); err != nil {
 			return false, err

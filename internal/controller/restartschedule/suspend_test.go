@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // suspendMidRun starts a run over Deployments "a" and "b" (maxConcurrent 1),
@@ -39,12 +39,12 @@ func suspendMidRun(t *testing.T, ns string, startingDeadlineSeconds int64) strin
 	})
 
 	var slot string
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		slot = getDeploy(t, ns, "a").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
 		return slot != "", nil
 	}, "the first run restarts Deployment a")
 	patchRS(t, ns, "s", `{"spec":{"suspend":true}}`)
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		rs, err := getRS(ctx, ns, "s")
 		return err == nil && rs.Status.ObservedGeneration == rs.Generation &&
 			meta.IsStatusConditionTrue(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleSuspended), err
@@ -74,7 +74,7 @@ func formatRFC3339(t metav1.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // Resumed within startingDeadlineSeconds of its slot, a suspended run
 // continues with the workloads it had not started.
-func TestE2ESuspendMidRunResumedWithinDeadlineContinues(t *testing.T) {
+func TestIntegrationSuspendMidRunResumedWithinDeadlineContinues(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	slot := suspendMidRun(t, ns, 3600)
@@ -92,7 +92,7 @@ func TestE2ESuspendMidRunResumedWithinDeadlineContinues(t *testing.T) {
 // Resumed more than startingDeadlineSeconds after its slot, a suspended run
 // is not continued: the workloads it had not started are recorded as Missed
 // (with a MissSchedule Event) and are not restarted for that slot.
-func TestE2ESuspendMidRunResumedPastDeadlineIsNotContinued(t *testing.T) {
+func TestIntegrationSuspendMidRunResumedPastDeadlineIsNotContinued(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	slot := suspendMidRun(t, ns, 60)
@@ -101,7 +101,7 @@ func TestE2ESuspendMidRunResumedPastDeadlineIsNotContinued(t *testing.T) {
 	patchRS(t, ns, "s", `{"spec":{"suspend":false}}`)
 
 	var missed *deckhandv1alpha1.RestartRecord
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		if v := getDeploy(t, ns, "b").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; v == slot {
 			return false, fmt.Errorf("Deployment b was restarted for the run scheduled at %s after resuming past its deadline", slot)
 		}
@@ -134,7 +134,7 @@ func TestE2ESuspendMidRunResumedPastDeadlineIsNotContinued(t *testing.T) {
 	if v := getDeploy(t, ns, "b").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; v == slot {
 		t.Fatalf("Deployment b was restarted for the abandoned run scheduled at %s", slot)
 	}
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var evs eventsv1.EventList
 		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return false, err

@@ -15,8 +15,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/operator"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // Manager is an in-process manager started by the environment.

@@ -19,18 +19,7 @@ import (
 // mutating webhook on this host, installs a Service-style manifest through
 // LocalWebhooks and checks that the API server really calls it.
 func TestControlPlaneServesWebhooksByURL(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c, err := Start(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs(40))
-		}
-	})
+	c, ctx := startCluster(t, Options{})
 
 	// RBAC is on: an unknown service account is refused, the admin is not.
 	if _, err := c.Clientset().CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
@@ -167,4 +156,23 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("temporary directory %s not removed", dir)
 	}
+}
+
+// startCluster starts a cluster of opts for t, stopped when t ends, whose
+// component logs are printed if t fails; the context bounds t's requests.
+func startCluster(t *testing.T, opts Options) (*Cluster, context.Context) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	c, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.Logs(40))
+		}
+	})
+	return c, ctx
 }

@@ -17,26 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-)
 
-// startFakeNodeCluster starts etcd, kube-apiserver and kwok with one fake
-// node (no scheduler: pods name their node).
-func startFakeNodeCluster(t *testing.T) (*Cluster, context.Context) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	c, err := Start(ctx, Options{FakeNodes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(c.Logs(40))
-		}
-	})
-	return c, ctx
-}
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+)
 
 // TestFakeNodeRestartsChangedContainers changes the images of a running
 // pod's regular container, init container and native sidecar at once and
@@ -44,7 +27,7 @@ func startFakeNodeCluster(t *testing.T) (*Cluster, context.Context) {
 // every status reporting its new image, an imageID with a digest and one
 // more restart, as a kubelet reports an in-place update. The pod keeps its UID.
 func TestFakeNodeRestartsChangedContainers(t *testing.T) {
-	c, ctx := startFakeNodeCluster(t)
+	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "inplace"},
@@ -61,7 +44,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := waitPod(t, ctx, pods, created.Name, "", func(p *corev1.Pod) bool { return podReady(p) })
+	ready := waitPod(t, ctx, pods, created.Name, "", podutil.IsPodReady)
 
 	patch := `{"spec":{"containers":[{"name":"app","image":"app:2"}],"initContainers":[{"name":"init","image":"init:2"},{"name":"sidecar","image":"example.com/team/sidecar@sha256:` + strings.Repeat("ab", 32) + `"}]}}`
 	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -69,7 +52,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	}
 	sawNotReady := false
 	final := waitPod(t, ctx, pods, pod.Name, ready.ResourceVersion, func(p *corev1.Pod) bool {
-		if !podReady(p) {
+		if !podutil.IsPodReady(p) {
 			sawNotReady = true
 			return false
 		}
@@ -113,7 +96,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 // admission plugins hardened clusters add, so an owner reference with
 // blockOwnerDeletion needs update on the owner's finalizers.
 func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
-	c, ctx := startFakeNodeCluster(t)
+	c, ctx := startCluster(t, Options{FakeNodes: 1})
 	cs := c.Clientset()
 	owner, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -158,15 +141,6 @@ func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
 			t.Fatalf("blockOwnerDeletion without update on configmaps/finalizers: want Forbidden, got %v", err)
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitPod watches the pod from resourceVersion rv (empty: its current state)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // refusedRequests records the manager's API requests that the API server

@@ -1,5 +1,5 @@
 // Package testenv runs a package's integration tests against a real local
-// control plane (internal/localcluster) with Deckhand's CRDs and webhooks
+// control plane (internal/test/localcluster) with Deckhand's CRDs and webhooks
 // installed and an in-process manager that can be stopped and started again.
 //
 // One control plane serves a whole test package (started in TestMain); each
@@ -29,14 +29,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -45,8 +40,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/operator"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // SetupFunc registers controllers and webhooks with a manager.
@@ -230,53 +226,5 @@ func (e *Env) Namespace(t testing.TB) string {
 			}
 		})
 	}
-	return Namespace(t, e.Client)
-}
-
-// Namespace creates, with c, a namespace named after t with a random
-// suffix, and deletes it when t ends.
-func Namespace(t testing.TB, c client.Client) string {
-	t.Helper()
-	base := strings.ToLower(t.Name())
-	base = strings.Map(func(r rune) rune {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '-'
-	}, base)
-	if len(base) > 40 {
-		base = base[:40]
-	}
-	name := strings.Trim(base, "-") + "-" + utilrand.String(5)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Create(ctx, ns); err != nil {
-		t.Fatalf("creating namespace %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = c.Delete(ctx, ns)
-	})
-	return name
-}
-
-// Eventually polls cond every 100ms until it returns true, fails the test
-// with the message (and cond's last error) after timeout.
-func Eventually(t testing.TB, timeout time.Duration, cond func(ctx context.Context) (bool, error), format string, args ...any) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok && err == nil, nil
-	})
-	if err != nil {
-		msg := fmt.Sprintf(format, args...)
-		if last != nil {
-			t.Fatalf("timed out after %s waiting until %s (last error: %v)", timeout, msg, last)
-		}
-		t.Fatalf("timed out after %s waiting until %s", timeout, msg)
-	}
+	return testutil.Namespace(t, e.Client)
 }

@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // suite is the cluster and the manager process every test shares. Tests
@@ -42,21 +41,14 @@ func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
 func runSuite(m *testing.M) int {
 	suite.stress = os.Getenv("DECKHAND_STRESS") == "1"
-	logf.SetLogger(logr.Discard()) // the clients' own logs are not wanted here
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "reliability: "+format+"\n", args...)
-		return 1
+	s := testutil.NewSuite("reliability", 5*time.Minute)
+	defer s.Close()
+	fail, ctx := s.Fail, s.Ctx
+	if err := s.Prepare(); err != nil {
+		return fail("%v", err)
 	}
+	suite.root, suite.work = s.Root, s.Work
 	var err error
-	if suite.root, err = localcluster.RepoRoot(); err != nil {
-		return fail("%v", err)
-	}
-	if suite.work, err = os.MkdirTemp("", "deckhand-reliability-"); err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(suite.work)
 
 	// The manager under test is built from this tree.
 	if suite.bin, err = localcluster.BuildDeckhand(ctx, suite.root, suite.work); err != nil {
@@ -126,16 +118,10 @@ func installWebhooks(ctx context.Context, port int) error {
 func ensureDeckhand(t *testing.T) {
 	t.Helper()
 	if suite.deckhand.Exited() {
-		if err := suite.deckhand.Restart(ctxT(t, 2*time.Minute)); err != nil {
+		if err := suite.deckhand.Restart(testutil.Context(t, 2*time.Minute)); err != nil {
 			t.Fatalf("restarting deckhand: %v", err)
 		}
 	}
-}
-
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // figures collects the numbers docs/reliability.md records. They are

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -19,10 +18,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // Names dist/install.yaml gives Deckhand's objects.
@@ -79,26 +78,13 @@ type installRecord struct {
 
 func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
 
-func fail(format string, args ...any) int {
-	fmt.Fprintf(os.Stderr, "e2e: "+format+"\n", args...)
-	return 1
-}
-
 func runSuite(m *testing.M) int {
-	// The suite's own clients log nothing worth reading; the manager logs
-	// to its own file.
-	ctrllog.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		return fail("%v", err)
+	s := testutil.NewSuite("e2e", 5*time.Minute)
+	defer s.Close()
+	if err := s.Prepare(); err != nil {
+		return s.Fail("%v", err)
 	}
-	work, err := os.MkdirTemp("", "deckhand-e2e-")
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer os.RemoveAll(work)
+	fail, ctx, root, work := s.Fail, s.Ctx, s.Root, s.Work
 
 	// Build the manager from this tree so a stale bin/deckhand can never be tested.
 	bin, err := localcluster.BuildDeckhand(ctx, root, work)

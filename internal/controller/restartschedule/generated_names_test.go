@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 func newStatefulSet(ns, name string, annotations map[string]string) *appsv1.StatefulSet {
@@ -47,7 +47,7 @@ func stsRestartedAt(t *testing.T, ns, name string) string {
 func waitGenerated(t *testing.T, ns, name string) *deckhandv1alpha1.RestartSchedule {
 	t.Helper()
 	var rs *deckhandv1alpha1.RestartSchedule
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var err error
 		rs, err = getRS(ctx, ns, name)
 		return err == nil, client.IgnoreNotFound(err)
@@ -58,7 +58,7 @@ func waitGenerated(t *testing.T, ns, name string) *deckhandv1alpha1.RestartSched
 // A Deployment and a StatefulSet with the same name, both annotated, each
 // get a RestartSchedule of their own, named <workload>-<kind>, and each
 // schedule restarts only its own workload.
-func TestE2EGeneratedNamesDoNotCollideAcrossKinds(t *testing.T) {
+func TestIntegrationGeneratedNamesDoNotCollideAcrossKinds(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	const never = "0 3 1 1 *"
@@ -90,7 +90,7 @@ func TestE2EGeneratedNamesDoNotCollideAcrossKinds(t *testing.T) {
 
 	// Swap: the Deployment's schedule stops firing, the StatefulSet's fires.
 	patchDeploy(t, ns, "web", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, deckhandv1alpha1.RestartScheduleAnnotation, never))
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		rs, err := getRS(ctx, ns, "web-deployment")
 		return err == nil && rs.Spec.Schedule == never && rs.Status.ObservedGeneration == rs.Generation &&
 			len(rs.Status.Active)+len(rs.Status.Pending) == 0, err
@@ -129,7 +129,7 @@ func TestE2EGeneratedNamesDoNotCollideAcrossKinds(t *testing.T) {
 // A RestartSchedule an earlier Deckhand generated under the workload's bare
 // name is replaced by <workload>-<kind>: the user's edits carry over, the
 // old object is deleted, and no slot is restarted once per object.
-func TestE2EGeneratedUnderOldNameIsReplaced(t *testing.T) {
+func TestIntegrationGeneratedUnderOldNameIsReplaced(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	const value = "@every 3s"
@@ -189,7 +189,7 @@ func TestE2EGeneratedUnderOldNameIsReplaced(t *testing.T) {
 	if rs.Spec.HistoryLimit != 7 || rs.Spec.Schedule != value || !metav1.IsControlledBy(rs, dep) {
 		t.Fatalf("the replacement does not carry the old object's spec and owner: %+v, owners %+v", rs.Spec, rs.OwnerReferences)
 	}
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := getRS(ctx, ns, "api")
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}, "the RestartSchedule generated under the old name is deleted")

@@ -19,7 +19,8 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
-	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
@@ -70,11 +71,8 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT bounds a test's requests by two minutes.
+func ctxT(t *testing.T) context.Context { return testutil.Context(t, 2*time.Minute) }
 
 func newSidecarSet(name, ns, app string, image string) *deckhandv1alpha1.SidecarSet {
 	return &deckhandv1alpha1.SidecarSet{
@@ -100,7 +98,7 @@ func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
 
 func waitCached(t *testing.T, name string, generation int64) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		got := &deckhandv1alpha1.SidecarSet{}
 		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
 			return false, err
@@ -137,7 +135,7 @@ func getSidecarSet(ctx context.Context, name string) (*deckhandv1alpha1.SidecarS
 func waitStatus(t *testing.T, name string, timeout time.Duration, what string, ok func(*deckhandv1alpha1.SidecarSet) bool) *deckhandv1alpha1.SidecarSet {
 	t.Helper()
 	var last *deckhandv1alpha1.SidecarSet
-	testenv.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		s, err := getSidecarSet(ctx, name)
 		if err != nil {
 			return false, err

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+func benchSidecarSet(name, app string) *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: sidecarContainer()}},
+		},
+	}
+}
+
+// sidecarContainer is the container the SidecarSets inject.
+func sidecarContainer() corev1.Container {
+	return corev1.Container{
+		Name: "log-agent", Image: "registry.example.com/logging/agent:1.0",
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+	}
+}
+
+func benchPod(ns, name string, withSidecar bool) *corev1.Pod {
+	c := func(name string) corev1.Container {
+		return corev1.Container{
+			Name: name, Image: "registry.example.com/team/" + name + ":v1",
+			Env:       []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m")}},
+		}
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "bench", "tier": "web"}},
+		Spec: corev1.PodSpec{
+			NodeName:                      admissionNode,
+			Containers:                    []corev1.Container{c("app"), c("proxy")},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+	if withSidecar {
+		p.Spec.Containers = append(p.Spec.Containers, sidecarContainer())
+	}
+	return p
+}
+
+// probeInjection waits until the API server applies (or no longer applies)
+// the pod webhook: it reads its webhook configurations from an informer.
+func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *nullWebhook) error {
+	want := 3
+	if v == admNone || v == admNull {
+		want = 2
+	}
+	nullOn := v == admNull || v == admNullInj
+	var got int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := benchPod(ns, "probe", v == admPre)
+		calls := null.calls.Load()
+		if err := e.c.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		got = len(p.Spec.Containers)
+		return got == want && (null.calls.Load() > calls) == nullOn, nil
+	})
+	if err != nil {
+		return fmt.Errorf("probe pod has %d containers, want %d: %w", got, want, err)
+	}
+	return nil
+}
+
+// createPods creates n pods with w concurrent clients and returns each
+// create's latency and the wall time.
+func createPods(ctx context.Context, e *env, ns string, n, w int, withSidecar bool) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var mu sync.Mutex
+	var failures int
+	start := time.Now()
+	err := runWorkers(n, w, func(i int) error {
+		p := benchPod(ns, fmt.Sprintf("pod-%05d", i), withSidecar)
+		t := time.Now()
+		_, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		lat[i] = time.Since(t)
+		if err != nil {
+			mu.Lock()
+			failures++
+			mu.Unlock()
+			return err
+		}
+		return nil
+	})
+	elapsed := time.Since(start)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%d creates failed, first: %w", failures, err)
+	}
+	return lat, elapsed, nil
+}

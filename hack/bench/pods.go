@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+)
+
+// podTracker follows the pods of one namespace through an informer.
+type podTracker struct {
+	mu      sync.Mutex
+	pods    map[string]bool // name -> Ready
+	stop    chan struct{}
+	factory informers.SharedInformerFactory
+}
+
+func trackPods(ctx context.Context, cs kubernetes.Interface, ns string) (*podTracker, error) {
+	t := &podTracker{pods: map[string]bool{}, stop: make(chan struct{})}
+	t.factory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	inf := t.factory.Core().V1().Pods().Informer()
+	set := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		ready := false
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		t.mu.Lock()
+		t.pods[p.Name] = ready
+		t.mu.Unlock()
+	}
+	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    set,
+		UpdateFunc: func(_, n any) { set(n) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				t.mu.Lock()
+				delete(t.pods, p.Name)
+				t.mu.Unlock()
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.factory.Start(t.stop)
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		close(t.stop)
+		return nil, fmt.Errorf("pod informer for %s did not sync", ns)
+	}
+	return t, nil
+}
+
+func (t *podTracker) counts() (total, ready int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.pods {
+		total++
+		if r {
+			ready++
+		}
+	}
+	return
+}
+
+// waitFor polls the counts until cond holds and returns the time since start.
+func (t *podTracker) waitFor(ctx context.Context, start time.Time, timeout time.Duration, what string, cond func(total, ready int) bool) (time.Duration, error) {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cond(t.counts()), nil
+	})
+	if err != nil {
+		total, ready := t.counts()
+		return 0, fmt.Errorf("waiting for %s: %w (pods %d, ready %d)", what, err, total, ready)
+	}
+	return time.Since(start), nil
+}
+
+func (t *podTracker) close() { close(t.stop); t.factory.Shutdown() }
+
+// runWorkers runs fn(i) for i in [0,n) on w goroutines and returns the
+// first error.
+func runWorkers(n, w int, fn func(i int) error) error {
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ch {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := range n {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	return first
+}

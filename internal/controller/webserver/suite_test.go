@@ -1,0 +1,231 @@
+package webserver_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
+)
+
+var (
+	env     *testenv.Env
+	applies = &applyCounter{n: map[string]int{}}
+)
+
+// applyCounter wraps the manager's client and counts the server-side applies
+// the controller sends, per "Kind ns/name", so that tests can prove that
+// reconciles which find nothing to change send no write at all.
+type applyCounter struct {
+	client.Client
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *applyCounter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	key := "?"
+	switch o := obj.(type) {
+	case *appsv1ac.DeploymentApplyConfiguration:
+		key = "Deployment " + *o.Namespace + "/" + *o.Name
+	case *corev1ac.ServiceApplyConfiguration:
+		key = "Service " + *o.Namespace + "/" + *o.Name
+	}
+	c.mu.Lock()
+	c.n[key]++
+	c.mu.Unlock()
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c *applyCounter) count(kind, ns, name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[kind+" "+ns+"/"+name]
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, &env, testenv.Options{
+		Full: true,
+		Setup: func(mgr ctrl.Manager) error {
+			applies.Client = mgr.GetClient()
+			if err := (&webserver.Reconciler{Client: applies}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return webserverwebhook.SetupWebhookWithManager(mgr)
+		},
+	}))
+}
+
+const timeout = 90 * time.Second
+
+// ctx bounds a test's requests by twice the longest wait.
+func ctx(t *testing.T) context.Context { return testutil.Context(t, 2*timeout) }
+
+func newWebServer(ns, name string, replicas *int32) *deckhandv1alpha1.WebServer {
+	return &deckhandv1alpha1.WebServer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       deckhandv1alpha1.WebServerSpec{Image: "nginx", Port: 80, Replicas: replicas},
+	}
+}
+
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+func getDeployment(ctx context.Context, ns, name string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	return d, env.Client.Get(ctx, key(ns, name), d)
+}
+
+func getService(ctx context.Context, ns, name string) (*corev1.Service, error) {
+	s := &corev1.Service{}
+	return s, env.Client.Get(ctx, key(ns, name), s)
+}
+
+// waitDeployment waits until the Deployment satisfies cond.
+func waitDeployment(t *testing.T, ns, name, what string, cond func(d *appsv1.Deployment) bool) *appsv1.Deployment {
+	t.Helper()
+	var d *appsv1.Deployment
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		var err error
+		d, err = getDeployment(ctx, ns, name)
+		return err == nil && cond(d), err
+	}, "Deployment %s/%s: %s", ns, name, what)
+	return d
+}
+
+// waitService waits until the Service satisfies cond.
+func waitService(t *testing.T, ns, name, what string, cond func(s *corev1.Service) bool) *corev1.Service {
+	t.Helper()
+	var s *corev1.Service
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		var err error
+		s, err = getService(ctx, ns, name)
+		return err == nil && cond(s), err
+	}, "Service %s/%s: %s", ns, name, what)
+	return s
+}
+
+// waitWebServer waits until the WebServer satisfies cond.
+func waitWebServer(t *testing.T, ns, name, what string, cond func(ws *deckhandv1alpha1.WebServer) bool) *deckhandv1alpha1.WebServer {
+	t.Helper()
+	ws := &deckhandv1alpha1.WebServer{}
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, key(ns, name), ws)
+		return err == nil && cond(ws), err
+	}, "WebServer %s/%s: %s", ns, name, what)
+	return ws
+}
+
+func condition(ws *deckhandv1alpha1.WebServer, t string) *metav1.Condition {
+	return meta.FindStatusCondition(ws.Status.Conditions, t)
+}
+
+func isCondition(ws *deckhandv1alpha1.WebServer, t string, s metav1.ConditionStatus, reason string) bool {
+	c := condition(ws, t)
+	return c != nil && c.Status == s && (reason == "" || c.Reason == reason) && c.ObservedGeneration == ws.Generation
+}
+
+// readyPods counts the Ready pods of a WebServer (made Running and Ready by
+// kwok after kube-scheduler bound them).
+func readyPods(ctx context.Context, ns, name string, image string) (int, error) {
+	pods := &corev1.PodList{}
+	if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{
+		deckhandv1alpha1.WebServerLabelName: deckhandv1alpha1.WebServerLabelNameValue, deckhandv1alpha1.WebServerLabelInstance: name,
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil || (image != "" && p.Spec.Containers[0].Image != image) {
+			continue
+		}
+		if podutil.IsPodReady(&p) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// update re-reads the WebServer and applies change to it, retrying on conflicts.
+func update(t *testing.T, ns, name string, change func(ws *deckhandv1alpha1.WebServer)) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		ws := &deckhandv1alpha1.WebServer{}
+		if err := env.Client.Get(ctx, key(ns, name), ws); err != nil {
+			return false, err
+		}
+		change(ws)
+		err := env.Client.Update(ctx, ws)
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}, "updating WebServer %s/%s", ns, name)
+}
+
+// editDeployment changes the Deployment with an Update under the field
+// manager kubectl edit uses, retrying on conflicts.
+func editDeployment(t *testing.T, ns, name string, change func(d *appsv1.Deployment)) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		d, err := getDeployment(ctx, ns, name)
+		if err != nil {
+			return false, err
+		}
+		change(d)
+		err = env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit"))
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}, "editing Deployment %s/%s", ns, name)
+}
+
+// kubectl runs the real kubectl against the test cluster.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(env.Cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// events lists the Events about a WebServer with the given reason.
+func events(ctx context.Context, ns, name, reason string) ([]eventsv1.Event, error) {
+	list := &eventsv1.EventList{}
+	if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "WebServer" && e.Regarding.Name == name && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,62 @@
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+)
+
+// Suite is where the TestMain of a suite that runs programs built from the
+// tree (the deckhand binary, devcluster) starts: the repository root, a
+// scratch directory and a bounded context for the set-up.
+type Suite struct {
+	name string
+	// Root is the repository root.
+	Root string
+	// Work is a scratch directory, removed by Close.
+	Work string
+	// Ctx bounds the suite's set-up; Close cancels it.
+	Ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// NewSuite begins the suite name (which prefixes Fail's messages) with a
+// set-up bounded by setup. The suite's own clients log nothing worth
+// reading (the programs under test log to files of their own), so their
+// logger is silenced. Close the suite when its TestMain ends.
+func NewSuite(name string, setup time.Duration) *Suite {
+	ctrllog.SetLogger(logr.Discard())
+	s := &Suite{name: name}
+	s.Ctx, s.cancel = context.WithTimeout(context.Background(), setup)
+	return s
+}
+
+// Prepare finds the repository root and makes the scratch directory.
+func (s *Suite) Prepare() error {
+	var err error
+	if s.Root, err = localcluster.RepoRoot(); err != nil {
+		return err
+	}
+	s.Work, err = os.MkdirTemp("", "deckhand-"+s.name+"-")
+	return err
+}
+
+// Fail reports a set-up failure on stderr and returns TestMain's exit code.
+func (s *Suite) Fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, s.name+": "+format+"\n", args...)
+	return 1
+}
+
+// Close ends the set-up context and removes the scratch directory.
+func (s *Suite) Close() {
+	s.cancel()
+	if s.Work != "" {
+		_ = os.RemoveAll(s.Work)
+	}
+}
