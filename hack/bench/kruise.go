@@ -105,10 +105,11 @@ func kruiseDir(cfg *config) string {
 // starts kruise-manager with cl's admin kubeconfig; it returns once the
 // webhook serves and the SidecarSet controller runs.
 //
-// Every CRD of the release is installed, not only SidecarSet's: the manager
-// probes discovery for each kind its controllers and webhooks handle and
-// retries a missing one with backoff for about 15 s, one kind after the
-// other, so a SidecarSet-only install takes minutes to start.
+// Every CRD of the release is installed, not only SidecarSet's: without
+// ImagePullJob's the manager exits at start (it indexes that kind
+// unconditionally), and it probes discovery for each kind its controllers
+// and webhooks handle, retrying a missing one with backoff for about 15 s,
+// one kind after the other.
 func startKruise(ctx context.Context, cl *localcluster.Cluster, o kruiseOptions) (*kruiseManager, error) {
 	bin := filepath.Join(o.dir, "kruise-manager")
 	if _, err := os.Stat(bin); err != nil {
@@ -143,7 +144,8 @@ func startKruise(ctx context.Context, cl *localcluster.Cluster, o kruiseOptions)
 		"--sidecarset-workers=" + strconv.Itoa(o.workers),
 		"--feature-gates=" + strings.Join(kruiseFeatureGates, ","),
 	}
-	log, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	// Truncated: the readiness check reads this start's log only.
+	log, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}
