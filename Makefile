@@ -8,6 +8,8 @@ SHELL := /usr/bin/env bash -o pipefail
 ROOT := $(shell pwd)
 BIN := $(ROOT)/bin
 K8S_BIN := $(BIN)/k8s
+# OpenKruise's kruise-manager, built by hack/kruise for the benchmarks only.
+KRUISE_BIN := $(BIN)/kruise
 export DECKHAND_K8S_BIN := $(K8S_BIN)
 export KUBEBUILDER_ASSETS := $(K8S_BIN)
 
@@ -51,12 +53,16 @@ test: k8s-binaries build ## Run every test: unit, integration (apiserver+etcd) a
 ##@ Benchmarks (never part of `make test`)
 
 .PHONY: bench
-bench: k8s-binaries build ## Run every benchmark at full size and write docs/benchmarks.md (about 20 minutes; see hack/bench).
-	go run ./hack/bench --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(ROOT)/docs/benchmarks.md
+bench: k8s-binaries build kruise ## Run every benchmark at full size and write docs/benchmarks.md (about 20 minutes; see hack/bench).
+	go run ./hack/bench --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --kruise-bin $(KRUISE_BIN) --out $(ROOT)/docs/benchmarks.md
 
 .PHONY: bench-quick
 bench-quick: k8s-binaries build ## Every benchmark at small sizes (about 3.5 minutes; a smoke run), report in bin/benchmarks-quick.md.
 	go run ./hack/bench --quick --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(BIN)/benchmarks-quick.md
+
+.PHONY: kruise
+kruise: ## Build OpenKruise's kruise-manager and its CRDs into bin/kruise (once): the benchmarks' peer (docs/bench-kruise.md).
+	@KRUISE_BIN_DIR=$(KRUISE_BIN) ./hack/kruise/build.sh
 
 ##@ Reliability (never part of `make test`; short versions of both run there)
 

@@ -111,6 +111,9 @@ func run(ctx context.Context, cfg *config, r *report) (failed bool) {
 		}
 		logf("=== %s done in %s", name, time.Since(t0).Round(time.Second))
 	}
+	if cfg.only["kruise-smoke"] { // on request only: it needs bin/kruise (make kruise)
+		step("kruise smoke", func() error { return kruiseSmoke(ctx, cfg, r) })
+	}
 	if cfg.want("micro") {
 		step("micro", func() error { return benchMicro(ctx, cfg, r) })
 	}

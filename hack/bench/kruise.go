@@ -1,0 +1,580 @@
+package main
+
+// OpenKruise's kruise-manager as a measured peer. hack/kruise/build.sh builds
+// it from its Go module into bin/kruise (`make kruise`); this file installs
+// its CRDs and webhook configurations into a local cluster and runs it as a
+// process beside Deckhand, the way Kruise runs out of cluster in its own
+// development setup (WEBHOOK_HOST): no Kruise code is compiled into the bench.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+)
+
+const (
+	// kruiseNamespaceLabel=kruiseVariant marks the namespaces whose pods
+	// Kruise's pod webhook sees, so that the pods of every other variant in
+	// the same cluster never reach it.
+	kruiseNamespaceLabel = "bench.deckhand.dev/variant"
+	kruiseVariant        = "kruise"
+	// kruiseSystemNamespace is where Kruise keeps its SidecarSets'
+	// ControllerRevisions (and its leader lease when election is on).
+	kruiseSystemNamespace = "kruise-system"
+	// kruiseSidecarSetWorkers matches Deckhand's SidecarSet controller (and
+	// Kruise's own default).
+	kruiseSidecarSetWorkers = 3
+	// Kruise's controllers start only after its webhook is serving, and each
+	// waits for its informers: on a loaded 2-core machine that takes a while.
+	kruiseStartTimeout = 3 * time.Minute
+)
+
+var kruiseBin = flag.String("kruise-bin", "", "Directory of kruise-manager and its crds/ (`make kruise`; default bin/kruise).")
+
+// kruiseFeatureGates keep what SidecarSet needs (the pod webhook) and turn
+// off what depends on kruise-daemon, a per-node agent that fake nodes cannot
+// run, and the pod-webhook features that only add work to every pod create
+// (WorkloadSpread, PodUnavailableBudget). KruiseDaemon=false also turns off
+// the gates built on it (image pre-download, probe markers, env from
+// metadata, sidecar terminator).
+var kruiseFeatureGates = []string{
+	"PodWebhook=true",
+	"KruiseDaemon=false",
+	"WorkloadSpread=false",
+	"PodUnavailableBudgetDeleteGate=false",
+}
+
+// kruiseOptions are the resources kruise-manager gets.
+type kruiseOptions struct {
+	// dir holds kruise-manager and crds/ (bin/kruise).
+	dir string
+	// qps and burst are its client-side rate limit (--rest-config-qps and
+	// --rest-config-burst; Kruise has no way to turn it off).
+	qps, burst int
+	// workers of the SidecarSet controller (--sidecarset-workers).
+	workers int
+}
+
+// kruiseManager is a running kruise-manager.
+type kruiseManager struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	waitErr error
+	cs      kubernetes.Interface
+	// LogPath is its klog output.
+	logPath string
+	// Ports on 127.0.0.1: webhook (TLS), /readyz, /metrics, net/http/pprof.
+	webhookPort, healthPort, metricsPort, pprofPort int
+	// serving is the time from process start to /readyz (webhook serving
+	// with its configurations patched), working to the SidecarSet
+	// controller's workers running.
+	serving, working time.Duration
+}
+
+func kruiseDir(cfg *config) string {
+	if *kruiseBin != "" {
+		return *kruiseBin
+	}
+	return filepath.Join(cfg.root, "bin", "kruise")
+}
+
+// startKruise installs Kruise's CRDs and webhook configurations into cl and
+// starts kruise-manager with cl's admin kubeconfig; it returns once the
+// webhook serves and the SidecarSet controller runs.
+//
+// Every CRD of the release is installed, not only SidecarSet's: without
+// ImagePullJob's the manager exits at start (it indexes that kind
+// unconditionally), and it probes discovery for each kind its controllers
+// and webhooks handle, retrying a missing one with backoff for about 15 s,
+// one kind after the other.
+func startKruise(ctx context.Context, cl *localcluster.Cluster, o kruiseOptions) (*kruiseManager, error) {
+	bin := filepath.Join(o.dir, "kruise-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make kruise` first", bin)
+	}
+	if err := localcluster.InstallCRDs(cl.Config, filepath.Join(o.dir, "crds")); err != nil {
+		return nil, fmt.Errorf("kruise CRDs: %w", err)
+	}
+	k := &kruiseManager{cs: cl.Clientset(), logPath: filepath.Join(cl.Dir(), "kruise-manager.log"), done: make(chan struct{})}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kruiseSystemNamespace}}
+	if _, err := k.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	for _, p := range []*int{&k.webhookPort, &k.healthPort, &k.metricsPort, &k.pprofPort} {
+		var err error
+		if *p, err = localcluster.FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	if err := k.installWebhooks(ctx); err != nil {
+		return nil, fmt.Errorf("kruise webhook configurations: %w", err)
+	}
+
+	at := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	args := []string{
+		"--enable-leader-election=false",
+		"--metrics-addr=" + at(k.metricsPort),
+		"--health-probe-addr=" + at(k.healthPort),
+		"--enable-pprof=true", "--pprof-addr=" + at(k.pprofPort),
+		"--rest-config-qps=" + strconv.Itoa(o.qps),
+		"--rest-config-burst=" + strconv.Itoa(o.burst),
+		"--sidecarset-workers=" + strconv.Itoa(o.workers),
+		"--feature-gates=" + strings.Join(kruiseFeatureGates, ","),
+	}
+	// Truncated: the readiness check reads this start's log only.
+	log, err := os.OpenFile(k.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	k.cmd = exec.Command(bin, args...)
+	k.cmd.Stdout, k.cmd.Stderr = log, log
+	// Out of cluster: WEBHOOK_HOST makes Kruise write its self-signed
+	// certificate (for that IP) to WEBHOOK_CERT_DIR instead of a Secret, and
+	// point its webhook configurations at https://WEBHOOK_HOST:WEBHOOK_PORT.
+	k.cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+cl.KubeconfigPath,
+		"POD_NAMESPACE="+kruiseSystemNamespace,
+		"WEBHOOK_HOST=127.0.0.1",
+		"WEBHOOK_PORT="+strconv.Itoa(k.webhookPort),
+		"WEBHOOK_CERT_DIR="+filepath.Join(cl.Dir(), "kruise-webhook-certs"),
+	)
+	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	t0 := time.Now()
+	if err := k.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting kruise-manager: %w", err)
+	}
+	go func() { k.waitErr = k.cmd.Wait(); log.Close(); close(k.done) }()
+
+	if err := k.waitUntil(ctx, "/readyz", k.readyz); err != nil {
+		k.stop()
+		return nil, err
+	}
+	k.serving = time.Since(t0)
+	if err := k.waitUntil(ctx, "the SidecarSet controller's workers", k.sidecarSetWorkersRunning); err != nil {
+		k.stop()
+		return nil, err
+	}
+	k.working = time.Since(t0)
+	return k, nil
+}
+
+// waitUntil polls cond until it holds, the manager exits or
+// kruiseStartTimeout passes.
+func (k *kruiseManager) waitUntil(ctx context.Context, what string, cond func(context.Context) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, kruiseStartTimeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-k.done:
+			return false, fmt.Errorf("kruise-manager exited: %v", k.waitErr)
+		default:
+		}
+		return cond(ctx), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for kruise-manager's %s: %w\n%s", what, err, k.logTail(30))
+	}
+	return nil
+}
+
+// readyz: Kruise answers 200 once its certificate is written, its webhook
+// configurations carry the CA, and the webhook server answers over TLS.
+func (k *kruiseManager) readyz(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/readyz", k.healthPort), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// sidecarSetWorkersRunning reads the log: Kruise sets its controllers up only
+// after its webhook is ready, and controller-runtime logs "Starting workers"
+// once a controller's informers have synced.
+func (k *kruiseManager) sidecarSetWorkersRunning(context.Context) bool {
+	data, err := os.ReadFile(k.logPath)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "Starting workers") && strings.Contains(line, `"sidecarset-controller"`) {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *kruiseManager) logTail(n int) string {
+	data, _ := os.ReadFile(k.logPath)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// errorLines are the lines Kruise logged at error level (klog's "E" prefix).
+func (k *kruiseManager) errorLines() []string {
+	data, _ := os.ReadFile(k.logPath)
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if len(line) > 5 && line[0] == 'E' && line[1] >= '0' && line[1] <= '9' {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func (k *kruiseManager) pid() int { return k.cmd.Process.Pid }
+
+// stop ends kruise-manager (SIGTERM, SIGKILL after 20 s) and removes its
+// webhook configurations, so that the cluster's other variants never call a
+// webhook that is gone.
+func (k *kruiseManager) stop() {
+	select {
+	case <-k.done:
+	default:
+		_ = syscall.Kill(-k.pid(), syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-k.pid(), syscall.SIGKILL)
+			<-k.done
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = k.cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, kruiseMutatingConfig, metav1.DeleteOptions{})
+	_ = k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, kruiseValidatingConfig, metav1.DeleteOptions{})
+}
+
+// The configuration names kruise-manager looks for: it refuses to become
+// ready until both exist, then fills in their CA bundle.
+const (
+	kruiseMutatingConfig   = "kruise-mutating-webhook-configuration"
+	kruiseValidatingConfig = "kruise-validating-webhook-configuration"
+)
+
+// installWebhooks creates the two configurations with the webhooks a
+// SidecarSet needs (the pod injector and SidecarSet defaulting and
+// validation), as in Kruise's config/webhook/manifests.yaml but pointing at
+// 127.0.0.1 and with the pod webhook limited to the namespaces labelled for
+// Kruise. Kruise keeps the webhooks it is given (saved in a "template"
+// annotation on first sight) and only adds its CA: Kruise's other webhooks
+// stay out, so Kruise's other kinds are neither defaulted nor validated.
+func (k *kruiseManager) installWebhooks(ctx context.Context) error {
+	url := func(path string) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://127.0.0.1:%d%s", k.webhookPort, path))}
+	}
+	rules := func(group, resource string, versions []string, ops ...admissionregistrationv1.OperationType) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: versions, Resources: []string{resource}}}}
+	}
+	create, update := admissionregistrationv1.Create, admissionregistrationv1.Update
+	kruiseVersions := []string{"v1alpha1", "v1beta1"}
+	fail, none := ptr.To(admissionregistrationv1.Fail), ptr.To(admissionregistrationv1.SideEffectClassNone)
+	reviews := []string{"v1", "v1beta1"}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: kruiseMutatingConfig},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "mpod.kb.io", ClientConfig: url("/mutate-pod"),
+			Rules:             rules("", "pods", []string{"v1"}, create),
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{kruiseNamespaceLabel: kruiseVariant}},
+			FailurePolicy:     fail, SideEffects: none, AdmissionReviewVersions: reviews,
+		}, {
+			Name: "msidecarset.kb.io", ClientConfig: url("/mutate-apps-kruise-io-sidecarset"),
+			Rules:         rules("apps.kruise.io", "sidecarsets", kruiseVersions, create, update),
+			FailurePolicy: fail, SideEffects: none, AdmissionReviewVersions: reviews,
+		}},
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: kruiseValidatingConfig},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "vsidecarset.kb.io", ClientConfig: url("/validate-apps-kruise-io-sidecarset"),
+			Rules:         rules("apps.kruise.io", "sidecarsets", kruiseVersions, create, update),
+			FailurePolicy: fail, SideEffects: none, AdmissionReviewVersions: reviews,
+		}},
+	}
+	mapi := k.cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	if err := mapi.Delete(ctx, mutating.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if _, err := mapi.Create(ctx, mutating, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	vapi := k.cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if err := vapi.Delete(ctx, validating.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err := vapi.Create(ctx, validating, metav1.CreateOptions{})
+	return err
+}
+
+// kruiseNamespace creates a namespace whose pods Kruise's webhook sees.
+func kruiseNamespace(ctx context.Context, cs kubernetes.Interface, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kruiseNamespaceLabel: kruiseVariant}}}
+	_, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	return err
+}
+
+// kruiseSidecarSet is an apps.kruise.io/v1alpha1 SidecarSet injecting
+// container into the pods labelled app=app of every namespace whose pods
+// reach Kruise's webhook (unstructured: the bench does not compile Kruise's
+// API).
+func kruiseSidecarSet(name, app string, container corev1.Container) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps.kruise.io/v1alpha1",
+		"kind":       "SidecarSet",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": app}},
+			"containers": []any{map[string]any{
+				"name":  container.Name,
+				"image": container.Image,
+			}},
+			"updateStrategy": map[string]any{"type": "RollingUpdate", "maxUnavailable": int64(1)},
+		},
+	}}
+	return u
+}
+
+// ---- smoke check: `go run ./hack/bench -only kruise-smoke` ----
+
+// kruiseSmoke starts a cluster with one fake node and kruise-manager, and
+// checks the two things the benchmarks will compare: a SidecarSet injects
+// its container into a new pod, and a new sidecar image reaches the running
+// pod in place (the fake node restarts the container, as a kubelet does).
+func kruiseSmoke(ctx context.Context, cfg *config, r *report) error {
+	opts := localcluster.Full(1)
+	opts.BinDir = cfg.k8sBin
+	t0 := time.Now()
+	cl, err := localcluster.Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cl.Stop()
+	logf("[kruise] cluster ready in %s", secs(time.Since(t0)))
+	c, err := client.New(cl.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	cs := cl.Clientset()
+	k, err := startKruise(ctx, cl, kruiseOptions{dir: kruiseDir(cfg), qps: 20, burst: 30, workers: kruiseSidecarSetWorkers})
+	if err != nil {
+		return err
+	}
+	defer k.stop()
+	logf("[kruise] webhook serving %s after start, SidecarSet workers running after %s", secs(k.serving), secs(k.working))
+	rss, _ := rssBytes(k.pid())
+
+	const ns, app = "kruise-smoke", "kruise-smoke"
+	if err := kruiseNamespace(ctx, cs, ns); err != nil {
+		return err
+	}
+	sidecar := sidecarContainer()
+	ss := kruiseSidecarSet("smoke", app, sidecar)
+	t1 := time.Now()
+	if err := c.Create(ctx, ss); err != nil {
+		return fmt.Errorf("creating the SidecarSet: %w", err)
+	}
+	// The webhook reads SidecarSets from its informer: a server-side dry run
+	// shows when the new one is seen, without leaving a pod behind.
+	var injecting time.Duration
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := kruiseSmokePod(ns, "probe", app)
+		if err := c.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		injecting = time.Since(t1)
+		return sidecarImage(p.Spec.Containers, sidecar.Name) == sidecar.Image, nil
+	})
+	if err != nil {
+		return fmt.Errorf("a pod created after the SidecarSet never got the sidecar: %w", err)
+	}
+	// The SidecarSet selects the same pods in every namespace, but only the
+	// labelled ones reach Kruise.
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-unlabelled"}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	outside := kruiseSmokePod(other.Name, "probe", app)
+	if err := c.Create(ctx, outside, client.DryRunAll); err != nil {
+		return err
+	}
+	if sidecarImage(outside.Spec.Containers, sidecar.Name) != "" {
+		return fmt.Errorf("kruise injected into namespace %s, which is not labelled %s=%s", other.Name, kruiseNamespaceLabel, kruiseVariant)
+	}
+
+	pod := kruiseSmokePod(ns, "app-0", app)
+	t2 := time.Now()
+	if err := c.Create(ctx, pod); err != nil {
+		return fmt.Errorf("creating the pod: %w", err)
+	}
+	createLatency := time.Since(t2)
+	if got := sidecarImage(pod.Spec.Containers, sidecar.Name); got != sidecar.Image {
+		return fmt.Errorf("pod created without the sidecar (image %q, containers %v)", got, containerNames(pod.Spec.Containers))
+	}
+	uid := pod.UID
+	ready, err := waitPod(ctx, c, ns, pod.Name, t2, "Ready", podutil.IsPodReady)
+	if err != nil {
+		return err
+	}
+
+	// In-place update: a new sidecar image.
+	const newImage = "registry.example.com/logging/agent:2.0"
+	t3 := time.Now()
+	// Kruise writes the SidecarSet's status meanwhile: retry on conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ss), ss); err != nil {
+			return err
+		}
+		containers, _, _ := unstructured.NestedSlice(ss.Object, "spec", "containers")
+		containers[0].(map[string]any)["image"] = newImage
+		if err := unstructured.SetNestedSlice(ss.Object, containers, "spec", "containers"); err != nil {
+			return err
+		}
+		return c.Update(ctx, ss)
+	})
+	if err != nil {
+		return fmt.Errorf("changing the sidecar image: %w", err)
+	}
+	specUpdated, err := waitPod(ctx, c, ns, pod.Name, t3, "the new image in the pod's spec", func(p *corev1.Pod) bool {
+		return sidecarImage(p.Spec.Containers, sidecar.Name) == newImage
+	})
+	if err != nil {
+		return err
+	}
+	running, err := waitPod(ctx, c, ns, pod.Name, t3, "the sidecar running the new image, pod Ready", func(p *corev1.Pod) bool {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == sidecar.Name {
+				return s.Image == newImage && s.Ready && s.RestartCount == 1 && podutil.IsPodReady(p)
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		return err
+	}
+	if pod.UID != uid {
+		return errors.New("the pod was recreated, not updated in place")
+	}
+	var statusDone time.Duration
+	err = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ss), ss); err != nil {
+			return false, nil
+		}
+		gen := ss.GetGeneration()
+		observed, _, _ := unstructured.NestedInt64(ss.Object, "status", "observedGeneration")
+		updatedReady, _, _ := unstructured.NestedInt64(ss.Object, "status", "updatedReadyPods")
+		statusDone = time.Since(t3)
+		return observed == gen && updatedReady == 1, nil
+	})
+	if err != nil {
+		status, _, _ := unstructured.NestedMap(ss.Object, "status")
+		return fmt.Errorf("SidecarSet status never counted the updated pod (status %v): %w", status, err)
+	}
+
+	errs := k.errorLines()
+	for i, line := range errs {
+		if i == 5 {
+			logf("[kruise] ... %d more error lines in %s", len(errs)-i, k.logPath)
+			break
+		}
+		logf("[kruise] kruise-manager error: %s", line)
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "kruise-manager %s (`bin/kruise/.versions`), SidecarSet workers %d, client QPS 20/burst 30, feature gates `%s`; one kwok fake node.\n\n",
+		kruiseVersion(cfg), kruiseSidecarSetWorkers, strings.Join(kruiseFeatureGates, ","))
+	b.WriteString("| step | time |\n|---|---|\n")
+	fmt.Fprintf(&b, "| process start → webhook serving (/readyz) | %s |\n", secs(k.serving))
+	fmt.Fprintf(&b, "| process start → SidecarSet controller's workers running | %s |\n", secs(k.working))
+	fmt.Fprintf(&b, "| SidecarSet created → injected into a dry-run pod | %s |\n", ms(injecting))
+	fmt.Fprintf(&b, "| pod create (through Kruise's webhook) | %s |\n", ms(createLatency))
+	fmt.Fprintf(&b, "| pod create → Ready | %s |\n", ms(ready))
+	fmt.Fprintf(&b, "| image changed → new image in the pod's spec | %s |\n", ms(specUpdated))
+	fmt.Fprintf(&b, "| image changed → sidecar running it, pod Ready (same pod, restartCount 1) | %s |\n", ms(running))
+	fmt.Fprintf(&b, "| image changed → SidecarSet status updatedReadyPods 1 | %s |\n", ms(statusDone))
+	fmt.Fprintf(&b, "\nkruise-manager RSS after start: %.0f MiB; %d lines logged at error level.\n", mib(float64(rss)), len(errs))
+	r.section("Kruise smoke check", b.String())
+	logf("[kruise] smoke passed: injected %s after the SidecarSet; in place %s (spec %s, status %s)", ms(injecting), ms(running), ms(specUpdated), ms(statusDone))
+	return nil
+}
+
+func kruiseVersion(cfg *config) string {
+	data, err := os.ReadFile(filepath.Join(kruiseDir(cfg), ".versions"))
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func kruiseSmokePod(ns, name, app string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{
+			Containers:                    []corev1.Container{{Name: "app", Image: "registry.example.com/team/app:v1"}},
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+		},
+	}
+}
+
+func sidecarImage(cs []corev1.Container, name string) string {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+func containerNames(cs []corev1.Container) []string {
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// waitPod polls one pod until cond holds and returns the time since start.
+func waitPod(ctx context.Context, c client.Client, ns, name string, start time.Time, what string, cond func(*corev1.Pod) bool) (time.Duration, error) {
+	p := &corev1.Pod{}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+			return false, nil
+		}
+		return cond(p), nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("waiting for %s of pod %s/%s: %w (status %+v)", what, ns, name, err, p.Status.ContainerStatuses)
+	}
+	return time.Since(start), nil
+}
