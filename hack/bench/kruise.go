@@ -31,7 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
