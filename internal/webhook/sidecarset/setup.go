@@ -11,6 +11,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 // The SidecarSet webhooks use failurePolicy Fail: a SidecarSet that escaped
@@ -58,9 +59,9 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).
-		WithValidator(&Validator{
+		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet]((&Validator{
 			Lister: lister,
 			DryRun: &PodDryRunner{Client: mgr.GetClient(), Namespace: DryRunNamespace},
-		}).
+		}).Validate)).
 		Complete()
 }
