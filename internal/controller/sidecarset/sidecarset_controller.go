@@ -95,7 +95,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	set := &deckhandv1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
-			sidecarcontrol.Forget(req.Name)
 			r.Expectations.Delete(req.Name)
 			forgetMetrics(req.Name)
 			return ctrl.Result{}, nil
@@ -107,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log = log.WithValues("sidecarset", klog.KObj(set))
 	ctx = logf.IntoContext(ctx, log)
-	sc := &scope{set: set, compiled: sidecarcontrol.Compile(set)}
+	sc := &scope{set: set, compiled: r.lister.Compiled(set)}
 
 	var result ctrl.Result
 	var errs []error
@@ -187,7 +186,7 @@ func (r *Reconciler) observeUpdates(name string, pods []*corev1.Pod) map[string]
 			continue
 		}
 		delete(want, key)
-		hash, _ := sidecarcontrol.RecordedRevisions(p.Annotations, name)
+		hash, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name)
 		r.Expectations.UpdateObserved(name, key, hash)
 	}
 	for key := range want {

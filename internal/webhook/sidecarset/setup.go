@@ -3,9 +3,7 @@ package sidecarset
 import (
 	"context"
 
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -39,21 +37,6 @@ func init() {
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 	if err != nil {
-		return err
-	}
-	// Drop what was computed for a SidecarSet once it is deleted.
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &deckhandv1alpha1.SidecarSet{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if s, ok := obj.(*deckhandv1alpha1.SidecarSet); ok {
-			forgetEncoded(s.Name)
-		}
-	}}); err != nil {
 		return err
 	}
 	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
