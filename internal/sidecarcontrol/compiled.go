@@ -4,21 +4,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
 )
 
-// Compiled is what a SidecarSet's spec implies, computed once per
-// generation: parsed selectors and revision hashes.
+// Compiled is what one generation of a SidecarSet implies: parsed
+// selectors, revision hashes and the pre-encoded JSON the pod webhook
+// injects. It is shared and must not be modified.
 type Compiled struct {
-	uid        types.UID
-	generation int64
+	key derivedKey
 
 	// Selector is spec.selector parsed; a SidecarSet whose selector does not
 	// parse or is empty selects nothing.
@@ -34,31 +33,14 @@ type Compiled struct {
 	// ContainerNames are the names of the containers and init containers
 	// the SidecarSet injects.
 	ContainerNames []string
+	// Fragments are the SidecarSet's injectable parts, JSON-encoded.
+	Fragments *podjson.Fragments
 }
 
-var compiledCache sync.Map // name -> *Compiled
-
-// Compile returns the Compiled form of s, reusing the one computed for the
-// same object and generation. s is not modified.
-func Compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
-	if v, ok := compiledCache.Load(s.Name); ok {
-		c := v.(*Compiled)
-		if c.uid == s.UID && c.generation == s.Generation && s.Generation != 0 {
-			return c
-		}
-	}
-	c := compile(s)
-	if s.Generation != 0 {
-		compiledCache.Store(s.Name, c)
-	}
-	return c
-}
-
-// Forget drops the compiled form of the SidecarSet called name.
-func Forget(name string) { compiledCache.Delete(name) }
-
+// compile computes the Compiled form of s; s is not modified. Callers go
+// through a Store, which computes it once per generation.
 func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
-	c := &Compiled{uid: s.UID, generation: s.Generation, Selector: labels.Nothing()}
+	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Fragments: podjson.EncodeFragments(&s.Spec)}
 	if sel := s.Spec.Selector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		if parsed, err := metav1.LabelSelectorAsSelector(sel); err == nil {
 			c.Selector = parsed

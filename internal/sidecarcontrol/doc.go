@@ -1,5 +1,7 @@
 // Package sidecarcontrol holds the SidecarSet logic that the pod webhook and
 // the SidecarSet controller share: which SidecarSets can match a pod (an
-// informer index by namespace), selector matching, revision hashes and the
-// annotations that record an injection on a pod.
+// informer index by namespace), what each SidecarSet generation implies
+// (Compiled: selectors, revision hashes, encoded injectable parts; kept by
+// the Lister from informer events) and the pod's record of its injections
+// (PodRecord).
 package sidecarcontrol

@@ -53,6 +53,7 @@ type Lister struct {
 	sidecarSets toolscache.Indexer
 	namespaces  toolscache.Indexer
 	synced      func() bool
+	derived     *derivedStore
 }
 
 // NewLister returns a Lister over the given indexers (tests and benchmarks
@@ -60,7 +61,7 @@ type Lister struct {
 // *metav1.PartialObjectMetadata or *corev1.Namespace keyed by name; nil
 // means no namespace has labels.
 func NewLister(sidecarSets, namespaces toolscache.Indexer) *Lister {
-	return &Lister{sidecarSets: sidecarSets, namespaces: namespaces, synced: func() bool { return true }}
+	return &Lister{sidecarSets: sidecarSets, namespaces: namespaces, synced: func() bool { return true }, derived: newDerivedStore()}
 }
 
 type indexerGetter interface {
@@ -69,7 +70,8 @@ type indexerGetter interface {
 
 // ListerFromCache registers the SidecarSet index and a metadata-only
 // Namespace informer with c (before or after it starts) and returns a Lister
-// reading from them. Calling it more than once for one cache is fine.
+// reading from them, whose compiled SidecarSets the SidecarSet informer's
+// events keep current. Calling it more than once for one cache is fine.
 func ListerFromCache(ctx context.Context, c cache.Cache) (*Lister, error) {
 	ssInf, err := c.GetInformer(ctx, &deckhandv1alpha1.SidecarSet{}, cache.BlockUntilSynced(false))
 	if err != nil {
@@ -89,10 +91,15 @@ func ListerFromCache(ctx context.Context, c cache.Cache) (*Lister, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("the cache's informers do not expose their indexers")
 	}
+	derived := newDerivedStore()
+	if _, err := ssInf.AddEventHandler(derived); err != nil {
+		return nil, fmt.Errorf("watching SidecarSets for their compiled form: %w", err)
+	}
 	return &Lister{
 		sidecarSets: ssIdx.GetIndexer(),
 		namespaces:  nsIdx.GetIndexer(),
 		synced:      func() bool { return ssInf.HasSynced() && nsInf.HasSynced() },
+		derived:     derived,
 	}, nil
 }
 
@@ -126,6 +133,17 @@ func (l *Lister) Candidates(ns string) ([]*deckhandv1alpha1.SidecarSet, error) {
 		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	}
 	return out, nil
+}
+
+// Compiled returns the Compiled form of s (an object from this Lister),
+// computed once per generation.
+func (l *Lister) Compiled(s *deckhandv1alpha1.SidecarSet) *Compiled {
+	return l.derived.get(s)
+}
+
+// Matches reports whether s selects a pod with podLabels in namespace ns.
+func (l *Lister) Matches(s *deckhandv1alpha1.SidecarSet, ns string, podLabels map[string]string) bool {
+	return l.Compiled(s).Matches(s, ns, podLabels, l.NamespaceLabels)
 }
 
 // Get returns the cached SidecarSet called name, or nil.

@@ -1,7 +1,6 @@
 package sidecarcontrol
 
 import (
-	"fmt"
 	"reflect"
 	"testing"
 
@@ -11,80 +10,6 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
-
-func TestPodRecordRoundTrip(t *testing.T) {
-	r := PodRecord{
-		Hash: map[string]HashEntry{
-			"b": {Hash: "2", Containers: []string{"x"}},
-			"a": {Hash: "1", Containers: []string{"y", "z"}},
-		},
-		HashWithoutImage: map[string]HashWithoutImageEntry{"a": {Hash: "10"}, "b": {Hash: "20"}},
-	}
-	injected, hash, without := r.Annotations()
-	if injected != "a,b" {
-		t.Errorf("injected = %q", injected)
-	}
-	ann := map[string]string{
-		deckhandv1alpha1.AnnotationSidecarSetInjected:         injected,
-		deckhandv1alpha1.AnnotationSidecarSetHash:             hash,
-		deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage: without,
-	}
-	if got := ParsePodRecord(ann); !reflect.DeepEqual(got, r) {
-		t.Errorf("round trip = %+v, want %+v", got, r)
-	}
-	for name, want := range map[string]bool{"a": true, "b": true, "c": false, "": false} {
-		if IsInjected(ann, name) != want {
-			t.Errorf("IsInjected(%q) = %v", name, !want)
-		}
-	}
-}
-
-// TestRecordedRevisions: the memoised read agrees with ParsePodRecord, for
-// the same text seen again, for other names, and for malformed annotations;
-// and the memo stays bounded.
-func TestRecordedRevisions(t *testing.T) {
-	_, hash, without := PodRecord{
-		Hash:             map[string]HashEntry{"a": {Hash: "1", Containers: []string{"y"}}, "b": {Hash: "2"}},
-		HashWithoutImage: map[string]HashWithoutImageEntry{"a": {Hash: "10"}, "b": {Hash: "20"}},
-	}.Annotations()
-	good := map[string]string{
-		deckhandv1alpha1.AnnotationSidecarSetHash:             hash,
-		deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage: without,
-	}
-	bad := map[string]string{
-		deckhandv1alpha1.AnnotationSidecarSetHash:             `{"a":`,
-		deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage: `[]`,
-	}
-	for _, tc := range []struct {
-		ann               map[string]string
-		name, hash, noImg string
-	}{
-		{good, "a", "1", "10"},
-		{good, "a", "1", "10"}, // memoised
-		{good, "b", "2", "20"},
-		{good, "c", "", ""},
-		{bad, "a", "", ""},
-		{nil, "a", "", ""},
-	} {
-		h, w := RecordedRevisions(tc.ann, tc.name)
-		if h != tc.hash || w != tc.noImg {
-			t.Errorf("RecordedRevisions(%v, %q) = %q, %q; want %q, %q", tc.ann, tc.name, h, w, tc.hash, tc.noImg)
-		}
-		rec := ParsePodRecord(tc.ann)
-		if rec.Hash[tc.name].Hash != h || rec.HashWithoutImage[tc.name].Hash != w {
-			t.Errorf("RecordedRevisions disagrees with ParsePodRecord for %q", tc.name)
-		}
-	}
-	for i := range 3 * revisionMemoSize {
-		RecordedRevisions(map[string]string{deckhandv1alpha1.AnnotationSidecarSetHash: `{"x":{"hash":"` + string(rune('a'+i%26)) + `"}, "n":{"hash":"` + fmt.Sprint(i) + `"}}`}, "n")
-	}
-	revisions.mu.Lock()
-	size := len(revisions.m)
-	revisions.mu.Unlock()
-	if size > revisionMemoSize {
-		t.Errorf("memo holds %d entries, bound is %d", size, revisionMemoSize)
-	}
-}
 
 func TestHashesSeparateImages(t *testing.T) {
 	spec := deckhandv1alpha1.SidecarSetSpec{Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "p", Image: "p:1"}}}}
@@ -132,7 +57,7 @@ func TestMatches(t *testing.T) {
 		Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 	}}
-	c := Compile(s)
+	c := compile(s)
 	ns := func(name string) (map[string]string, bool) {
 		switch name {
 		case "prod", "kube-system":
@@ -158,7 +83,7 @@ func TestMatches(t *testing.T) {
 		}
 	}
 	empty := &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Spec: deckhandv1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{}}}
-	if Compile(empty).Matches(empty, "prod", map[string]string{"app": "web"}, ns) {
+	if compile(empty).Matches(empty, "prod", map[string]string{"app": "web"}, ns) {
 		t.Errorf("an empty selector matched a pod")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
 )
 
@@ -63,10 +64,10 @@ func admissionHTTP(t testing.TB) *admissionServer {
 		sidecarsetwebhook.SetDefaults(s)
 		injector := injectorFor(t, s)
 		hooks := map[string]*admission.Webhook{
-			webhookPaths[0]: admission.WithValidator[*deckhandv1alpha1.PodSet](scheme, &podsetwebhook.Validator{}),
+			webhookPaths[0]: admission.WithValidator[*deckhandv1alpha1.PodSet](scheme, webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet]((&podsetwebhook.Validator{}).Validate)),
 			webhookPaths[1]: admission.WithValidator[*deckhandv1alpha1.WebServer](scheme, &webserverwebhook.Validator{}),
 			webhookPaths[2]: admission.WithValidator[*deckhandv1alpha1.RestartSchedule](scheme, &restartschedulewebhook.Validator{Now: fixedNow}),
-			webhookPaths[3]: admission.WithValidator[*deckhandv1alpha1.SidecarSet](scheme, &sidecarsetwebhook.Validator{Lister: injector.Lister}),
+			webhookPaths[3]: admission.WithValidator[*deckhandv1alpha1.SidecarSet](scheme, webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet]((&sidecarsetwebhook.Validator{Lister: injector.Lister}).Validate)),
 			webhookPaths[4]: admission.WithDefaulter[*deckhandv1alpha1.SidecarSet](scheme, sidecarsetwebhook.Defaulter{}),
 			webhookPaths[5]: {Handler: injector},
 		}

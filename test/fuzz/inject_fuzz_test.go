@@ -116,7 +116,7 @@ func FuzzSidecarInjection(f *testing.F) {
 			s.Name = "fuzz"
 		}
 		sidecarsetwebhook.SetDefaults(s)
-		if _, err := v.ValidateCreate(context.Background(), s); err != nil {
+		if _, err := v.Validate(context.Background(), nil, s); err != nil {
 			return // an invalid SidecarSet is refused and never reaches the cache
 		}
 		h := injectorFor(t, s)

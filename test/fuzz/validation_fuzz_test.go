@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -28,6 +29,7 @@ import (
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 	webserverwebhook "github.com/deckhand-dev/deckhand/internal/webhook/webserver"
 )
 
@@ -288,6 +290,21 @@ func refuses(fields []string, path string, exact bool) bool {
 	return false
 }
 
+// validateWith is the validate argument of checkDefaultValidate for v: a
+// create when old is nil, an update otherwise.
+func validateWith[T runtime.Object](v admission.Validator[T]) func(old, obj T) error {
+	return func(old, obj T) error {
+		var none T
+		var err error
+		if any(old) == any(none) {
+			_, err = v.ValidateCreate(context.Background(), obj)
+		} else {
+			_, err = v.ValidateUpdate(context.Background(), old, obj)
+		}
+		return err
+	}
+}
+
 func FuzzSidecarSetDefaultValidate(f *testing.F) {
 	seedsFor(f, "SidecarSet",
 		`{"metadata":{"name":"logging"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"fluent-bit:3","shareVolumePolicy":{"type":"enabled"}}]}}`,
@@ -300,14 +317,7 @@ func FuzzSidecarSetDefaultValidate(f *testing.F) {
 		checkDefaultValidate(t, "SidecarSet", data,
 			func() *deckhandv1alpha1.SidecarSet { return &deckhandv1alpha1.SidecarSet{} },
 			sidecarsetwebhook.SetDefaults,
-			func(old, obj *deckhandv1alpha1.SidecarSet) error {
-				if old == nil {
-					_, err := v.ValidateCreate(context.Background(), obj)
-					return err
-				}
-				_, err := v.ValidateUpdate(context.Background(), old, obj)
-				return err
-			})
+			validateWith[*deckhandv1alpha1.SidecarSet](webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet](v.Validate)))
 	})
 }
 
@@ -322,14 +332,7 @@ func FuzzPodSetDefaultValidate(f *testing.F) {
 		checkDefaultValidate(t, "PodSet", data,
 			func() *deckhandv1alpha1.PodSet { return &deckhandv1alpha1.PodSet{} },
 			nil,
-			func(old, obj *deckhandv1alpha1.PodSet) error {
-				if old == nil {
-					_, err := v.ValidateCreate(context.Background(), obj)
-					return err
-				}
-				_, err := v.ValidateUpdate(context.Background(), old, obj)
-				return err
-			})
+			validateWith[*deckhandv1alpha1.PodSet](webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet](v.Validate)))
 	})
 }
 
@@ -344,14 +347,7 @@ func FuzzWebServerDefaultValidate(f *testing.F) {
 		checkDefaultValidate(t, "WebServer", data,
 			func() *deckhandv1alpha1.WebServer { return &deckhandv1alpha1.WebServer{} },
 			nil,
-			func(old, obj *deckhandv1alpha1.WebServer) error {
-				if old == nil {
-					_, err := v.ValidateCreate(context.Background(), obj)
-					return err
-				}
-				_, err := v.ValidateUpdate(context.Background(), old, obj)
-				return err
-			})
+			validateWith[*deckhandv1alpha1.WebServer](v))
 	})
 }
 
@@ -368,13 +364,6 @@ func FuzzRestartScheduleDefaultValidate(f *testing.F) {
 		checkDefaultValidate(t, "RestartSchedule", data,
 			func() *deckhandv1alpha1.RestartSchedule { return &deckhandv1alpha1.RestartSchedule{} },
 			nil,
-			func(old, obj *deckhandv1alpha1.RestartSchedule) error {
-				if old == nil {
-					_, err := v.ValidateCreate(context.Background(), obj)
-					return err
-				}
-				_, err := v.ValidateUpdate(context.Background(), old, obj)
-				return err
-			})
+			validateWith[*deckhandv1alpha1.RestartSchedule](v))
 	})
 }

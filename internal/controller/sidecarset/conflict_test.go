@@ -37,7 +37,7 @@ func TestContainerNameConflict(t *testing.T) {
 	if got := names(clash.Spec.Containers); fmt.Sprint(got) != "[app]" || containerImage(clash, "app") != "app:1" {
 		t.Fatalf("the clashing pod got containers %v (app image %s), want only its own app:1", got, containerImage(clash, "app"))
 	}
-	if sidecarcontrol.IsInjected(clash.Annotations, name) || clash.Annotations[deckhandv1alpha1.AnnotationSidecarSetHash] != "" {
+	if sidecarcontrol.ReadPodRecord(clash.Annotations).Has(name) || clash.Annotations[deckhandv1alpha1.AnnotationSidecarSetHash] != "" {
 		t.Fatalf("the clashing pod records the SidecarSet: %v", clash.Annotations)
 	}
 

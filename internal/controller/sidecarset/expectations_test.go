@@ -52,7 +52,7 @@ func TestUnobservedUpdateHoldsOnlyUntilTTL(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pod-0"}, got); err != nil {
 			return false, err
 		}
-		rev, _ := sidecarcontrol.RecordedRevisions(got.Annotations, name)
+		rev, _ := sidecarcontrol.ReadPodRecord(got.Annotations).Revisions(name)
 		return containerImage(got, "proxy") == "proxy:2" && rev == hash, nil
 	}, "pod-0 updated to proxy:2 once the unobserved expectation expired")
 }

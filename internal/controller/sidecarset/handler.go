@@ -72,12 +72,12 @@ func (r *Reconciler) podToSidecarSets(_ context.Context, obj client.Object) []re
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 	}
-	for _, name := range sidecarcontrol.InjectedNames(pod.Annotations) {
+	for _, name := range sidecarcontrol.ReadPodRecord(pod.Annotations).Names() {
 		add(name)
 	}
 	cands, _ := r.lister.Candidates(pod.Namespace)
 	for _, s := range cands {
-		if sidecarcontrol.Compile(s).Matches(s, pod.Namespace, pod.Labels, r.lister.NamespaceLabels) {
+		if r.lister.Matches(s, pod.Namespace, pod.Labels) {
 			add(s.Name)
 		}
 	}

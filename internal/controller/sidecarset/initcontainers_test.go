@@ -79,7 +79,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 		if p.UID != uids[p.Name] {
 			t.Errorf("pod %s was recreated: UID %s, want %s", p.Name, p.UID, uids[p.Name])
 		}
-		if rev, _ := sidecarcontrol.RecordedRevisions(p.Annotations, name); rev != newRevision {
+		if rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name); rev != newRevision {
 			t.Errorf("pod %s records revision %s, want %s", p.Name, rev, newRevision)
 		}
 		if got := initImage(p, "agent"); got != "agent:2" {

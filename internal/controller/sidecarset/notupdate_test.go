@@ -56,7 +56,7 @@ func TestNotUpdate(t *testing.T) {
 	if img := containerImage(fresh, "proxy"); img != "proxy:2" {
 		t.Fatalf("a pod created after the image change was injected with %q, want proxy:2", img)
 	}
-	if rev, _ := sidecarcontrol.RecordedRevisions(fresh.Annotations, name); rev != newRevision {
+	if rev, _ := sidecarcontrol.ReadPodRecord(fresh.Annotations).Revisions(name); rev != newRevision {
 		t.Errorf("the new pod records revision %s, want %s", rev, newRevision)
 	}
 	after := waitStatus(t, name, 60*time.Second, "3 pods matched and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
@@ -84,7 +84,7 @@ func TestNotUpdate(t *testing.T) {
 		if img := containerImage(p, "proxy"); img != "proxy:1" {
 			t.Errorf("pod %s: sidecar spec image %s, want proxy:1 under NotUpdate", p.Name, img)
 		}
-		if rev, _ := sidecarcontrol.RecordedRevisions(p.Annotations, name); rev != oldRevision {
+		if rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name); rev != oldRevision {
 			t.Errorf("pod %s records revision %s, want the old %s", p.Name, rev, oldRevision)
 		}
 		if st := containerStatus(p.Status.ContainerStatuses, "proxy"); st == nil || !podutil.ImageMatches("proxy:1", *st) || st.RestartCount != 0 {

@@ -80,7 +80,7 @@ func checkPartition(t *testing.T, name, ns string, total, kept int32, oldRevisio
 	var old, updated int32
 	for i := range pods {
 		p := &pods[i]
-		rev, _ := sidecarcontrol.RecordedRevisions(p.Annotations, name)
+		rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name)
 		switch img := containerImage(p, "proxy"); {
 		case img == "proxy:1" && rev == oldRevision:
 			old++

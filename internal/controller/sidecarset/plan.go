@@ -111,12 +111,13 @@ func scaled(v *intstr.IntOrString, total, def int) int {
 // classify computes the podState of pod for SidecarSet s (compiled as c).
 func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *corev1.Pod) *podState {
 	st := &podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true}
-	st.injected = sidecarcontrol.IsInjected(pod.Annotations, s.Name)
+	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
+	st.injected = rec.Has(s.Name)
 	if !st.injected {
 		st.clash = clashingContainer(s, pod)
 		return st
 	}
-	hash, withoutImage := sidecarcontrol.RecordedRevisions(pod.Annotations, s.Name)
+	hash, withoutImage := rec.Revisions(s.Name)
 	st.revisionCurrent = hash == c.Hash
 	st.upgradable = st.revisionCurrent || withoutImage == c.HashWithoutImage
 	if c.UpdateSelector != nil {

@@ -174,9 +174,9 @@ func TestRollingUpdate(t *testing.T) {
 	pods, _ = listPods(ctxT(t), ns)
 	for i := range pods {
 		p := &pods[i]
-		rec := sidecarcontrol.ParsePodRecord(p.Annotations)
-		if containerImage(p, "proxy") != "proxy:2" || rec.Hash[name].Hash != st.LatestRevision {
-			t.Errorf("pod %s: image %s, revision %s; want proxy:2 at %s", p.Name, containerImage(p, "proxy"), rec.Hash[name].Hash, st.LatestRevision)
+		rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name)
+		if containerImage(p, "proxy") != "proxy:2" || rev != st.LatestRevision {
+			t.Errorf("pod %s: image %s, revision %s; want proxy:2 at %s", p.Name, containerImage(p, "proxy"), rev, st.LatestRevision)
 		}
 	}
 

@@ -100,7 +100,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	set := &deckhandv1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
-			sidecarcontrol.Forget(req.Name)
 			r.Expectations.Delete(req.Name)
 			forgetMetrics(req.Name)
 			return ctrl.Result{}, nil
@@ -112,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log = log.WithValues("sidecarset", klog.KObj(set))
 	ctx = logf.IntoContext(ctx, log)
-	sc := &scope{set: set, compiled: sidecarcontrol.Compile(set), now: r.Clock.Now()}
+	sc := &scope{set: set, compiled: r.lister.Compiled(set), now: r.Clock.Now()}
 
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.
@@ -174,7 +173,7 @@ func (r *Reconciler) observeUpdates(name string, pods []*corev1.Pod) map[string]
 			continue
 		}
 		delete(want, key)
-		hash, _ := sidecarcontrol.RecordedRevisions(p.Annotations, name)
+		hash, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name)
 		r.Expectations.UpdateObserved(name, key, hash)
 	}
 	for key := range want {

@@ -108,7 +108,7 @@ func TestDeploymentPodsInjected(t *testing.T) {
 			return false, err
 		}
 		for i := range pods {
-			if containerImage(&pods[i], "proxy") != "proxy:1" || !sidecarcontrol.IsInjected(pods[i].Annotations, name) {
+			if containerImage(&pods[i], "proxy") != "proxy:1" || !sidecarcontrol.ReadPodRecord(pods[i].Annotations).Has(name) {
 				return false, fmt.Errorf("pod %s not injected: %v", pods[i].Name, pods[i].Spec.Containers)
 			}
 		}

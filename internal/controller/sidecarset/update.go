@@ -52,11 +52,11 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod) error {
 	s, c := sc.set, sc.compiled
 	pod := cached.DeepCopy()
-	rec := sidecarcontrol.ParsePodRecord(pod.Annotations)
+	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	// Only the containers the pod's record says this SidecarSet injected
 	// are patched: a SidecarSet never changes a container it did not inject,
 	// whatever the names in its spec are now.
-	owned := rec.Hash[s.Name].Containers
+	owned := rec.Containers(s.Name)
 	images := make(map[string]string, len(owned))
 	for i := range s.Spec.Containers {
 		if slices.Contains(owned, s.Spec.Containers[i].Name) {
@@ -78,20 +78,8 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 			pod.Spec.InitContainers[i].Image = img
 		}
 	}
-	if rec.Hash == nil {
-		rec.Hash = map[string]sidecarcontrol.HashEntry{}
-	}
-	if rec.HashWithoutImage == nil {
-		rec.HashWithoutImage = map[string]sidecarcontrol.HashWithoutImageEntry{}
-	}
-	entry := rec.Hash[s.Name]
-	entry.Hash = c.Hash
-	rec.Hash[s.Name] = entry
-	rec.HashWithoutImage[s.Name] = sidecarcontrol.HashWithoutImageEntry{Hash: c.HashWithoutImage}
-	injected, hash, withoutImage := rec.Annotations()
-	pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected] = injected
-	pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetHash] = hash
-	pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage] = withoutImage
+	rec.Set(s.Name, c.Hash, c.HashWithoutImage, owned)
+	rec.Apply(pod)
 	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
 	r.Expectations.ExpectUpdates(s.Name, map[string]string{string(pod.UID): c.Hash})
 	if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {

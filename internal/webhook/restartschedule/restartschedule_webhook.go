@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +16,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 // failurePolicy=fail: cron syntax, "never fires" and time zones can only be
@@ -46,24 +46,17 @@ var groupKind = deckhandv1alpha1.GroupVersion.WithKind("RestartSchedule").GroupK
 
 // ValidateCreate validates a new RestartSchedule.
 func (v *Validator) ValidateCreate(_ context.Context, rs *deckhandv1alpha1.RestartSchedule) (admission.Warnings, error) {
-	return nil, v.result(rs, v.validate(nil, rs))
+	return nil, webhookutil.Invalid(groupKind, rs.Name, v.validate(nil, rs))
 }
 
 // ValidateUpdate validates a changed RestartSchedule.
 func (v *Validator) ValidateUpdate(_ context.Context, old, rs *deckhandv1alpha1.RestartSchedule) (admission.Warnings, error) {
-	return nil, v.result(rs, v.validate(old, rs))
+	return nil, webhookutil.Invalid(groupKind, rs.Name, v.validate(old, rs))
 }
 
 // ValidateDelete allows every deletion.
 func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.RestartSchedule) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func (v *Validator) result(rs *deckhandv1alpha1.RestartSchedule, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(groupKind, rs.Name, errs)
 }
 
 func (v *Validator) now() time.Time {

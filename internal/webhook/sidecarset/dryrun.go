@@ -2,17 +2,16 @@ package sidecarset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 // PodDryRunner validates a SidecarSet's containers, volumes and pull
@@ -35,15 +34,15 @@ const placeholderName = "deckhand-sidecarset-placeholder"
 // says nothing certain about s.
 func (d *PodDryRunner) Validate(ctx context.Context, s *deckhandv1alpha1.SidecarSet) (field.ErrorList, string) {
 	pod := SyntheticPod(s, d.Namespace)
-	err := d.Client.Create(ctx, pod, client.DryRunAll, client.FieldOwner(deckhandv1alpha1.FieldManager))
+	err := webhookutil.DryRunCreate(ctx, d.Client, pod)
 	if err == nil {
 		return nil, ""
 	}
-	var status apierrors.APIStatus
-	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+	status := webhookutil.InvalidStatus(err)
+	if status == nil || status.Details == nil {
 		return nil, fmt.Sprintf("the containers could not be checked against the API server's pod validation: %v", err)
 	}
-	return mapCauses(s, status.Status().Details.Causes), ""
+	return mapCauses(s, status.Details.Causes), ""
 }
 
 // SyntheticPod is the pod whose dry-run create validates s: s's init
@@ -100,14 +99,7 @@ func mapCauses(s *deckhandv1alpha1.SidecarSet, causes []metav1.StatusCause) fiel
 		if !mapsToSidecarSet(s, path) {
 			path = "spec"
 		}
-		typ := field.ErrorType(c.Type)
-		detail := c.Message
-		if rest, ok := strings.CutPrefix(c.Message, typ.String()); ok {
-			detail = strings.TrimPrefix(rest, ": ")
-		} else {
-			typ = field.ErrorTypeInvalid
-		}
-		errs = append(errs, &field.Error{Type: typ, Field: path, BadValue: field.OmitValueType{}, Detail: detail})
+		errs = append(errs, webhookutil.CauseError(c, path))
 	}
 	if len(errs) == 0 {
 		errs = append(errs, field.Invalid(field.NewPath("spec"), nil, "the API server rejected a pod carrying these sidecars"))

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -59,11 +60,11 @@ func TestInjectionOrderAndInitContainers(t *testing.T) {
 	if got := p.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]; got != s.Name {
 		t.Errorf("injected annotation = %q, want %q", got, s.Name)
 	}
-	rec := sidecarcontrol.ParsePodRecord(p.Annotations)
-	if rec.Hash[s.Name].Hash != hash || rec.HashWithoutImage[s.Name].Hash != withoutImage {
-		t.Errorf("hash annotations = %+v / %+v, want %s / %s", rec.Hash, rec.HashWithoutImage, hash, withoutImage)
+	rec := sidecarcontrol.ReadPodRecord(p.Annotations)
+	if gotHash, gotWithoutImage := rec.Revisions(s.Name); gotHash != hash || gotWithoutImage != withoutImage {
+		t.Errorf("hash annotations = %s / %s, want %s / %s", gotHash, gotWithoutImage, hash, withoutImage)
 	}
-	if got, want := rec.Hash[s.Name].Containers, []string{"init-before", "native", "init-after", "after", "before"}; !reflect.DeepEqual(got, want) {
+	if got, want := rec.Containers(s.Name), []string{"init-before", "native", "init-after", "after", "before"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("recorded containers = %v, want %v", got, want)
 	}
 
@@ -241,7 +242,7 @@ func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
 	if got, want := names(clone.Spec.Containers), []string{"a-sidecar", "b-sidecar", "app"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("re-admitted pod containers = %v, want %v", got, want)
 	}
-	if !reflect.DeepEqual(sidecarcontrol.ParsePodRecord(clone.Annotations), sidecarcontrol.ParsePodRecord(p.Annotations)) {
+	if !reflect.DeepEqual(sidecarcontrol.ReadPodRecord(clone.Annotations), sidecarcontrol.ReadPodRecord(p.Annotations)) {
 		t.Errorf("re-admitted pod annotations changed: %v vs %v", clone.Annotations, p.Annotations)
 	}
 
@@ -276,3 +277,42 @@ func prettyJSON(v any) string {
 
 var _ = context.Background
 var _ = prettyJSON
+
+// TestStandbyReplicaSeesUpdatedSidecarSet: a replica that is not the
+// leader runs the webhooks' informer cache but no SidecarSet controller.
+// What its pod webhook injects (the compiled SidecarSet: revision, encoded
+// containers) must still follow every update, from informer events alone.
+func TestStandbyReplicaSeesUpdatedSidecarSet(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	standby, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lister, err := sidecarcontrol.ListerFromCache(ctx, standby)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = standby.Start(ctx) }()
+	if !standby.WaitForCacheSync(ctxT(t)) {
+		t.Fatal("the standby cache did not sync")
+	}
+
+	s := createSidecarSet(t, newSidecarSet("standby-"+ns, ns, "web", sidecar("log", "log:1")))
+	// Compile the first generation on the standby, as a pod admission would.
+	testutil.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		cached := lister.Get(s.Name)
+		return cached != nil && lister.Compiled(cached) != nil, nil
+	}, "the standby replica has SidecarSet %s", s.Name)
+
+	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "log:2" })
+	testutil.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		cached := lister.Get(s.Name)
+		if cached == nil || cached.Spec.Containers[0].Image != "log:2" {
+			return false, nil
+		}
+		want, _ := sidecarcontrol.Hashes(&cached.Spec)
+		return lister.Compiled(cached).Hash == want, nil
+	}, "the standby replica serves the updated SidecarSet %s", s.Name)
+}

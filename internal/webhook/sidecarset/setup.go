@@ -3,14 +3,13 @@ package sidecarset
 import (
 	"context"
 
-	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 // The SidecarSet webhooks use failurePolicy Fail: a SidecarSet that escaped
@@ -40,27 +39,12 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	// Drop what was computed for a SidecarSet once it is deleted.
-	inf, err := mgr.GetCache().GetInformer(context.Background(), &deckhandv1alpha1.SidecarSet{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
-		if s, ok := obj.(*deckhandv1alpha1.SidecarSet); ok {
-			forgetEncoded(s.Name)
-		}
-	}}); err != nil {
-		return err
-	}
 	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).
-		WithValidator(&Validator{
+		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet]((&Validator{
 			Lister: lister,
 			DryRun: &PodDryRunner{Client: mgr.GetClient(), Namespace: DryRunNamespace},
-		}).
+		}).Validate)).
 		Complete()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 // The webhook fails closed (failurePolicy=Fail): while Deckhand is down no
@@ -41,24 +41,17 @@ var groupKind = deckhandv1alpha1.GroupVersion.WithKind("WebServer").GroupKind()
 
 // ValidateCreate validates a new WebServer.
 func (v *Validator) ValidateCreate(_ context.Context, ws *deckhandv1alpha1.WebServer) (admission.Warnings, error) {
-	return nil, asError(ws, validate(nil, ws))
+	return nil, webhookutil.Invalid(groupKind, ws.Name, validate(nil, ws))
 }
 
 // ValidateUpdate validates a changed WebServer.
 func (v *Validator) ValidateUpdate(_ context.Context, old, ws *deckhandv1alpha1.WebServer) (admission.Warnings, error) {
-	return nil, asError(ws, validate(old, ws))
+	return nil, webhookutil.Invalid(groupKind, ws.Name, validate(old, ws))
 }
 
 // ValidateDelete allows every deletion.
 func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.WebServer) (admission.Warnings, error) {
 	return nil, nil
-}
-
-func asError(ws *deckhandv1alpha1.WebServer, errs field.ErrorList) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return apierrors.NewInvalid(groupKind, ws.Name, errs)
 }
 
 // validate checks a WebServer (old is nil on create). The CRD schema already

@@ -3,20 +3,18 @@ package sidecarset
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 var sidecarSetGK = deckhandv1alpha1.GroupVersion.WithKind("SidecarSet").GroupKind()
@@ -31,22 +29,8 @@ type Validator struct {
 	DryRun *PodDryRunner
 }
 
-// ValidateCreate implements admission.Validator.
-func (v *Validator) ValidateCreate(ctx context.Context, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
-	return v.check(ctx, nil, s)
-}
-
-// ValidateUpdate implements admission.Validator.
-func (v *Validator) ValidateUpdate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
-	return v.check(ctx, old, s)
-}
-
-// ValidateDelete implements admission.Validator.
-func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
-	return nil, nil
-}
-
-func (v *Validator) check(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
+// Validate judges a new (old is nil) or changed SidecarSet.
+func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
 	errs := validate(old, s)
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
@@ -59,13 +43,8 @@ func (v *Validator) check(ctx context.Context, old, s *deckhandv1alpha1.SidecarS
 			warnings = append(warnings, warn)
 		}
 	}
-	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(sidecarSetGK, s.Name, errs)
-	}
-	return warnings, nil
+	return warnings, webhookutil.Invalid(sidecarSetGK, s.Name, errs)
 }
-
-var percentRE = regexp.MustCompile(`^[0-9]+%$`)
 
 // validate returns everything wrong with s that can be told from s alone
 // (old is nil on create).
@@ -129,10 +108,10 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 			string(deckhandv1alpha1.RollingUpdateSidecarSetStrategy), string(deckhandv1alpha1.NotUpdateSidecarSetStrategy)}))
 	}
 	if us.MaxUnavailable != nil {
-		errs = append(errs, validateIntOrPercent(us.MaxUnavailable, usPath.Child("maxUnavailable"), 1)...)
+		errs = append(errs, webhookutil.ValidateIntOrPercent(us.MaxUnavailable, usPath.Child("maxUnavailable"), 1, true)...)
 	}
 	if us.Partition != nil {
-		errs = append(errs, validateIntOrPercent(us.Partition, usPath.Child("partition"), 0)...)
+		errs = append(errs, webhookutil.ValidateIntOrPercent(us.Partition, usPath.Child("partition"), 0, true)...)
 	}
 	if us.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(us.Selector, labelOpts, usPath.Child("selector"))...)
@@ -141,25 +120,6 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-// validateIntOrPercent checks an int (at least min) or a percentage
-// ("N%", min% to 100%).
-func validateIntOrPercent(v *intstr.IntOrString, p *field.Path, min int) field.ErrorList {
-	if v.Type == intstr.String {
-		if !percentRE.MatchString(v.StrVal) {
-			return field.ErrorList{field.Invalid(p, v.StrVal, "must be an integer or a percentage such as \"10%\"")}
-		}
-		n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, true)
-		if n < min || n > 100 {
-			return field.ErrorList{field.Invalid(p, v.StrVal, fmt.Sprintf("must be between %d%% and 100%%", min))}
-		}
-		return nil
-	}
-	if int(v.IntVal) < min {
-		return field.ErrorList{field.Invalid(p, v.IntVal, fmt.Sprintf("must be at least %d", min))}
-	}
-	return nil
 }
 
 func validateSidecars(cs []deckhandv1alpha1.SidecarContainer, p *field.Path, names map[string]bool, init bool) field.ErrorList {

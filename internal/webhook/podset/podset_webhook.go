@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
 // Failure policy: Fail. The webhook only intercepts create/update of
@@ -40,7 +40,7 @@ import (
 // so there is no mutating webhook.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.PodSet{}).
-		WithValidator(&Validator{Client: mgr.GetClient()}).
+		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet]((&Validator{Client: mgr.GetClient()}).Validate)).
 		Complete()
 }
 
@@ -50,26 +50,10 @@ type Validator struct {
 	Client client.Client
 }
 
-var _ admission.Validator[*deckhandv1alpha1.PodSet] = &Validator{}
-
 var gk = deckhandv1alpha1.GroupVersion.WithKind("PodSet").GroupKind()
 
-// ValidateCreate implements admission.Validator.
-func (v *Validator) ValidateCreate(ctx context.Context, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
-	return v.check(ctx, nil, ps)
-}
-
-// ValidateUpdate implements admission.Validator.
-func (v *Validator) ValidateUpdate(ctx context.Context, old, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
-	return v.check(ctx, old, ps)
-}
-
-// ValidateDelete implements admission.Validator.
-func (v *Validator) ValidateDelete(context.Context, *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
-	return nil, nil
-}
-
-func (v *Validator) check(ctx context.Context, old, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
+// Validate judges a new (old is nil) or changed PodSet.
+func (v *Validator) Validate(ctx context.Context, old, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
 	errs := validate(old, ps)
 	var warnings admission.Warnings
 	// The API server judges the template; only when it is new or changed
@@ -79,13 +63,8 @@ func (v *Validator) check(ctx context.Context, old, ps *deckhandv1alpha1.PodSet)
 		errs = append(errs, dryErrs...)
 		warnings = append(warnings, w...)
 	}
-	if len(errs) > 0 {
-		return warnings, apierrors.NewInvalid(gk, ps.Name, errs)
-	}
-	return warnings, nil
+	return warnings, webhookutil.Invalid(gk, ps.Name, errs)
 }
-
-var percentRE = regexp.MustCompile(`^[0-9]+%$`)
 
 // validate checks what does not need the API server. old is nil on create.
 func validate(old, ps *deckhandv1alpha1.PodSet) field.ErrorList {
@@ -148,29 +127,17 @@ func validateStrategy(s deckhandv1alpha1.PodSetUpdateStrategy, p *field.Path) fi
 	return errs
 }
 
-// validateIntOrPercent checks an int-or-percent field and reports whether
-// it is explicitly zero. A nil value is the 25% default, not zero.
+// validateIntOrPercent checks an int-or-percent field (at least 0, and at
+// most 100% when atMost100) and reports whether it is explicitly zero. A nil
+// value is the 25% default, not zero.
 func validateIntOrPercent(v *intstr.IntOrString, p *field.Path, atMost100 bool, errs *field.ErrorList) bool {
 	if v == nil {
 		return false
 	}
-	switch v.Type {
-	case intstr.Int:
-		if v.IntVal < 0 {
-			*errs = append(*errs, field.Invalid(p, v.IntVal, "must be greater than or equal to 0"))
-		}
-		return v.IntVal == 0
-	default:
-		if !percentRE.MatchString(v.StrVal) {
-			*errs = append(*errs, field.Invalid(p, v.StrVal, "must be an integer or a percentage such as '25%'"))
-			return false
-		}
-		n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
-		if atMost100 && n > 100 {
-			*errs = append(*errs, field.Invalid(p, v.StrVal, "must not be greater than 100%"))
-		}
-		return n == 0
-	}
+	bad := webhookutil.ValidateIntOrPercent(v, p, 0, atMost100)
+	*errs = append(*errs, bad...)
+	n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
+	return len(bad) == 0 && n == 0
 }
 
 // dryRunTemplate asks the API server to create (dry run, nothing stored) a
@@ -198,7 +165,7 @@ func (v *Validator) dryRunTemplate(ctx context.Context, ps *deckhandv1alpha1.Pod
 		},
 		Spec: t.Spec,
 	}
-	err := v.Client.Create(ctx, pod, client.DryRunAll, client.FieldOwner(deckhandv1alpha1.FieldManager))
+	err := webhookutil.DryRunCreate(ctx, v.Client, pod)
 	if err == nil {
 		return nil, nil
 	}
@@ -210,19 +177,9 @@ func (v *Validator) dryRunTemplate(ctx context.Context, ps *deckhandv1alpha1.Pod
 	switch {
 	case apierrors.IsInvalid(err):
 		var errs field.ErrorList
-		if d := status.Status().Details; d != nil {
+		if d := webhookutil.InvalidStatus(err).Details; d != nil {
 			for _, c := range d.Causes {
-				typ := field.ErrorType(c.Type).String()
-				msg := strings.TrimPrefix(c.Message, typ+": ")
-				if msg == typ {
-					msg = ""
-				}
-				errs = append(errs, &field.Error{
-					Type:     field.ErrorType(c.Type),
-					Field:    tmpl.String() + "." + c.Field,
-					BadValue: field.OmitValueType{},
-					Detail:   msg,
-				})
+				errs = append(errs, webhookutil.CauseError(c, tmpl.String()+"."+c.Field))
 			}
 		}
 		if len(errs) == 0 {

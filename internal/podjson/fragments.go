@@ -1,0 +1,222 @@
+package podjson
+
+import (
+	"encoding/json"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Fragments are a SidecarSet's injectable parts, JSON-encoded once per
+// generation so that admitting a pod copies bytes instead of encoding
+// containers again. Index i of each list is item i of the spec's list.
+type Fragments struct {
+	InitContainers   []ContainerFragment
+	Containers       []ContainerFragment
+	Volumes          [][]byte
+	ImagePullSecrets [][]byte
+}
+
+// ContainerFragment is one sidecar, encoded.
+type ContainerFragment struct {
+	// full is the container as injected when no policy changes it.
+	full []byte
+	// base is the container without env and volumeMounts; env and mounts
+	// are its own, element by element, for splicing in transferred env and
+	// shared mounts. base is nil when the sidecar neither transfers env nor
+	// shares volumes.
+	base   []byte
+	env    []rawElement // keyed by name
+	mounts []rawElement // keyed by mountPath
+}
+
+// EncodeFragments encodes the injectable parts of spec.
+func EncodeFragments(spec *deckhandv1alpha1.SidecarSetSpec) *Fragments {
+	f := &Fragments{}
+	for i := range spec.InitContainers {
+		f.InitContainers = append(f.InitContainers, encodeContainer(&spec.InitContainers[i]))
+	}
+	for i := range spec.Containers {
+		f.Containers = append(f.Containers, encodeContainer(&spec.Containers[i]))
+	}
+	for i := range spec.Volumes {
+		f.Volumes = append(f.Volumes, mustJSON(&spec.Volumes[i]))
+	}
+	for i := range spec.ImagePullSecrets {
+		f.ImagePullSecrets = append(f.ImagePullSecrets, mustJSON(&spec.ImagePullSecrets[i]))
+	}
+	return f
+}
+
+func encodeContainer(sc *deckhandv1alpha1.SidecarContainer) ContainerFragment {
+	e := ContainerFragment{full: mustJSON(&sc.Container)}
+	if len(sc.TransferEnv) == 0 && sc.ShareVolumePolicy.Type != deckhandv1alpha1.ShareVolumePolicyEnabled {
+		return e
+	}
+	base := sc.Container
+	base.Env, base.VolumeMounts = nil, nil
+	e.base = mustJSON(&base)
+	for i := range sc.Env {
+		e.env = append(e.env, rawElement{key: sc.Env[i].Name, raw: mustJSON(&sc.Env[i])})
+	}
+	for i := range sc.VolumeMounts {
+		e.mounts = append(e.mounts, rawElement{key: sc.VolumeMounts[i].MountPath, raw: mustJSON(&sc.VolumeMounts[i])})
+	}
+	return e
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Everything encoded here was decoded from JSON by the API server.
+		panic(err)
+	}
+	return b
+}
+
+// Sidecar is a sidecar chosen for a pod: its spec, which says how env and
+// volumes are shared, and its encoded form.
+type Sidecar struct {
+	Spec     *deckhandv1alpha1.SidecarContainer
+	Fragment *ContainerFragment
+}
+
+// size is about the number of bytes the sidecar adds to a patch.
+func (sc Sidecar) size(pod *RawPod) int {
+	n := len(sc.Fragment.full) + 64
+	if sc.Spec.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
+		for i := range pod.Containers {
+			n += len(pod.Containers[i].volumeMounts)
+		}
+	}
+	return n
+}
+
+// appContainers gives lazy access to the env and mounts of the pod's own
+// containers, split only when a sidecar transfers env or shares volumes.
+type appContainers struct {
+	pod          *RawPod
+	mounts       []rawElement
+	mountsLoaded bool
+}
+
+func (a *appContainers) env(container string) ([]rawElement, error) {
+	for _, list := range [][]RawContainer{a.pod.Containers, a.pod.InitContainers} {
+		for i := range list {
+			if list[i].Name == container {
+				return elements(list[i].env, "name")
+			}
+		}
+	}
+	return nil, nil
+}
+
+func (a *appContainers) allMounts() ([]rawElement, error) {
+	if a.mountsLoaded {
+		return a.mounts, nil
+	}
+	a.mountsLoaded = true
+	a.mounts = make([]rawElement, 0, 2*len(a.pod.Containers))
+	for i := range a.pod.Containers {
+		ms, err := elements(a.pod.Containers[i].volumeMounts, "mountPath")
+		if err != nil {
+			return nil, err
+		}
+		a.mounts = append(a.mounts, ms...)
+	}
+	return a.mounts, nil
+}
+
+// appendContainer appends the JSON of the sidecar to inject: its encoded
+// form, or, when it transfers env or shares volumes, its base with the
+// resulting env and volumeMounts spliced in.
+func (a *appContainers) appendContainer(buf []byte, sc Sidecar) ([]byte, error) {
+	spec, enc := sc.Spec, sc.Fragment
+	if enc.base == nil {
+		return append(buf, enc.full...), nil
+	}
+	env := enc.env
+	if len(spec.TransferEnv) > 0 {
+		var err error
+		if env, err = a.transferEnv(spec.TransferEnv, enc.env); err != nil {
+			return nil, err
+		}
+	}
+	mounts := enc.mounts
+	if spec.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
+		var err error
+		if mounts, err = a.shareMounts(enc.mounts); err != nil {
+			return nil, err
+		}
+	}
+	buf = append(buf, enc.base[:len(enc.base)-1]...) // without the closing brace
+	buf = appendRawList(buf, `,"env":`, env)
+	buf = appendRawList(buf, `,"volumeMounts":`, mounts)
+	return append(buf, '}'), nil
+}
+
+// transferEnv returns own with each transferred variable the source
+// container has: replacing the sidecar's variable of the same name, or
+// appended.
+func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar, own []rawElement) ([]rawElement, error) {
+	env := append([]rawElement(nil), own...)
+	for _, t := range transfers {
+		src, err := a.env(t.SourceContainerName)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range src {
+			if e.key != t.EnvName {
+				continue
+			}
+			replaced := false
+			for j := range env {
+				if env[j].key == t.EnvName {
+					env[j], replaced = e, true
+				}
+			}
+			if !replaced {
+				env = append(env, e)
+			}
+			break
+		}
+	}
+	return env, nil
+}
+
+// shareMounts returns own followed by every mount of the pod's app
+// containers at a mountPath not taken yet.
+func (a *appContainers) shareMounts(own []rawElement) ([]rawElement, error) {
+	shared, err := a.allMounts()
+	if err != nil || len(shared) == 0 {
+		return own, err
+	}
+	mounts := append([]rawElement(nil), own...)
+	for _, m := range shared {
+		taken := false
+		for j := range mounts {
+			if mounts[j].key == m.key {
+				taken = true
+				break
+			}
+		}
+		if !taken {
+			mounts = append(mounts, m)
+		}
+	}
+	return mounts, nil
+}
+
+func appendRawList(buf []byte, prefix string, list []rawElement) []byte {
+	if len(list) == 0 {
+		return buf
+	}
+	buf = append(buf, prefix...)
+	buf = append(buf, '[')
+	for i, e := range list {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, e.raw...)
+	}
+	return append(buf, ']')
+}

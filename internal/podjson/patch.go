@@ -1,0 +1,221 @@
+package podjson
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Additions are what injection adds to a pod, in patch order.
+type Additions struct {
+	// BeforeInit go to the head of spec.initContainers and AfterInit to its
+	// tail; Before and After likewise for spec.containers.
+	BeforeInit, AfterInit, Before, After []Sidecar
+	// Volumes and ImagePullSecrets are appended, encoded.
+	Volumes, ImagePullSecrets [][]byte
+	// Annotations are set, in order.
+	Annotations []Annotation
+}
+
+// Annotation is one metadata.annotations entry.
+type Annotation struct{ Key, Value string }
+
+// WritePatch returns the JSON patch ("add" operations only) that makes the
+// additions to pod, nil if there are none.
+func WritePatch(pod *RawPod, add *Additions) ([]byte, error) {
+	w := patchWriter{buf: make([]byte, 0, patchSize(pod, add))}
+	apps := &appContainers{pod: pod}
+	if err := w.containers("/spec/initContainers", !pod.HasInitContainers, add.BeforeInit, add.AfterInit, apps); err != nil {
+		return nil, err
+	}
+	if err := w.containers("/spec/containers", len(pod.Containers) == 0, add.Before, add.After, apps); err != nil {
+		return nil, err
+	}
+	w.list("/spec/volumes", !pod.HasVolumes, add.Volumes)
+	w.list("/spec/imagePullSecrets", !pod.HasImagePullSecrets, add.ImagePullSecrets)
+	w.annotations(!pod.HasAnnotations, add.Annotations)
+	return w.done(), nil
+}
+
+// patchSize is a capacity for the patch buffer that is rarely exceeded.
+func patchSize(pod *RawPod, add *Additions) int {
+	size := 512
+	for _, list := range [][]Sidecar{add.BeforeInit, add.AfterInit, add.Before, add.After} {
+		for _, sc := range list {
+			size += sc.size(pod)
+		}
+	}
+	for _, v := range add.Volumes {
+		size += len(v) + 48
+	}
+	for _, a := range add.Annotations {
+		size += len(a.Key) + len(a.Value) + 48
+	}
+	return size + size/4 + 1024
+}
+
+// patchWriter writes a JSON patch of "add" operations.
+type patchWriter struct {
+	buf []byte
+	n   int
+}
+
+// begin opens an "add" operation at path; the caller writes the value and '}'.
+func (w *patchWriter) begin(path string) {
+	if w.n == 0 {
+		w.buf = append(w.buf, '[')
+	} else {
+		w.buf = append(w.buf, ',')
+	}
+	w.n++
+	w.buf = append(w.buf, `{"op":"add","path":`...)
+	w.buf = appendString(w.buf, path)
+	w.buf = append(w.buf, `,"value":`...)
+}
+
+func (w *patchWriter) rawOp(path string, value []byte) {
+	w.begin(path)
+	w.buf = append(w.buf, value...)
+	w.buf = append(w.buf, '}')
+}
+
+// containers puts before at the head of the list at path and after at its
+// tail, or creates the list when the pod has none.
+func (w *patchWriter) containers(path string, absent bool, before, after []Sidecar, apps *appContainers) error {
+	if len(before)+len(after) == 0 {
+		return nil
+	}
+	var err error
+	if absent {
+		w.begin(path)
+		w.buf = append(w.buf, '[')
+		for i, sc := range append(before, after...) {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			if w.buf, err = apps.appendContainer(w.buf, sc); err != nil {
+				return err
+			}
+		}
+		w.buf = append(w.buf, "]}"...)
+		return nil
+	}
+	for i, sc := range before {
+		w.begin(path + "/" + strconv.Itoa(i))
+		if w.buf, err = apps.appendContainer(w.buf, sc); err != nil {
+			return err
+		}
+		w.buf = append(w.buf, '}')
+	}
+	for _, sc := range after {
+		w.begin(path + "/-")
+		if w.buf, err = apps.appendContainer(w.buf, sc); err != nil {
+			return err
+		}
+		w.buf = append(w.buf, '}')
+	}
+	return nil
+}
+
+// list appends items to the list at path, or creates it when absent.
+func (w *patchWriter) list(path string, absent bool, items [][]byte) {
+	if len(items) == 0 {
+		return
+	}
+	if absent {
+		w.begin(path)
+		w.buf = append(w.buf, '[')
+		for i, it := range items {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			w.buf = append(w.buf, it...)
+		}
+		w.buf = append(w.buf, "]}"...)
+		return
+	}
+	for _, it := range items {
+		w.rawOp(path+"/-", it)
+	}
+}
+
+// annotations sets each annotation, creating metadata.annotations when absent.
+func (w *patchWriter) annotations(absent bool, as []Annotation) {
+	if len(as) == 0 {
+		return
+	}
+	if absent {
+		w.begin("/metadata/annotations")
+		w.buf = append(w.buf, '{')
+		for i, a := range as {
+			if i > 0 {
+				w.buf = append(w.buf, ',')
+			}
+			w.buf = appendString(w.buf, a.Key)
+			w.buf = append(w.buf, ':')
+			w.buf = appendString(w.buf, a.Value)
+		}
+		w.buf = append(w.buf, "}}"...)
+		return
+	}
+	for _, a := range as {
+		w.begin("/metadata/annotations/" + pointerEscaper.Replace(a.Key))
+		w.buf = appendString(w.buf, a.Value)
+		w.buf = append(w.buf, '}')
+	}
+}
+
+// pointerEscaper escapes a JSON pointer reference token (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+func (w *patchWriter) done() []byte {
+	if w.n == 0 {
+		return nil
+	}
+	return append(w.buf, ']')
+}
+
+// appendString appends s to buf as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does), everything else as it is.
+func appendString(buf []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

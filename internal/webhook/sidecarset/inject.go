@@ -1,0 +1,165 @@
+package sidecarset
+
+import (
+	"fmt"
+	"slices"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// injection is the outcome of inject.
+type injection struct {
+	patch    []byte   // a JSON patch, or nil
+	injected []string // SidecarSets that added something
+	// warnings tell the pod's creator which SidecarSets were not injected
+	// because of a container name clash.
+	warnings []string
+}
+
+// inject computes the JSON patch that injects every matching SidecarSet into
+// pod: it selects the SidecarSets, resolves container name conflicts while
+// it chooses what each one adds, updates the pod's record and writes the
+// patch.
+func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection, error) {
+	var res injection
+	if pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetSkipInjection] == "true" {
+		return res, nil
+	}
+	sets, err := selectSidecarSets(l, ns, pod)
+	if err != nil || len(sets) == 0 {
+		return res, err
+	}
+	p := planner{pod: pod, record: sidecarcontrol.ReadPodRecord(pod.Annotations)}
+	for _, s := range sets {
+		p.add(s, l.Compiled(s))
+	}
+	res.injected, res.warnings = p.injected, p.warnings
+	if !p.recordChanged {
+		return res, nil
+	}
+	p.writeRecord()
+	res.patch, err = podjson.WritePatch(pod, &p.additions)
+	return res, err
+}
+
+// selectSidecarSets returns the unpaused SidecarSets that select pod, in
+// name order (the order of injection).
+func selectSidecarSets(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) ([]*deckhandv1alpha1.SidecarSet, error) {
+	cands, err := l.Candidates(ns)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	var matched [8]*deckhandv1alpha1.SidecarSet
+	sets := matched[:0]
+	for _, s := range cands {
+		if !s.Spec.InjectionStrategy.Paused && l.Matches(s, ns, pod.Labels) {
+			sets = append(sets, s)
+		}
+	}
+	return sets, nil
+}
+
+// planner decides, SidecarSet by SidecarSet, what injection adds to a pod
+// and what the pod's record becomes.
+type planner struct {
+	pod       *podjson.RawPod
+	record    sidecarcontrol.PodRecord
+	additions podjson.Additions
+	// addedContainers, addedVolumes and addedSecrets are the names that
+	// SidecarSets earlier in name order add.
+	addedContainers, addedVolumes, addedSecrets []string
+	recordChanged                               bool
+	injected, warnings                          []string
+}
+
+// add plans the injection of s (compiled as c).
+func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled) {
+	// A SidecarSet is injected whole or not at all, and only where every
+	// container it names is its own: a container of the same name that the
+	// pod brought itself (or that a SidecarSet earlier in name order adds)
+	// wins, and the SidecarSet is then neither injected nor recorded.
+	// Recorded, its controller would count the pod as its own and roll its
+	// image onto a container it did not inject. The controller reports such
+	// pods as not injected, naming the container.
+	if name := p.clash(c.ContainerNames, p.record.Containers(s.Name)); name != "" {
+		p.warnings = append(p.warnings, fmt.Sprintf("SidecarSet %s was not injected: the pod already has a container named %q", s.Name, name))
+		return
+	}
+	added := p.addContainers(s.Spec.InitContainers, c.Fragments.InitContainers, &p.additions.BeforeInit, &p.additions.AfterInit)
+	added = p.addContainers(s.Spec.Containers, c.Fragments.Containers, &p.additions.Before, &p.additions.After) || added
+	for i := range s.Spec.Volumes {
+		name := s.Spec.Volumes[i].Name
+		if !slices.Contains(p.pod.Volumes, name) && !slices.Contains(p.addedVolumes, name) {
+			p.addedVolumes = append(p.addedVolumes, name)
+			p.additions.Volumes = append(p.additions.Volumes, c.Fragments.Volumes[i])
+			added = true
+		}
+	}
+	for i, ps := range s.Spec.ImagePullSecrets {
+		if !slices.Contains(p.pod.ImagePullSecrets, ps.Name) && !slices.Contains(p.addedSecrets, ps.Name) {
+			p.addedSecrets = append(p.addedSecrets, ps.Name)
+			p.additions.ImagePullSecrets = append(p.additions.ImagePullSecrets, c.Fragments.ImagePullSecrets[i])
+			added = true
+		}
+	}
+	p.updateRecord(s.Name, c, added)
+	if added {
+		p.injected = append(p.injected, s.Name)
+	}
+}
+
+// clash returns the first of a SidecarSet's container names that is taken
+// by a container it does not own ("" if none): the pod's own (present, and
+// not among the containers the pod's record already lists for the
+// SidecarSet) or one another SidecarSet adds in this admission.
+func (p *planner) clash(names, recorded []string) string {
+	for _, n := range names {
+		if slices.Contains(p.addedContainers, n) || (p.pod.HasContainer(n) && !slices.Contains(recorded, n)) {
+			return n
+		}
+	}
+	return ""
+}
+
+// addContainers plans the sidecars of list the pod does not have yet:
+// before the app containers or after them, as each one's policy says.
+func (p *planner) addContainers(list []deckhandv1alpha1.SidecarContainer, frags []podjson.ContainerFragment, before, after *[]podjson.Sidecar) bool {
+	added := false
+	for i := range list {
+		sc := &list[i]
+		if p.pod.HasContainer(sc.Name) || slices.Contains(p.addedContainers, sc.Name) {
+			continue
+		}
+		p.addedContainers = append(p.addedContainers, sc.Name)
+		side := podjson.Sidecar{Spec: sc, Fragment: &frags[i]}
+		if sc.PodInjectPolicy == deckhandv1alpha1.AfterAppContainer {
+			*after = append(*after, side)
+		} else {
+			*before = append(*before, side)
+		}
+		added = true
+	}
+	return added
+}
+
+// updateRecord records s at its current revision when it added something
+// or the pod's record does not show that revision yet.
+func (p *planner) updateRecord(name string, c *sidecarcontrol.Compiled, added bool) {
+	if hash, _ := p.record.Revisions(name); !added && p.record.HasRevision(name) && hash == c.Hash {
+		return
+	}
+	p.record.Set(name, c.Hash, c.HashWithoutImage, c.ContainerNames)
+	p.recordChanged = true
+}
+
+// writeRecord sets the record's annotations in the patch.
+func (p *planner) writeRecord() {
+	injected, hash, withoutImage := p.record.Values()
+	p.additions.Annotations = append(p.additions.Annotations,
+		podjson.Annotation{Key: deckhandv1alpha1.AnnotationSidecarSetInjected, Value: injected},
+		podjson.Annotation{Key: deckhandv1alpha1.AnnotationSidecarSetHash, Value: hash},
+		podjson.Annotation{Key: deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage, Value: withoutImage},
+	)
+}
