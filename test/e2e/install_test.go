@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -267,9 +269,22 @@ func TestMetricsEndpointAuth(t *testing.T) {
 		code, body = get(scraper)
 		return code == http.StatusOK, nil
 	}, "GET /metrics with a token bound to %s answers 200 (last: %d %.200q)", metricsReaderRole, code, body)
-	for _, want := range []string{"controller_runtime_reconcile_total", "controller_runtime_webhook_requests_total", "deckhand_"} {
+	for _, want := range []string{"controller_runtime_reconcile_total", "controller_runtime_webhook_requests_total", "deckhand_",
+		`deckhand_build_info{goversion="go`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the metrics lack %s", want)
 		}
+	}
+}
+
+// TestVersion: the binary says which build it is. An unstamped build (go
+// build, as this suite's) is "dev"; make build and make release stamp it.
+func TestVersion(t *testing.T) {
+	out, err := exec.CommandContext(tctx(t), suite.binary, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("deckhand --version: %v\n%s", err, out)
+	}
+	if got := string(out); !strings.HasPrefix(got, "deckhand dev (revision ") || !strings.Contains(got, runtime.Version()) {
+		t.Errorf("deckhand --version printed %q, want \"deckhand dev (revision ..., %s)\"", got, runtime.Version())
 	}
 }

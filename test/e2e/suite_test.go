@@ -60,6 +60,7 @@ var suite struct {
 	saClientset kubernetes.Interface
 
 	root        string
+	binary      string
 	kubectl     string
 	installer   string
 	webhookPort int
@@ -99,7 +100,7 @@ func runSuite(m *testing.M) int {
 	defer cluster.Stop()
 	defer localcluster.StopOnInterrupt(cluster.Stop)()
 
-	suite.cluster, suite.clientset, suite.root = cluster, cluster.Clientset(), root
+	suite.cluster, suite.clientset, suite.root, suite.binary = cluster, cluster.Clientset(), root, bin
 	suite.kubectl = filepath.Join(cluster.BinDir(), "kubectl")
 	suite.installer = filepath.Join(root, "dist", "install.yaml")
 	if suite.client, err = client.New(cluster.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
