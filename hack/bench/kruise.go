@@ -31,8 +31,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 const (
