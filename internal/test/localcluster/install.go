@@ -87,7 +87,7 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 	}
 	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
-	err = eachDocument(data, func(doc []byte) error {
+	err = EachDocument(data, func(doc []byte) error {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			return err
