@@ -310,30 +310,32 @@ func loadavg() string {
 }
 
 func cpuModel() string {
-	data, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return "?"
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "model name") {
-			if i := strings.IndexByte(line, ':'); i >= 0 {
-				return strings.TrimSpace(line[i+1:])
-			}
-		}
-	}
-	return "?"
+	return procField("/proc/cpuinfo", "model name", func(line string) (string, bool) {
+		i := strings.IndexByte(line, ':')
+		return strings.TrimSpace(line[i+1:]), i >= 0
+	})
 }
 
 func memTotal() string {
-	data, err := os.ReadFile("/proc/meminfo")
+	return procField("/proc/meminfo", "MemTotal:", func(line string) (string, bool) {
+		f := strings.Fields(line)
+		kb, err := strconv.ParseFloat(f[1], 64)
+		return fmt.Sprintf("%.1f GiB", kb/1024/1024), err == nil
+	})
+}
+
+// procField reads the first line of the /proc file path that starts with
+// prefix and returns what value makes of it, or "?" when the file, the line
+// or the value is missing.
+func procField(path, prefix string, value func(line string) (string, bool)) string {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return "?"
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "MemTotal:") {
-			f := strings.Fields(line)
-			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
-				return fmt.Sprintf("%.1f GiB", kb/1024/1024)
+		if strings.HasPrefix(line, prefix) {
+			if v, ok := value(line); ok {
+				return v
 			}
 		}
 	}

@@ -53,6 +53,24 @@ var settleTime = 3 * time.Second
 
 func settle() { time.Sleep(settleTime) }
 
+// scaleNamespaces names the namespace of each kind's run, after the cluster's
+// name.
+var scaleNamespaces = map[scaleKind]string{kindRS: "rs", kindPodSet: "podset", kindPlain: "plain"}
+
+// runScales runs runScale for each of kinds in turn, in the namespace
+// cluster-<kind's name>, and returns their results in the same order.
+func runScales(ctx context.Context, e *env, cluster string, n int, kinds ...scaleKind) ([]*scaleResult, error) {
+	var out []*scaleResult
+	for _, kind := range kinds {
+		res, err := runScale(ctx, e, kind, cluster+"-"+scaleNamespaces[kind], n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
 // runScale scales one workload kind 0 -> n until every pod is Ready, then
 // n -> 0 until every pod is gone, each in a fresh namespace.
 func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*scaleResult, error) {
@@ -137,14 +155,11 @@ func benchPodSetLimited(ctx context.Context, cfg *config, r *report) error {
 	}
 	defer e.stop()
 	n := cfg.size(1000, 100)
-	rs, err := runScale(ctx, e, kindRS, "a-rs", n)
+	res, err := runScales(ctx, e, "a", n, kindRS, kindPodSet)
 	if err != nil {
 		return err
 	}
-	ps, err := runScale(ctx, e, kindPodSet, "a-podset", n)
-	if err != nil {
-		return err
-	}
+	rs, ps := res[0], res[1]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster A: kube-controller-manager at its defaults (`--kube-api-qps 20 --kube-api-burst 30`), Deckhand `--kube-api-qps 20 --kube-api-burst 30`, "+
 		"kube-scheduler raised to QPS 500/burst 1000 (not the bottleneck), one kwok fake node. Times are from the scale patch until the bench's pod informer sees all %d pods Ready (up) or none left (down).\n\n", n)
@@ -160,18 +175,11 @@ func benchPodSetLimited(ctx context.Context, cfg *config, r *report) error {
 // benchPodSetUnlimited: item 2b in cluster B (every client limit raised).
 func benchPodSetUnlimited(ctx context.Context, cfg *config, e *env, r *report) error {
 	n := cfg.size(1000, 200)
-	plain, err := runScale(ctx, e, kindPlain, "b-plain", n)
+	res, err := runScales(ctx, e, "b", n, kindPlain, kindRS, kindPodSet)
 	if err != nil {
 		return err
 	}
-	rs, err := runScale(ctx, e, kindRS, "b-rs", n)
-	if err != nil {
-		return err
-	}
-	ps, err := runScale(ctx, e, kindPodSet, "b-podset", n)
-	if err != nil {
-		return err
-	}
+	plain, rs, ps := res[0], res[1], res[2]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster B: kube-controller-manager and kube-scheduler at QPS 1000/burst 2000, Deckhand without a client-side limit. "+
 		"The plain client creates (then deletes) the same %d pods with 32 workers and no rate limit; its pods go through the scheduler like the others: the control plane's limit.\n\n", n)

@@ -168,31 +168,44 @@ func (s *secretSync) sync(ctx context.Context) error {
 // inject makes every webhook of the configured configurations trust ca
 // (plus the previous CA), writing only what differs.
 func (s *secretSync) inject(ctx context.Context, ca []byte) error {
+	type target struct {
+		name          string
+		cfg           client.Object
+		clientConfigs func() []*admissionregistrationv1.WebhookClientConfig
+	}
+	var targets []target
 	for _, name := range s.mutating {
 		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := s.injectInto(ctx, name, cfg, ca, func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
-			for i := range cfg.Webhooks {
-				out[i] = &cfg.Webhooks[i].ClientConfig
-			}
-			return out
-		}); err != nil {
-			return err
-		}
+		targets = append(targets, target{name, cfg, func() []*admissionregistrationv1.WebhookClientConfig {
+			return clientConfigsOf(cfg.Webhooks, func(w *admissionregistrationv1.MutatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+				return &w.ClientConfig
+			})
+		}})
 	}
 	for _, name := range s.validating {
 		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := s.injectInto(ctx, name, cfg, ca, func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
-			for i := range cfg.Webhooks {
-				out[i] = &cfg.Webhooks[i].ClientConfig
-			}
-			return out
-		}); err != nil {
+		targets = append(targets, target{name, cfg, func() []*admissionregistrationv1.WebhookClientConfig {
+			return clientConfigsOf(cfg.Webhooks, func(w *admissionregistrationv1.ValidatingWebhook) *admissionregistrationv1.WebhookClientConfig {
+				return &w.ClientConfig
+			})
+		}})
+	}
+	for _, t := range targets {
+		if err := s.injectInto(ctx, t.name, t.cfg, ca, t.clientConfigs); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// clientConfigsOf points at the client config of each of webhooks, which
+// mutating and validating configurations keep in webhooks of different types.
+func clientConfigsOf[W any](webhooks []W, clientConfig func(*W) *admissionregistrationv1.WebhookClientConfig) []*admissionregistrationv1.WebhookClientConfig {
+	out := make([]*admissionregistrationv1.WebhookClientConfig, len(webhooks))
+	for i := range webhooks {
+		out[i] = clientConfig(&webhooks[i])
+	}
+	return out
 }
 
 // injectInto reads the webhook configuration name into cfg (a copy from

@@ -75,6 +75,15 @@ func (e *Expectations) get(owner string) *record {
 	return r
 }
 
+// expect applies add to owner's record and restarts the record's TTL.
+func (e *Expectations) expect(owner string, add func(r *record)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.get(owner)
+	add(r)
+	r.timestamp = e.clock.Now()
+}
+
 func (e *Expectations) expired(r *record) bool {
 	return e.clock.Now().Sub(r.timestamp) > e.ttl
 }
@@ -84,11 +93,7 @@ func (e *Expectations) ExpectCreations(owner string, n int) {
 	if n <= 0 {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := e.get(owner)
-	r.adds += n
-	r.timestamp = e.clock.Now()
+	e.expect(owner, func(r *record) { r.adds += n })
 }
 
 // CreationObserved lowers owner's expected creates by one: call it when the
@@ -108,13 +113,11 @@ func (e *Expectations) ExpectDeletions(owner string, keys ...string) {
 	if len(keys) == 0 {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := e.get(owner)
-	for _, k := range keys {
-		r.deletes[k] = struct{}{}
-	}
-	r.timestamp = e.clock.Now()
+	e.expect(owner, func(r *record) {
+		for _, k := range keys {
+			r.deletes[k] = struct{}{}
+		}
+	})
 }
 
 // DeletionObserved marks the delete of key as seen (or failed). Keys that
@@ -134,13 +137,11 @@ func (e *Expectations) ExpectUpdates(owner string, want map[string]string) {
 	if len(want) == 0 {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	r := e.get(owner)
-	for k, v := range want {
-		r.updates[k] = v
-	}
-	r.timestamp = e.clock.Now()
+	e.expect(owner, func(r *record) {
+		for k, v := range want {
+			r.updates[k] = v
+		}
+	})
 }
 
 // UpdateObserved reports that key was seen with value. The expectation is

@@ -47,32 +47,20 @@ func CacheOptions() cache.Options {
 // Setup registers every controller and webhook with mgr.
 // Each kind's packages expose the same entry points, so this stays a list.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	if err := (&webserverctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := webserverwebhook.SetupWebhookWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&restartschedulectrl.Reconciler{}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&restartschedulectrl.AnnotationReconciler{DefaultSchedule: opts.DefaultRestartSchedule}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := restartschedulewebhook.SetupWebhookWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&podsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := podsetwebhook.SetupWebhookWithManager(mgr); err != nil {
-		return err
-	}
-	if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if err := sidecarsetwebhook.SetupWebhookWithManager(mgr); err != nil {
-		return err
+	for _, setup := range []func(ctrl.Manager) error{
+		(&webserverctrl.Reconciler{}).SetupWithManager,
+		webserverwebhook.SetupWebhookWithManager,
+		(&restartschedulectrl.Reconciler{}).SetupWithManager,
+		(&restartschedulectrl.AnnotationReconciler{DefaultSchedule: opts.DefaultRestartSchedule}).SetupWithManager,
+		restartschedulewebhook.SetupWebhookWithManager,
+		(&podsetctrl.Reconciler{}).SetupWithManager,
+		podsetwebhook.SetupWebhookWithManager,
+		(&sidecarsetctrl.Reconciler{}).SetupWithManager,
+		sidecarsetwebhook.SetupWebhookWithManager,
+	} {
+		if err := setup(mgr); err != nil {
+			return err
+		}
 	}
 	return nil
 }

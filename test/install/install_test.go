@@ -5,10 +5,7 @@
 package install
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +20,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
@@ -113,27 +109,22 @@ func render(t *testing.T, path string) []manifest {
 func parse(t *testing.T, data []byte) []manifest {
 	t.Helper()
 	var out []manifest
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := localcluster.EachDocument(data, func(doc []byte) error {
 		var m struct {
 			metav1.TypeMeta `json:",inline"`
 			Metadata        metav1.ObjectMeta `json:"metadata"`
 		}
 		if err := yaml.Unmarshal(doc, &m); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if m.Kind == "" {
-			continue
+		if m.Kind != "" {
+			out = append(out, manifest{meta: m.TypeMeta, obj: m.Metadata, raw: doc})
 		}
-		out = append(out, manifest{meta: m.TypeMeta, obj: m.Metadata, raw: doc})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
+	return out
 }
 
 func decode[T any](t *testing.T, m manifest) *T {

@@ -193,6 +193,16 @@ func withoutEnv(env []string, names ...string) []string {
 	})
 }
 
+// startWalkthrough reads the walkthrough of doc, with the checks every
+// walkthrough runs under: no request of the manager may be refused, and objs
+// are deleted if the test fails, so that the next walkthrough starts clean.
+func startWalkthrough(t *testing.T, doc string, objs ...client.Object) *walkthrough {
+	t.Helper()
+	failOnRefusals(t)
+	deleteOnFailure(t, objs...)
+	return newWalkthrough(t, doc)
+}
+
 // deleteOnFailure removes what a walkthrough creates if it stopped before
 // its own clean-up block, so the next walkthrough starts from the samples
 // alone.
@@ -253,11 +263,9 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 }
 
 func TestSidecarSetWalkthrough(t *testing.T) {
-	failOnRefusals(t)
 	const ns, name = "sidecarset-demo", "shop-logger"
+	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, namespace(ns))
 	shop := map[string]string{"app": "shop"}
-	deleteOnFailure(t, &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, namespace(ns))
-	w := newWalkthrough(t, "docs/sidecarset.md")
 
 	w.runUntil(t, "kubectl patch scs")
 	before := podUIDs(t, ns, shop)
@@ -290,11 +298,9 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 }
 
 func TestPodSetWalkthrough(t *testing.T) {
-	failOnRefusals(t)
 	const ns, name = "podset-demo", "web"
+	w := startWalkthrough(t, "docs/podset.md", namespace(ns))
 	web := map[string]string{"app": "web"}
-	deleteOnFailure(t, namespace(ns))
-	w := newWalkthrough(t, "docs/podset.md")
 
 	w.runUntil(t, `"path":"/spec/template/spec/containers/0/env"`)
 	if n := len(podUIDs(t, ns, web)); n != 5 {
@@ -330,10 +336,8 @@ func TestPodSetWalkthrough(t *testing.T) {
 }
 
 func TestWebServerWalkthrough(t *testing.T) {
-	failOnRefusals(t)
 	const ns, name = "webserver-demo", "webapp"
-	deleteOnFailure(t, namespace(ns))
-	w := newWalkthrough(t, "docs/webserver.md")
+	w := startWalkthrough(t, "docs/webserver.md", namespace(ns))
 
 	w.runUntil(t, "kubectl delete namespace")
 	var ws deckhandv1alpha1.WebServer
@@ -358,11 +362,9 @@ func TestWebServerWalkthrough(t *testing.T) {
 }
 
 func TestRestartScheduleWalkthrough(t *testing.T) {
-	failOnRefusals(t)
 	const ns, generated = "restart-demo", "web-deployment"
+	w := startWalkthrough(t, "docs/restartschedule.md", namespace(ns))
 	web := map[string]string{"app": "web"}
-	deleteOnFailure(t, namespace(ns))
-	w := newWalkthrough(t, "docs/restartschedule.md")
 
 	w.runUntil(t, "--for=jsonpath='{.status.history[0].result}'=Succeeded")
 	before := podUIDs(t, ns, web)

@@ -149,18 +149,26 @@ func TestBurstWithSlowCache(t *testing.T) {
 	waitConverged(t, ps, 10, 3*time.Minute)
 	setReplicas(t, ps, 60)
 	waitConverged(t, ps, 60, 3*time.Minute)
+	// 100 created, 90 deleted, 50 created: exactly 150 pods ever.
+	pw.wantPods(t, ns, 100, 150)
+	if len(pw.active) != 60 {
+		t.Fatalf("the watch ends with %d active pods, want 60", len(pw.active))
+	}
+}
+
+// wantPods waits until the watch has seen every change in ns so far and
+// fails unless it saw at most maxActive active pods at once and exactly
+// total distinct pods in all (more would be duplicate creates).
+func (pw *podWatch) wantPods(t *testing.T, ns string, maxActive, total int) {
+	t.Helper()
 	pw.catchUp(t, ns)
 	pw.mu.Lock()
 	defer pw.mu.Unlock()
-	if pw.maxActive > 100 {
-		t.Fatalf("the watch saw %d active pods at once, want at most 100", pw.maxActive)
+	if pw.maxActive > maxActive {
+		t.Fatalf("the watch saw %d active pods at once, want at most %d", pw.maxActive, maxActive)
 	}
-	// 100 created, 90 deleted, 50 created: exactly 150 pods ever.
-	if len(pw.seen) != 150 {
-		t.Fatalf("the watch saw %d distinct pods, want exactly 150 (no duplicate creates)", len(pw.seen))
-	}
-	if len(pw.active) != 60 {
-		t.Fatalf("the watch ends with %d active pods, want 60", len(pw.active))
+	if len(pw.seen) != total {
+		t.Fatalf("the watch saw %d distinct pods, want exactly %d (no duplicate creates)", len(pw.seen), total)
 	}
 }
 
@@ -206,15 +214,7 @@ func TestBurstNeverOvershoots(t *testing.T) {
 		t.Fatalf("restarting the manager: %v", err)
 	}
 	waitConverged(t, ps, 100, 3*time.Minute)
-	pw.catchUp(t, ns)
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	if pw.maxActive > 100 {
-		t.Fatalf("the watch saw %d active pods at once, want at most 100", pw.maxActive)
-	}
-	if len(pw.seen) != 100 {
-		t.Fatalf("the watch saw %d distinct pods, want exactly 100 (no duplicate creates)", len(pw.seen))
-	}
+	pw.wantPods(t, ns, 100, 100)
 }
 
 // TestDeletionOrder adopts five hand-made pods and scales down one at a

@@ -1,7 +1,6 @@
 package podset_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -149,17 +148,9 @@ func mustOwned(t *testing.T, ps *deckhandv1alpha1.PodSet) []corev1.Pod {
 // spec's images, and Ready.
 func waitRolledOut(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) *deckhandv1alpha1.PodSet {
 	t.Helper()
-	cur := &deckhandv1alpha1.PodSet{}
-	eventually(t, 3*time.Minute, "the rollout completes", func(ctx context.Context) (bool, string, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
-			return false, "", err
-		}
+	return waitPodSet(t, ps, 3*time.Minute, "the rollout completes", func(cur *deckhandv1alpha1.PodSet, pods []corev1.Pod) (bool, string) {
 		if cur.Status.ObservedGeneration != cur.Generation {
-			return false, "status not observed", nil
-		}
-		pods, err := ownedPods(ctx, cur)
-		if err != nil {
-			return false, "", err
+			return false, "status not observed"
 		}
 		good := 0
 		for i := range pods {
@@ -171,9 +162,8 @@ func waitRolledOut(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) *deckhand
 		}
 		st := cur.Status
 		return len(pods) == int(n) && good == int(n) && st.UpdatedReplicas == n && st.AvailableReplicas == n,
-			fmt.Sprintf("pods %d, updated+ready %d, status updated %d available %d", len(pods), good, st.UpdatedReplicas, st.AvailableReplicas), nil
+			fmt.Sprintf("pods %d, updated+ready %d, status updated %d available %d", len(pods), good, st.UpdatedReplicas, st.AvailableReplicas)
 	})
-	return cur
 }
 
 func checkRollout(t *testing.T, what string, rw *rolloutWatch, replicas, maxUnavailable, maxSurge int) {

@@ -122,15 +122,7 @@ func activeNames(pods []corev1.Pod) []string {
 // status that says so for the current generation; it returns the PodSet.
 func waitConverged(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32, timeout time.Duration) *deckhandv1alpha1.PodSet {
 	t.Helper()
-	cur := &deckhandv1alpha1.PodSet{}
-	eventually(t, timeout, fmt.Sprintf("PodSet %s converges on %d ready pods", ps.Name, n), func(ctx context.Context) (bool, string, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
-			return false, "", err
-		}
-		pods, err := ownedPods(ctx, cur)
-		if err != nil {
-			return false, "", err
-		}
+	return waitPodSet(t, ps, timeout, fmt.Sprintf("PodSet %s converges on %d ready pods", ps.Name, n), func(cur *deckhandv1alpha1.PodSet, pods []corev1.Pod) (bool, string) {
 		ready := 0
 		for i := range pods {
 			if pods[i].DeletionTimestamp == nil && podutil.IsPodReady(&pods[i]) {
@@ -143,7 +135,26 @@ func waitConverged(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32, timeout t
 		return len(pods) == int(n) && ready == int(n) &&
 			st.ObservedGeneration == cur.Generation &&
 			st.Replicas == n && st.ReadyReplicas == n && st.AvailableReplicas == n &&
-			st.UpdatedReplicas == n && st.TerminatingReplicas == 0, state, nil
+			st.UpdatedReplicas == n && st.TerminatingReplicas == 0, state
+	})
+}
+
+// waitPodSet waits until cond holds for ps as it now stands and the pods it
+// owns (cond's second answer says how things stand); it returns the PodSet.
+func waitPodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, timeout time.Duration, what string,
+	cond func(cur *deckhandv1alpha1.PodSet, pods []corev1.Pod) (bool, string)) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	cur := &deckhandv1alpha1.PodSet{}
+	eventually(t, timeout, what, func(ctx context.Context) (bool, string, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+			return false, "", err
+		}
+		pods, err := ownedPods(ctx, cur)
+		if err != nil {
+			return false, "", err
+		}
+		ok, state := cond(cur, pods)
+		return ok, state, nil
 	})
 	return cur
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
@@ -160,11 +161,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 		}
 		rs = r.generate(obj, kind, value, legacy)
 		if err := r.Client.Create(ctx, rs, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-				// Invalid annotation: tell the user on the workload; the
-				// next change of the annotation tries again.
-				r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonInvalidRestartSchedule, "Generate",
-					"cannot generate RestartSchedule %q from the %s annotation: %v", rs.Name, deckhandv1alpha1.RestartScheduleAnnotation, err)
+			if r.refused(obj, nil, "generate", rs.Name, err) {
 				return reconcile.Result{}, nil
 			}
 			return reconcile.Result{}, err
@@ -200,9 +197,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	}
 	if rs.Spec.Schedule != before.Spec.Schedule || rs.Spec.TimeZone != before.Spec.TimeZone {
 		if err := r.Client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) {
-				r.Recorder.Eventf(obj, rs, corev1.EventTypeWarning, ReasonInvalidRestartSchedule, "Generate",
-					"cannot update RestartSchedule %q from the %s annotation: %v", rs.Name, deckhandv1alpha1.RestartScheduleAnnotation, err)
+			if r.refused(obj, rs, "update", rs.Name, err) {
 				return reconcile.Result{}, nil
 			}
 			return reconcile.Result{}, err
@@ -238,6 +233,19 @@ func generatedName(name, kind string) string {
 // labelled as generated and controlled by obj qualifies: a user's object of
 // that name, or one generated for a workload of another kind, is not ours to
 // replace.
+// refused tells whether the API server refused the RestartSchedule that the
+// annotation of obj asks for (an invalid annotation) and, if so, says so in
+// a warning on the workload: retrying cannot help, the next change of the
+// annotation tries again. Any other error is left to the caller to retry.
+func (r *AnnotationReconciler) refused(obj, related runtime.Object, action, name string, err error) bool {
+	if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) {
+		return false
+	}
+	r.Recorder.Eventf(obj, related, corev1.EventTypeWarning, ReasonInvalidRestartSchedule, "Generate",
+		"cannot %s RestartSchedule %q from the %s annotation: %v", action, name, deckhandv1alpha1.RestartScheduleAnnotation, err)
+	return true
+}
+
 func (r *AnnotationReconciler) legacyGenerated(ctx context.Context, obj client.Object) (*deckhandv1alpha1.RestartSchedule, error) {
 	rs := &deckhandv1alpha1.RestartSchedule{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), rs); err != nil {

@@ -115,22 +115,21 @@ func (h *harness) reconcile(name string) ctrl.Result {
 	return res
 }
 
-func (h *harness) rs(name string) *deckhandv1alpha1.RestartSchedule {
+// get reads name of the test namespace into obj and returns it.
+func get[T client.Object](h *harness, name string, obj T) T {
 	h.t.Helper()
-	rs := &deckhandv1alpha1.RestartSchedule{}
-	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: unitNS, Name: name}, rs); err != nil {
+	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: unitNS, Name: name}, obj); err != nil {
 		h.t.Fatal(err)
 	}
-	return rs
+	return obj
+}
+
+func (h *harness) rs(name string) *deckhandv1alpha1.RestartSchedule {
+	return get(h, name, &deckhandv1alpha1.RestartSchedule{})
 }
 
 func (h *harness) deploy(name string) *appsv1.Deployment {
-	h.t.Helper()
-	d := &appsv1.Deployment{}
-	if err := h.c.Get(context.Background(), types.NamespacedName{Namespace: unitNS, Name: name}, d); err != nil {
-		h.t.Fatal(err)
-	}
-	return d
+	return get(h, name, &appsv1.Deployment{})
 }
 
 func (h *harness) restartedAt(name string) string {
@@ -162,6 +161,17 @@ func (h *harness) rollingOut(name string) {
 }
 
 func (h *harness) set(now string) { h.clock.SetTime(at(h.t, now)) }
+
+// wantRestartAt reconciles the schedule "s" at now and fails unless the
+// Deployment name then carries the restarted-at value want (what says why).
+func (h *harness) wantRestartAt(now, name, want, what string) {
+	h.t.Helper()
+	h.set(now)
+	h.reconcile("s")
+	if got := h.restartedAt(name); got != want {
+		h.t.Fatalf("%s: restarted-at %q, want %q", what, got, want)
+	}
+}
 
 func (h *harness) drainEvents() []string {
 	var out []string
@@ -205,11 +215,7 @@ func TestUnitCreateWaitsForFirstSlotThenRestartsOnce(t *testing.T) {
 		t.Fatalf("nextScheduleTime %v", rs.Status.NextScheduleTime)
 	}
 
-	h.set("2026-01-01T10:10:00.1Z")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T10:10:00Z" {
-		t.Fatalf("restarted-at %q, want the slot time", got)
-	}
+	h.wantRestartAt("2026-01-01T10:10:00.1Z", "web", "2026-01-01T10:10:00Z", "the slot time")
 	if keep := h.deploy("web").Spec.Template.Annotations["keep"]; keep != "me" {
 		t.Fatalf("the patch touched other template annotations")
 	}
@@ -311,11 +317,7 @@ func TestUnitConcurrencyPolicy(t *testing.T) {
 			h := newHarness(t, "2026-01-01T11:00:01Z", rs, deployment("web", nil))
 			h.reconcile("s")
 			h.rollingOut("web") // still rolling out at the next slot
-			h.set("2026-01-01T12:00:01Z")
-			h.reconcile("s")
-			if got := h.restartedAt("web"); got != tc.wantAnnot {
-				t.Fatalf("restarted-at %q, want %q", got, tc.wantAnnot)
-			}
+			h.wantRestartAt("2026-01-01T12:00:01Z", "web", tc.wantAnnot, "at the next slot")
 			st := h.rs("s").Status
 			if got := results(h.rs("s")); strings.Join(got, ",") != strings.Join(tc.wantHistory, ",") {
 				t.Fatalf("history %q, want %q", got, tc.wantHistory)
@@ -344,19 +346,11 @@ func TestUnitEditingScheduleNeverFiresRetroactively(t *testing.T) {
 	if err := h.c.Update(context.Background(), cur); err != nil {
 		t.Fatal(err)
 	}
-	h.set("2026-01-01T10:33:00Z")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T03:00:00Z" {
-		t.Fatalf("edit fired retroactively: restarted-at %q", got)
-	}
+	h.wantRestartAt("2026-01-01T10:33:00Z", "web", "2026-01-01T03:00:00Z", "the edit must not fire retroactively")
 	if n := h.rs("s").Status.NextScheduleTime; n == nil || !n.Time.Equal(at(t, "2026-01-01T10:35:00Z")) {
 		t.Fatalf("next %v, want 10:35", n)
 	}
-	h.set("2026-01-01T10:35:00.1Z")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T10:35:00Z" {
-		t.Fatalf("the new schedule's first slot did not run: %q", got)
-	}
+	h.wantRestartAt("2026-01-01T10:35:00.1Z", "web", "2026-01-01T10:35:00Z", "the new schedule's first slot")
 }
 
 func TestUnitSuspendAndResume(t *testing.T) {
@@ -372,16 +366,8 @@ func TestUnitSuspendAndResume(t *testing.T) {
 	if err := h.c.Update(context.Background(), cur); err != nil {
 		t.Fatal(err)
 	}
-	h.set("2026-01-01T12:40:00Z")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "" {
-		t.Fatalf("resuming ran a slot that passed while suspended: %q", got)
-	}
-	h.set("2026-01-01T13:00:00.1Z")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T13:00:00Z" {
-		t.Fatalf("first slot after resuming did not run: %q", got)
-	}
+	h.wantRestartAt("2026-01-01T12:40:00Z", "web", "", "resuming must not run a slot that passed while suspended")
+	h.wantRestartAt("2026-01-01T13:00:00.1Z", "web", "2026-01-01T13:00:00Z", "the first slot after resuming")
 }
 
 func TestUnitPausedDeploymentSkipped(t *testing.T) {
@@ -589,11 +575,7 @@ func TestUnitSuspendMidRun(t *testing.T) {
 			h.drainEvents()
 
 			setSuspend(false)
-			h.set(tc.resumeAt)
-			h.reconcile("s")
-			if got := h.restartedAt("b"); got != tc.wantB {
-				t.Fatalf("b's restarted-at after resuming = %q, want %q", got, tc.wantB)
-			}
+			h.wantRestartAt(tc.resumeAt, "b", tc.wantB, "b after resuming")
 			st := h.rs("s").Status
 			if got := results(h.rs("s")); strings.Join(got, ",") != strings.Join(tc.wantHist, ",") {
 				t.Fatalf("history %q, want %q", got, tc.wantHist)

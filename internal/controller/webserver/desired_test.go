@@ -32,18 +32,25 @@ func testWebServer() *deckhandv1alpha1.WebServer {
 	}
 }
 
+// built builds the apply configuration desired makes of ws and converts it
+// into obj, the object it describes.
+func built[A any, T any](t *testing.T, ws *deckhandv1alpha1.WebServer, desired func(*deckhandv1alpha1.WebServer) (A, error), obj T) T {
+	t.Helper()
+	ac, err := desired(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := convert(ac, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
 // liveDeployment turns an apply configuration into the object the API server
 // would hold after applying it, plus fields others set.
 func liveDeployment(t *testing.T, ws *deckhandv1alpha1.WebServer) *appsv1.Deployment {
 	t.Helper()
-	ac, err := desiredDeployment(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &appsv1.Deployment{}
-	if err := convert(ac, d); err != nil {
-		t.Fatal(err)
-	}
+	d := built(t, ws, desiredDeployment, &appsv1.Deployment{})
 	// What defaulting and other managers add.
 	d.ResourceVersion = "7"
 	d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType
@@ -107,14 +114,7 @@ func TestDesiredDeployment(t *testing.T) {
 
 func TestDesiredService(t *testing.T) {
 	ws := testWebServer()
-	ac, err := desiredService(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &corev1.Service{}
-	if err := convert(ac, s); err != nil {
-		t.Fatal(err)
-	}
+	s := built(t, ws, desiredService, &corev1.Service{})
 	if s.Spec.Type != corev1.ServiceTypeNodePort || len(s.Spec.Ports) != 1 || s.Spec.Ports[0].Port != 8080 ||
 		s.Spec.Ports[0].TargetPort != intstr.FromString("http") || s.Spec.Selector["app.kubernetes.io/instance"] != "site" {
 		t.Errorf("service spec = %+v", s.Spec)
@@ -124,7 +124,7 @@ func TestDesiredService(t *testing.T) {
 		t.Errorf("service apply configuration sets allocated fields: %+v", s.Spec)
 	}
 	ws.Spec.ServiceType = ""
-	ac, _ = desiredService(ws)
+	ac, _ := desiredService(ws)
 	if *ac.Spec.Type != corev1.ServiceTypeClusterIP {
 		t.Errorf("default service type = %s", *ac.Spec.Type)
 	}

@@ -107,36 +107,35 @@ func getService(ctx context.Context, ns, name string) (*corev1.Service, error) {
 // waitDeployment waits until the Deployment satisfies cond.
 func waitDeployment(t *testing.T, ns, name, what string, cond func(d *appsv1.Deployment) bool) *appsv1.Deployment {
 	t.Helper()
-	var d *appsv1.Deployment
-	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		var err error
-		d, err = getDeployment(ctx, ns, name)
-		return err == nil && cond(d), err
-	}, "Deployment %s/%s: %s", ns, name, what)
-	return d
+	return waitFor(t, "Deployment", ns, name, what, cond)
 }
 
 // waitService waits until the Service satisfies cond.
 func waitService(t *testing.T, ns, name, what string, cond func(s *corev1.Service) bool) *corev1.Service {
 	t.Helper()
-	var s *corev1.Service
-	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		var err error
-		s, err = getService(ctx, ns, name)
-		return err == nil && cond(s), err
-	}, "Service %s/%s: %s", ns, name, what)
-	return s
+	return waitFor(t, "Service", ns, name, what, cond)
 }
 
 // waitWebServer waits until the WebServer satisfies cond.
 func waitWebServer(t *testing.T, ns, name, what string, cond func(ws *deckhandv1alpha1.WebServer) bool) *deckhandv1alpha1.WebServer {
 	t.Helper()
-	ws := &deckhandv1alpha1.WebServer{}
+	return waitFor(t, "WebServer", ns, name, what, cond)
+}
+
+// waitFor waits until the object ns/name of kind satisfies cond, reading it
+// into a new object on every try so that no field outlives a read.
+func waitFor[T any, P interface {
+	*T
+	client.Object
+}](t *testing.T, kind, ns, name, what string, cond func(P) bool) P {
+	t.Helper()
+	var obj P
 	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, key(ns, name), ws)
-		return err == nil && cond(ws), err
-	}, "WebServer %s/%s: %s", ns, name, what)
-	return ws
+		obj = new(T)
+		err := env.Client.Get(ctx, key(ns, name), obj)
+		return err == nil && cond(obj), err
+	}, "%s %s/%s: %s", kind, ns, name, what)
+	return obj
 }
 
 func condition(ws *deckhandv1alpha1.WebServer, t string) *metav1.Condition {

@@ -129,31 +129,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // its name or it already matches.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ws := s.ws
-	live := &appsv1.Deployment{}
-	exists, err := r.getChild(ctx, ws, "Deployment", live, &s.observed)
-	if err != nil || (exists && !metav1.IsControlledBy(live, ws)) {
-		return ctrl.Result{}, err
-	}
-	desired, err := desiredDeployment(ws)
-	if err != nil {
-		return ctrl.Result{}, r.applyFailed(s, "Deployment", err)
-	}
-	if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] == "true" {
-		if err := r.releaseReplicas(ctx, ws, live); err != nil {
-			return ctrl.Result{}, r.applyFailed(s, "Deployment", err)
-		}
-	}
-	applied := &appsv1.Deployment{}
-	changed, err := r.apply(ctx, s, "Deployment", exists, live, desired, applied)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if changed {
-		s.observed.deployment = applied
-	} else {
-		s.observed.deployment = live
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, reconcileChild(ctx, r, s, "Deployment", &appsv1.Deployment{}, &appsv1.Deployment{}, &s.observed.deployment,
+		desiredDeployment, func(live *appsv1.Deployment, exists bool) error {
+			if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] == "true" {
+				return r.releaseReplicas(ctx, ws, live)
+			}
+			return nil
+		})
 }
 
 // releaseReplicas hands a Deployment's spec.replicas, which Deckhand owned
@@ -176,27 +158,39 @@ func (r *Reconciler) releaseReplicas(ctx context.Context, ws *deckhandv1alpha1.W
 // reconcileService applies the Service unless another object holds its name
 // or it already matches.
 func (r *Reconciler) reconcileService(ctx context.Context, s *scope) (ctrl.Result, error) {
-	ws := s.ws
-	live := &corev1.Service{}
-	exists, err := r.getChild(ctx, ws, "Service", live, &s.observed)
-	if err != nil || (exists && !metav1.IsControlledBy(live, ws)) {
-		return ctrl.Result{}, err
+	return ctrl.Result{}, reconcileChild(ctx, r, s, "Service", &corev1.Service{}, &corev1.Service{}, &s.observed.service, desiredService, nil)
+}
+
+// reconcileChild applies the child of kind that desired builds, unless
+// another object holds its name or it already matches, and records in
+// observed the child as it now stands. live and applied are empty objects
+// of the child's type to read into; prepare, when set, runs between
+// building the desired child and applying it.
+func reconcileChild[T client.Object, A runtime.ApplyConfiguration](ctx context.Context, r *Reconciler, s *scope, kind string,
+	live, applied T, observed *T, desired func(*deckhandv1alpha1.WebServer) (A, error), prepare func(live T, exists bool) error) error {
+	exists, err := r.getChild(ctx, s.ws, kind, live, &s.observed)
+	if err != nil || (exists && !metav1.IsControlledBy(live, s.ws)) {
+		return err
 	}
-	desired, err := desiredService(ws)
+	want, err := desired(s.ws)
 	if err != nil {
-		return ctrl.Result{}, r.applyFailed(s, "Service", err)
+		return r.applyFailed(s, kind, err)
 	}
-	applied := &corev1.Service{}
-	changed, err := r.apply(ctx, s, "Service", exists, live, desired, applied)
+	if prepare != nil {
+		if err := prepare(live, exists); err != nil {
+			return r.applyFailed(s, kind, err)
+		}
+	}
+	changed, err := r.apply(ctx, s, kind, exists, live, want, applied)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	if changed {
-		s.observed.service = applied
+		*observed = applied
 	} else {
-		s.observed.service = live
+		*observed = live
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // getChild reads the child of the WebServer's name. A miss in the cache is

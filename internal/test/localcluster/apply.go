@@ -58,8 +58,9 @@ func (a *applier) applyObject(ctx context.Context, obj *unstructured.Unstructure
 	return nil
 }
 
-// eachDocument calls fn with every document of a multi-document YAML stream.
-func eachDocument(data []byte, fn func(doc []byte) error) error {
+// EachDocument calls fn with every document of a multi-document YAML stream,
+// stopping at the first error.
+func EachDocument(data []byte, fn func(doc []byte) error) error {
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	for {
 		doc, err := reader.Read()
@@ -78,7 +79,7 @@ func eachDocument(data []byte, fn func(doc []byte) error) error {
 // eachObject calls fn with every non-empty object of a multi-document YAML
 // stream.
 func eachObject(data []byte, fn func(*unstructured.Unstructured) error) error {
-	return eachDocument(data, func(doc []byte) error {
+	return EachDocument(data, func(doc []byte) error {
 		obj := &unstructured.Unstructured{}
 		if err := utilyaml.Unmarshal(doc, &obj.Object); err != nil {
 			return err

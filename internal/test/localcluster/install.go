@@ -51,22 +51,26 @@ func (w LocalWebhooks) Install(ctx context.Context, cs kubernetes.Interface) err
 	if err != nil {
 		return err
 	}
-	for _, m := range mutating {
-		api := cs.AdmissionregistrationV1().MutatingWebhookConfigurations()
-		if err := api.Delete(ctx, m.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		if _, err := api.Create(ctx, m, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating MutatingWebhookConfiguration %s: %w", m.Name, err)
-		}
+	if err := replaceEach(ctx, cs.AdmissionregistrationV1().MutatingWebhookConfigurations(), "MutatingWebhookConfiguration", mutating); err != nil {
+		return err
 	}
-	for _, v := range validating {
-		api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-		if err := api.Delete(ctx, v.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	return replaceEach(ctx, cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), "ValidatingWebhookConfiguration", validating)
+}
+
+// replacer is the part of a typed client-go API that replaceEach uses.
+type replacer[T any] interface {
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+}
+
+// replaceEach deletes each of objs of kind if it exists and creates it anew.
+func replaceEach[T metav1.Object](ctx context.Context, api replacer[T], kind string, objs []T) error {
+	for _, o := range objs {
+		if err := api.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if _, err := api.Create(ctx, v, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", v.Name, err)
+		if _, err := api.Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating %s %s: %w", kind, o.GetName(), err)
 		}
 	}
 	return nil
@@ -83,7 +87,7 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 	}
 	var mutating []*admissionregistrationv1.MutatingWebhookConfiguration
 	var validating []*admissionregistrationv1.ValidatingWebhookConfiguration
-	err = eachDocument(data, func(doc []byte) error {
+	err = EachDocument(data, func(doc []byte) error {
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			return err
@@ -91,26 +95,16 @@ func (w LocalWebhooks) Render() ([]*admissionregistrationv1.MutatingWebhookConfi
 		switch meta.Kind {
 		case "MutatingWebhookConfiguration":
 			cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
+			if kept, err := decodeServed(w, doc, cfg, &cfg.Webhooks, mutatingParts); err != nil || !kept {
 				return err
 			}
-			cfg.Webhooks = keepServed(w, cfg.Webhooks, func(h *admissionregistrationv1.MutatingWebhook) webhookParts {
-				return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
-			})
-			if len(cfg.Webhooks) > 0 {
-				mutating = append(mutating, cfg)
-			}
+			mutating = append(mutating, cfg)
 		case "ValidatingWebhookConfiguration":
 			cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
+			if kept, err := decodeServed(w, doc, cfg, &cfg.Webhooks, validatingParts); err != nil || !kept {
 				return err
 			}
-			cfg.Webhooks = keepServed(w, cfg.Webhooks, func(h *admissionregistrationv1.ValidatingWebhook) webhookParts {
-				return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
-			})
-			if len(cfg.Webhooks) > 0 {
-				validating = append(validating, cfg)
-			}
+			validating = append(validating, cfg)
 		}
 		return nil
 	})
@@ -125,6 +119,25 @@ type webhookParts struct {
 	clientConfig *admissionregistrationv1.WebhookClientConfig
 	rules        []admissionregistrationv1.RuleWithOperations
 	nsSelector   **metav1.LabelSelector
+}
+
+func mutatingParts(h *admissionregistrationv1.MutatingWebhook) webhookParts {
+	return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
+}
+
+func validatingParts(h *admissionregistrationv1.ValidatingWebhook) webhookParts {
+	return webhookParts{&h.ClientConfig, h.Rules, &h.NamespaceSelector}
+}
+
+// decodeServed decodes the webhook configuration doc into cfg, whose
+// webhooks are *hooks, keeps those the local server serves (rewritten for
+// it) and reports whether any is left.
+func decodeServed[H any](w LocalWebhooks, doc []byte, cfg any, hooks *[]H, parts func(*H) webhookParts) (bool, error) {
+	if err := yaml.UnmarshalStrict(doc, cfg); err != nil {
+		return false, err
+	}
+	*hooks = keepServed(w, *hooks, parts)
+	return len(*hooks) > 0, nil
 }
 
 // keepServed rewrites every webhook of hooks for the local server and keeps

@@ -43,34 +43,26 @@ func (p CertPair) WriteFiles(dir string) error {
 // for 127.0.0.1 and localhost signed by it, valid for validity.
 func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
 	now := time.Now().Add(-time.Minute)
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "deckhand-local-ca"},
-		NotBefore:             now,
-		NotAfter:              now.Add(validity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
+	template := func(serial int64, commonName string, usage x509.KeyUsage) *x509.Certificate {
+		return &x509.Certificate{
+			SerialNumber: big.NewInt(serial),
+			Subject:      pkix.Name{CommonName: commonName},
+			NotBefore:    now,
+			NotAfter:     now.Add(validity),
+			KeyUsage:     usage,
+		}
 	}
-	caKey, caDER, err := issue(caTmpl, nil, nil)
+	caTmpl := template(1, "deckhand-local-ca", x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature)
+	caTmpl.BasicConstraintsValid, caTmpl.IsCA = true, true
+	caKey, caCert, err := issue(caTmpl, nil, nil)
 	if err != nil {
 		return CertPair{}, err
 	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return CertPair{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now,
-		NotAfter:     now.Add(validity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost"},
-	}
-	key, der, err := issue(tmpl, caCert, caKey)
+	tmpl := template(2, "127.0.0.1", x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment)
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	tmpl.DNSNames = []string{"localhost"}
+	key, cert, err := issue(tmpl, caCert, caKey)
 	if err != nil {
 		return CertPair{}, err
 	}
@@ -79,15 +71,15 @@ func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
 		return CertPair{}, err
 	}
 	return CertPair{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		CAPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		CAPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}),
 	}, nil
 }
 
-// issue generates a P-256 key and a DER certificate of tmpl for it, signed
-// by parent's key, or by the new key itself when parent is nil (a CA).
-func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, []byte, error) {
+// issue generates a P-256 key and a certificate of tmpl for it, signed by
+// parent's key, or by the new key itself when parent is nil (a CA).
+func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -96,7 +88,11 @@ func issue(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*ecdsa.
 		parent, parentKey = tmpl, key
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-	return key, der, err
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	return key, cert, err
 }
 
 // writeServiceAccountKey writes the RSA key pair the API server signs
