@@ -57,11 +57,7 @@ func TestPodEventsBatched(t *testing.T) {
 	const pods = 40
 	before := sidecarSetReconciles(t)
 	start := time.Now()
-	for i := range pods {
-		if err := env.Client.Create(ctxT(t), newPod(ns, fmt.Sprintf("batched-%d", i), map[string]string{"app": "batched"})); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createPods(t, ns, "batched", "batched-%d", pods)
 	waitStatus(t, name, 90*time.Second, fmt.Sprintf("%d pods matched and ready", pods), func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == pods && s.Status.ReadyPods == pods
 	})

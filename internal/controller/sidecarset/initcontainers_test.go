@@ -37,11 +37,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 
 	const n = 2
 	uids := map[string]types.UID{}
-	for i := 0; i < n; i++ {
-		p := newPod(ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "init"})
-		if err := env.Client.Create(ctxT(t), p); err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range createPods(t, ns, "init", "pod-%d", n) {
 		if initImage(p, "setup") != "setup:1" || initImage(p, "agent") != "agent:1" {
 			t.Fatalf("pod %s not injected with both init containers: %+v", p.Name, p.Spec.InitContainers)
 		}

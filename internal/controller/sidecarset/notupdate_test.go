@@ -1,7 +1,6 @@
 package sidecarset_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -25,11 +24,7 @@ func TestNotUpdate(t *testing.T) {
 	createSidecarSet(t, s)
 
 	uids := map[string]types.UID{}
-	for i := 0; i < 2; i++ {
-		p := newPod(ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "keep"})
-		if err := env.Client.Create(ctxT(t), p); err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range createPods(t, ns, "keep", "pod-%d", 2) {
 		uids[p.Name] = p.UID
 	}
 	before := waitStatus(t, name, 60*time.Second, "2 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {

@@ -2,7 +2,6 @@ package sidecarset_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -26,11 +25,7 @@ func TestPercentagePartition(t *testing.T) {
 	createSidecarSet(t, s)
 
 	const n = 5
-	for i := 0; i < n; i++ {
-		if err := env.Client.Create(ctxT(t), newPod(ns, fmt.Sprintf("pod-%d", i), map[string]string{"app": "pct"})); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createPods(t, ns, "pct", "pod-%d", n)
 	before := waitStatus(t, name, 60*time.Second, "5 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
 	})

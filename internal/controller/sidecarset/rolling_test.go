@@ -2,7 +2,6 @@ package sidecarset_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -100,11 +99,7 @@ func TestRollingUpdate(t *testing.T) {
 	createSidecarSet(t, s)
 
 	const n = 20
-	for i := 0; i < n; i++ {
-		p := newPod(ns, fmt.Sprintf("pod-%02d", i), map[string]string{"app": "roll"})
-		if err := env.Client.Create(ctxT(t), p); err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range createPods(t, ns, "roll", "pod-%02d", n) {
 		if containerImage(p, "proxy") != "proxy:1" {
 			t.Fatalf("pod %s not injected: %+v", p.Name, p.Spec.Containers)
 		}

@@ -36,11 +36,8 @@ func TestNotInjectedPods(t *testing.T) {
 			_, _ = env.StartManager()
 		}
 	}()
-	for i := 0; i < 3; i++ {
-		p := newPod(ns, fmt.Sprintf("missed-%d", i), map[string]string{"app": "missed"})
-		if err := env.Client.Create(ctxT(t), p); err != nil {
-			t.Fatalf("creating a pod while the webhook is down (failurePolicy Ignore should admit it): %v", err)
-		}
+	// The webhook's failurePolicy Ignore admits them while it is down.
+	for _, p := range createPods(t, ns, "missed", "missed-%d", 3) {
 		if len(p.Spec.Containers) != 1 {
 			t.Fatalf("pod %s got containers %v with the webhook down", p.Name, p.Spec.Containers)
 		}

@@ -2,6 +2,7 @@ package sidecarset_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"sync"
@@ -170,6 +171,22 @@ func itoa(i int32) string { return strconv.Itoa(int(i)) }
 
 func condition(s *deckhandv1alpha1.SidecarSet, typ string) *metav1.Condition {
 	return meta.FindStatusCondition(s.Status.Conditions, typ)
+}
+
+// createPods creates n pods in ns labelled app=app and named by nameFormat
+// and their index, and returns them as admitted (with whatever the pod
+// webhook injected).
+func createPods(t *testing.T, ns, app, nameFormat string, n int) []*corev1.Pod {
+	t.Helper()
+	pods := make([]*corev1.Pod, 0, n)
+	for i := range n {
+		p := newPod(ns, fmt.Sprintf(nameFormat, i), map[string]string{"app": app})
+		if err := env.Client.Create(ctxT(t), p); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, p)
+	}
+	return pods
 }
 
 func newPod(ns, name string, labels map[string]string) *corev1.Pod {
