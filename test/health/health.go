@@ -13,7 +13,11 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 // Argo CD health statuses a Deckhand object can have.
@@ -82,6 +86,14 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
+// scheme knows Deckhand's kinds, to name the kind of a typed object read
+// without one (clients drop apiVersion and kind when they decode).
+var scheme = func() *kruntime.Scheme {
+	s := kruntime.NewScheme()
+	utilruntime.Must(deckhandv1alpha1.AddToScheme(s))
+	return s
+}()
+
 func toUnstructured(obj kruntime.Object) (*unstructured.Unstructured, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return u, nil
@@ -90,7 +102,15 @@ func toUnstructured(obj kruntime.Object) (*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &unstructured.Unstructured{Object: m}, nil
+	u := &unstructured.Unstructured{Object: m}
+	if u.GetKind() == "" {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return nil, err
+		}
+		u.SetGroupVersionKind(gvk)
+	}
+	return u, nil
 }
 
 // toLua converts a JSON-like value to Lua as Argo CD does: objects and
