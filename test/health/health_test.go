@@ -7,9 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -20,36 +20,29 @@ import (
 // object returns a Deckhand object of kind at generation 2 whose status,
 // written for observed, carries the summary conditions of s (nil: no status
 // written yet) and, when suspended, a True Suspended condition.
-func object(kind string, observed int64, s *conditions.Summary, suspended bool) client.Object {
-	var obj client.Object
-	var conds *[]metav1.Condition
-	var observedGeneration *int64
-	switch kind {
-	case "PodSet":
-		o := &deckhandv1alpha1.PodSet{}
-		obj, conds, observedGeneration = o, &o.Status.Conditions, &o.Status.ObservedGeneration
-	case "SidecarSet":
-		o := &deckhandv1alpha1.SidecarSet{}
-		obj, conds, observedGeneration = o, &o.Status.Conditions, &o.Status.ObservedGeneration
-	case "WebServer":
-		o := &deckhandv1alpha1.WebServer{}
-		obj, conds, observedGeneration = o, &o.Status.Conditions, &o.Status.ObservedGeneration
-	case "RestartSchedule":
-		o := &deckhandv1alpha1.RestartSchedule{}
-		obj, conds, observedGeneration = o, &o.Status.Conditions, &o.Status.ObservedGeneration
-	}
-	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Group: deckhandv1alpha1.GroupVersion.Group, Version: deckhandv1alpha1.GroupVersion.Version, Kind: kind})
-	obj.SetName("x")
-	obj.SetGeneration(2)
+func object(t *testing.T, kind string, observed int64, s *conditions.Summary, suspended bool) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(deckhandv1alpha1.GroupVersion.WithKind(kind))
+	u.SetName("x")
+	u.SetGeneration(2)
 	if s == nil {
-		return obj
+		return u
 	}
-	*observedGeneration = observed
-	conditions.Set(conds, observed, time.Unix(100, 0), *s)
+	var conds []metav1.Condition
+	conditions.Set(&conds, observed, time.Unix(100, 0), *s)
 	if suspended {
-		*conds = append(*conds, metav1.Condition{Type: deckhandv1alpha1.RestartScheduleSuspended, Status: metav1.ConditionTrue, Reason: "Suspended"})
+		conds = append(conds, metav1.Condition{Type: deckhandv1alpha1.RestartScheduleSuspended, Status: metav1.ConditionTrue, Reason: "Suspended"})
 	}
-	return obj
+	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
+		ObservedGeneration int64              `json:"observedGeneration"`
+		Conditions         []metav1.Condition `json:"conditions"`
+	}{observed, conds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Object["status"] = st
+	return u
 }
 
 // TestToolsReadTheSummary checks what kstatus and Argo CD make of each
@@ -96,7 +89,7 @@ func TestToolsReadTheSummary(t *testing.T) {
 			kinds = []string{"PodSet", "SidecarSet", "WebServer", "RestartSchedule"}
 		}
 		for _, kind := range kinds {
-			obj := object(kind, tc.observed, tc.summary, tc.suspended)
+			obj := object(t, kind, tc.observed, tc.summary, tc.suspended)
 			res, err := health.Kstatus(obj)
 			if err != nil {
 				t.Fatalf("%s %s: kstatus: %v", kind, tc.name, err)

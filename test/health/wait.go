@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -43,6 +45,19 @@ func IsReconciling(reason string) Want {
 // IsStalled: Ready=False with reason, Stalled, Failed, Degraded.
 func IsStalled(reason string) Want {
 	return Want{Ready: metav1.ConditionFalse, Reason: reason, Stalled: true, Kstatus: status.FailedStatus, ArgoCD: Degraded}
+}
+
+// IsPaused: Ready=False with reason and neither Reconciling nor Stalled,
+// InProgress, Suspended: a rollout the user paused.
+func IsPaused(reason string) Want {
+	return Want{Ready: metav1.ConditionFalse, Reason: reason, Kstatus: status.InProgressStatus, ArgoCD: Suspended}
+}
+
+// RefusePods returns a ResourceQuota that refuses every pod of namespace
+// ns: what a workload's pods cannot get past.
+func RefusePods(ns string) *corev1.ResourceQuota {
+	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "refuse-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
 }
 
 // Wait re-reads obj until its status describes its current generation and

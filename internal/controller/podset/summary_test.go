@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
@@ -40,21 +37,18 @@ func TestSummaryThroughARollout(t *testing.T) {
 }
 
 // TestSummaryStalledByQuota runs a PodSet into a ResourceQuota that refuses
-// its pods: Ready is False with ReplicaFailure and Stalled is set (kstatus
-// Failed, Argo CD Degraded) until the quota allows the pods.
+// every pod: Ready is False with ReplicaFailure and Stalled is set (kstatus
+// Failed, Argo CD Degraded) until the quota is gone.
 func TestSummaryStalledByQuota(t *testing.T) {
 	ns := env.Namespace(t)
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
-	}
+	quota := health.RefusePods(ns)
 	mustCreate(t, quota)
-	waitQuotaEnforced(t, quota, "1")
-
-	ps := newPodSet(ns, "refused", 3)
+	ps := newPodSet(ns, "refused", 2)
 	mustCreate(t, ps)
 	health.Wait(t, env.Client, ps, time.Minute, health.IsStalled(podset.ReasonReplicaFailure))
 
-	setQuotaPods(t, quota, "3")
+	if err := env.Client.Delete(ctxT(t), quota); err != nil {
+		t.Fatal(err)
+	}
 	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
 }

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
@@ -20,21 +19,14 @@ import (
 // reports the new image (Reconciling: kstatus InProgress, Argo CD
 // Progressing).
 func TestSummaryThroughARollout(t *testing.T) {
-	ns := env.Namespace(t)
-	name := "summary-" + ns
-	s := newSidecarSet(name, ns, "summary", "proxy:1")
-	createSidecarSet(t, s)
-	if err := env.Client.Create(ctxT(t), newPod(ns, "running", map[string]string{"app": "summary"})); err != nil {
-		t.Fatal(err)
-	}
-	health.Wait(t, env.Client, s, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
+	s, ns := readySidecarSet(t, "summary")
+	name := s.Name
 
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Paused = true
 		s.Spec.Containers[0].Image = "proxy:2"
 	})
-	paused := health.Want{Ready: metav1.ConditionFalse, Reason: sidecarsetctrl.ReasonUpdatePaused, Kstatus: status.InProgressStatus, ArgoCD: health.Suspended}
-	health.Wait(t, env.Client, s, time.Minute, paused)
+	health.Wait(t, env.Client, s, time.Minute, health.IsPaused(sidecarsetctrl.ReasonUpdatePaused))
 
 	pending := newPod(ns, "pending", map[string]string{"app": "summary"})
 	pending.Spec.NodeSelector = map[string]string{"apps.deckhand.dev/no-such-node": "true"}
@@ -68,26 +60,34 @@ func TestSummaryStalledByPodsNotInjected(t *testing.T) {
 // running pods cannot be updated in place, so the rollout is stalled until
 // they are recreated.
 func TestSummaryStalledByNonImageChange(t *testing.T) {
-	ns := env.Namespace(t)
-	name := "env-" + ns
-	s := newSidecarSet(name, ns, "env", "proxy:1")
-	createSidecarSet(t, s)
-	pod := newPod(ns, "running", map[string]string{"app": "env"})
-	if err := env.Client.Create(ctxT(t), pod); err != nil {
-		t.Fatal(err)
-	}
-	health.Wait(t, env.Client, s, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
+	s, ns := readySidecarSet(t, "env")
+	name := s.Name
 
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
 	})
 	health.Wait(t, env.Client, s, time.Minute, health.IsStalled(sidecarsetctrl.ReasonNonImageChanges))
 
-	if err := env.Client.Delete(ctxT(t), pod); err != nil {
+	if err := env.Client.Delete(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "running"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Client.Create(ctxT(t), newPod(ns, "recreated", map[string]string{"app": "env"})); err != nil {
 		t.Fatal(err)
 	}
 	health.Wait(t, env.Client, s, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
+}
+
+// readySidecarSet creates, in a namespace of its own, a SidecarSet for the
+// pods labelled app=<app> and one such pod, named running, and waits until
+// the SidecarSet is Ready. It returns the SidecarSet and the namespace.
+func readySidecarSet(t *testing.T, app string) (*deckhandv1alpha1.SidecarSet, string) {
+	t.Helper()
+	ns := env.Namespace(t)
+	s := newSidecarSet(app+"-"+ns, ns, app, "proxy:1")
+	createSidecarSet(t, s)
+	if err := env.Client.Create(ctxT(t), newPod(ns, "running", map[string]string{"app": app})); err != nil {
+		t.Fatal(err)
+	}
+	health.Wait(t, env.Client, s, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
+	return s, ns
 }
