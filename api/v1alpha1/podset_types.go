@@ -197,7 +197,8 @@ type PodSetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing and (on failure) ReplicaFailure.
+	// Conditions are Available, Progressing, (on failure) ReplicaFailure, and
+	// the summary conditions Ready, Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -210,11 +211,13 @@ type PodSetStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
-// +kubebuilder:resource:shortName=pset,categories=all
+// +kubebuilder:resource:shortName=pset,categories=all;deckhand
 // +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=".spec.replicas",description="Number of pods wanted"
 // +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=".status.replicas",description="Number of active pods"
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=".status.readyReplicas",description="Number of Ready pods"
+// +kubebuilder:printcolumn:name="Ready-Pods",type=integer,JSONPath=".status.readyReplicas",description="Number of Ready pods"
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=".status.updatedReplicas",description="Number of pods on the current template"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the PodSet has reached its spec: the status of its Ready condition"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the PodSet is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type PodSet struct {
 	metav1.TypeMeta `json:",inline"`

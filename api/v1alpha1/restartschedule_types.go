@@ -70,8 +70,8 @@ const (
 // Condition types of a RestartSchedule.
 const (
 	// RestartScheduleReady is True when the schedule is valid and its last
-	// run did not fail.
-	RestartScheduleReady = "Ready"
+	// run did not fail. It is the ReadyCondition every kind sets.
+	RestartScheduleReady = ReadyCondition
 	// RestartScheduleSuspended is True while spec.suspend is set.
 	RestartScheduleSuspended = "Suspended"
 	// RestartScheduleInvalidSchedule is True when spec.schedule or
@@ -266,7 +266,8 @@ type RestartScheduleStatus struct {
 	// +optional
 	// +listType=atomic
 	History []RestartRecord `json:"history,omitempty"`
-	// conditions: Ready, Suspended, InvalidSchedule.
+	// conditions: Ready, Suspended, InvalidSchedule, and Stalled while the
+	// schedule cannot be used.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -284,6 +285,8 @@ type RestartScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the RestartSchedule has reached its spec: the status of its Ready condition"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the RestartSchedule is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RestartSchedule struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -13,3 +13,22 @@ const (
 	// fields Deckhand owns.
 	FieldManager = "deckhand"
 )
+
+// Condition types every kind sets, so that kubectl wait, kstatus
+// (sigs.k8s.io/cli-utils, used by Flux and kpt) and Argo CD can tell a
+// healthy object from one still rolling out or one that needs help without
+// knowing the kind.
+const (
+	// ReadyCondition summarizes the other conditions: True when the object
+	// has reached what its spec asks for, False with a reason otherwise. It
+	// is always present and carries the generation it describes.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition is True while Deckhand is still working towards
+	// the spec (a rollout or scaling in progress). Following the kstatus
+	// conventions it is an abnormal-true condition: present only while True.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition is True when progress is blocked until someone acts
+	// (a refused pod, a name conflict, pods that must be recreated). Like
+	// Reconciling it is present only while True.
+	StalledCondition = "Stalled"
+)

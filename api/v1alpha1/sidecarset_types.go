@@ -267,7 +267,8 @@ type SidecarSetStatus struct {
 	// +optional
 	LatestRevision string `json:"latestRevision,omitempty"`
 
-	// Conditions are PodsInjected, PodsUpdated and InPlaceUpdatable.
+	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, and the
+	// summary conditions Ready, Reconciling and Stalled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -280,11 +281,13 @@ type SidecarSetStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=scs
+// +kubebuilder:resource:scope=Cluster,shortName=scs,categories=deckhand
 // +kubebuilder:printcolumn:name="MATCHED",type="integer",JSONPath=".status.matchedPods",description="Pods selected that carry the sidecars"
 // +kubebuilder:printcolumn:name="UPDATED",type="integer",JSONPath=".status.updatedPods",description="Matched pods running the latest revision"
-// +kubebuilder:printcolumn:name="READY",type="integer",JSONPath=".status.readyPods",description="Matched pods that are Ready"
+// +kubebuilder:printcolumn:name="READY-PODS",type="integer",JSONPath=".status.readyPods",description="Matched pods that are Ready"
 // +kubebuilder:printcolumn:name="NOT-INJECTED",type="integer",JSONPath=".status.notInjectedPods",priority=1,description="Pods selected that do not carry the sidecars"
+// +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the SidecarSet has reached its spec: the status of its Ready condition"
+// +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the SidecarSet is or is not Ready"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 type SidecarSet struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -141,7 +141,8 @@ type WebServerStatus struct {
 	Selector string `json:"selector,omitempty"`
 
 	// Conditions are Available, Progressing and Degraded, derived from the
-	// Deployment's own conditions.
+	// Deployment's own conditions, and the summary conditions Ready,
+	// Reconciling and Stalled.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -157,8 +158,10 @@ type WebServerStatus struct {
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:scope=Namespaced,shortName=ws;web,categories=deckhand
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Ready-Pods",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the WebServer has reached its spec: the status of its Ready condition"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the WebServer is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type WebServer struct {
 	metav1.TypeMeta `json:",inline"`

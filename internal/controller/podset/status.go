@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/conditions"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
@@ -25,6 +26,19 @@ const (
 	ReasonUpdating                   = "Updating"
 	ReasonWaitingForOnDelete         = "WaitingForOnDelete"
 	ReasonComplete                   = "Complete"
+
+	// Reasons of the summary conditions Ready, Reconciling and Stalled. A
+	// Ready PodSet has the reason of its Progressing condition, Complete or
+	// WaitingForOnDelete.
+
+	// ReasonRolloutInProgress: pods are being created, deleted or replaced.
+	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonPodsNotReady: the pods are there, on the current template as far
+	// as the strategy goes, but some are not available yet.
+	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonReplicaFailure: pods could not be created or deleted (the
+	// ReplicaFailure condition says why, e.g. a ResourceQuota).
+	ReasonReplicaFailure = "ReplicaFailure"
 )
 
 // computeStatus derives the status from the owned pods. It also returns how
@@ -141,7 +155,32 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 		// A sync that acted without failing clears an earlier failure.
 		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
 	}
+	conditions.Set(&st.Conditions, ps.Generation, now, summarize(&st, replicas, progressing, !onDelete && oldCount > partition))
 	return st, requeue
+}
+
+// summarize reaches the verdict of the summary conditions from the status
+// computed for the current generation. Pods that the strategy leaves on an
+// old revision by design (below the partition, or waiting for deletion under
+// OnDelete) do not keep the PodSet from being Ready, as kstatus and Argo CD
+// treat a StatefulSet.
+//
+// replacing is true while pods on old revisions remain that the strategy
+// replaces itself.
+func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing metav1.Condition, replacing bool) conditions.Summary {
+	if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil && c.Status == metav1.ConditionTrue {
+		return conditions.Summary{State: conditions.Stalled, Reason: ReasonReplicaFailure, Message: c.Reason + ": " + c.Message}
+	}
+	switch {
+	case progressing.Reason == ReasonScaling || replacing:
+		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRolloutInProgress, Message: progressing.Message}
+	case progressing.Reason == ReasonUpdating:
+		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonPodsNotReady, Message: progressing.Message}
+	case st.AvailableReplicas < replicas:
+		return conditions.Summary{State: conditions.Waiting, Reason: ReasonPodsNotReady,
+			Message: fmt.Sprintf("%d of %d pods available", st.AvailableReplicas, replicas)}
+	}
+	return conditions.Summary{State: conditions.Ready, Reason: progressing.Reason, Message: progressing.Message}
 }
 
 // updateStatus writes the status when it changed, and requeues for pods

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/conditions"
 )
 
 // Condition reasons, stable for users' automation. InvalidSchedule,
@@ -78,20 +79,26 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 			s.event(nil, corev1.EventTypeWarning, s.invalidReason, "Schedule", "%s", s.invalidMsg)
 		}
 		set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionTrue, s.invalidReason, s.invalidMsg)
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, s.invalidReason, s.invalidMsg)
+		// Only a new spec can fix the schedule: stalled until then.
+		conditions.Set(&st.Conditions, gen, s.now, conditions.Summary{State: conditions.Stalled, Reason: s.invalidReason, Message: s.invalidMsg})
 		return res, nil
 	}
 	set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionFalse, ReasonScheduleValid, "")
+	// A failed or missed run leaves the schedule not Ready but not stalled:
+	// the next scheduled run may well succeed. A run in progress is not
+	// Reconciling: the restarted workloads roll out, not the RestartSchedule.
+	var summary conditions.Summary
 	switch {
 	case len(st.Active) > 0:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionTrue, ReasonRestarting,
-			fmt.Sprintf("%d workload(s) rolling out, %d waiting", len(st.Active), len(st.Pending)))
+		summary = conditions.Summary{State: conditions.Ready, Reason: ReasonRestarting,
+			Message: fmt.Sprintf("%d workload(s) rolling out, %d waiting", len(st.Active), len(st.Pending))}
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartFailed:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, ReasonRestartFailed, st.History[0].Workload+": "+st.History[0].Message)
+		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonRestartFailed, Message: st.History[0].Workload + ": " + st.History[0].Message}
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartMissed:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionFalse, ReasonMissedSchedule, st.History[0].Message)
+		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonMissedSchedule, Message: st.History[0].Message}
 	default:
-		set(deckhandv1alpha1.RestartScheduleReady, metav1.ConditionTrue, ReasonScheduled, "waiting for the next scheduled time")
+		summary = conditions.Summary{State: conditions.Ready, Reason: ReasonScheduled, Message: "waiting for the next scheduled time"}
 	}
+	conditions.Set(&st.Conditions, gen, s.now, summary)
 	return res, nil
 }

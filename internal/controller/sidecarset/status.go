@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/conditions"
 )
 
 // Condition reasons, stable for users' automation; a change of a
@@ -29,6 +30,18 @@ const (
 	ReasonUpdatePaused          = "UpdatePaused"
 	ReasonUpdateHeld            = "UpdateHeld"
 	ReasonRollingUpdate         = "RollingUpdate"
+
+	// Reasons of the summary conditions Ready, Reconciling and Stalled. A
+	// Ready SidecarSet has the reason of its PodsUpdated condition
+	// (AllPodsUpdated, NotUpdate or UpdateHeld); a stalled one the reason of
+	// the condition that blocks it (ContainerNameConflict, PodsNotInjected,
+	// NonImageChanges); a paused rollout is not Ready, with UpdatePaused.
+
+	// ReasonRolloutInProgress: injected pods are being updated in place.
+	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonPodsNotReady: every pod is as far as the strategy takes it, but
+	// some are not Ready.
+	ReasonPodsNotReady = "PodsNotReady"
 )
 
 // computeStatus counts the pods and sets the conditions.
@@ -120,8 +133,58 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		cond.Reason, cond.Message = ReasonRollingUpdate, progress
 	}
 	set(cond)
+	conditions.Set(&st.Conditions, gen, sc.now, summarize(&st, blockedPods(sc, int(st.MatchedPods))))
 	sc.status = st
 	return ctrl.Result{}, nil
+}
+
+// summarize reaches the verdict of the summary conditions from the other
+// conditions and the counts. A SidecarSet is Ready when every pod it selects
+// carries its sidecars, is as far along the rollout as the strategy takes it
+// (every pod at the latest revision; under NotUpdate, whatever revision it
+// was created with; pods held back by partition or selector stay where they
+// are) and is Ready. blocked is the number of pods the rollout must update
+// but cannot in place.
+func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int) conditions.Summary {
+	injected := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetConditionPodsInjected)
+	updated := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+	switch {
+	case injected.Status == metav1.ConditionFalse:
+		// Only recreating the pods injects them: nothing Deckhand can do.
+		return conditions.Summary{State: conditions.Stalled, Reason: injected.Reason, Message: injected.Message}
+	case updated.Reason == ReasonRollingUpdate:
+		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRolloutInProgress, Message: updated.Message}
+	case updated.Reason == ReasonUpdatePaused:
+		return conditions.Summary{State: conditions.Waiting, Reason: ReasonUpdatePaused, Message: updated.Message}
+	case updated.Reason == ReasonUpdateHeld && blocked > 0:
+		return conditions.Summary{State: conditions.Stalled, Reason: ReasonNonImageChanges,
+			Message: fmt.Sprintf("%d pod(s) the rollout must update carry a revision that differs from the latest in more than images; only images are updated in place: recreate them", blocked)}
+	case st.ReadyPods < st.MatchedPods:
+		return conditions.Summary{State: conditions.Waiting, Reason: ReasonPodsNotReady,
+			Message: fmt.Sprintf("%d of %d pod(s) Ready; %s", st.ReadyPods, st.MatchedPods, updated.Message)}
+	}
+	return conditions.Summary{State: conditions.Ready, Reason: updated.Reason,
+		Message: fmt.Sprintf("%d pod(s) carry the sidecars and are Ready; %s", st.MatchedPods, updated.Message)}
+}
+
+// blockedPods counts the injected pods the rollout must update but cannot
+// in place: selected by updateStrategy.selector, behind the latest revision
+// in more than images, and not kept back by the partition anyway.
+func blockedPods(sc *scope, matched int) int {
+	behind, blocked := 0, 0
+	for _, p := range sc.pods {
+		if !p.injected || p.revisionCurrent || p.pending {
+			continue
+		}
+		behind++
+		if !p.upgradable && p.inScope {
+			blocked++
+		}
+	}
+	if behind <= scaled(sc.set.Spec.UpdateStrategy.Partition, matched, 0) {
+		return 0
+	}
+	return blocked
 }
 
 // rolloutHeld reports whether every injected pod the strategy lets the

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/conditions"
 	"github.com/deckhand-dev/deckhand/internal/rollout"
 )
 
@@ -27,6 +28,27 @@ const (
 	ReasonReplicaFailure           = "ReplicaFailure"
 	ReasonAsExpected               = "AsExpected"
 )
+
+// summarize reaches the verdict of the summary conditions from Available,
+// Progressing and Degraded: a WebServer is Ready when its Deployment is
+// rolled out to the current spec and available and its Service exists;
+// Degraded (a name conflict, a failed apply, a stuck rollout, failing
+// replicas) stalls it; a rollout in progress is Reconciling. Each verdict
+// carries the reason and message of the condition it comes from.
+func summarize(st *deckhandv1alpha1.WebServerStatus) conditions.Summary {
+	available := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionAvailable)
+	progressing := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionProgressing)
+	degraded := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
+	switch {
+	case degraded.Status == metav1.ConditionTrue:
+		return conditions.Summary{State: conditions.Stalled, Reason: degraded.Reason, Message: degraded.Message}
+	case progressing.Status == metav1.ConditionTrue:
+		return conditions.Summary{State: conditions.Reconciling, Reason: progressing.Reason, Message: progressing.Message}
+	case available.Status != metav1.ConditionTrue:
+		return conditions.Summary{State: conditions.Waiting, Reason: available.Reason, Message: available.Message}
+	}
+	return conditions.Summary{State: conditions.Ready, Reason: progressing.Reason, Message: progressing.Message + "; serving " + st.URL}
+}
 
 // observed is what one reconcile found and did; computeStatus turns it into
 // the WebServer's status.
@@ -136,6 +158,7 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	default:
 		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "")
 	}
+	conditions.Set(&st.Conditions, ws.Generation, o.now, summarize(&st))
 	return st
 }
 
