@@ -32,17 +32,17 @@ const (
 	// scale-down: pods with a lower cost are deleted first.
 	PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
-	// PodSetConditionAvailable is True when at least
+	// PodSetAvailableCondition is True when at least
 	// spec.replicas - maxUnavailable pods are available.
-	PodSetConditionAvailable = "Available"
-	// PodSetConditionProgressing reports whether the PodSet is still scaling
+	PodSetAvailableCondition = "Available"
+	// PodSetProgressingCondition reports whether the PodSet is still scaling
 	// or rolling out its template (reason Scaling or Updating) or has
 	// converged (reason Complete).
-	PodSetConditionProgressing = "Progressing"
-	// PodSetConditionReplicaFailure is True when the last sync failed to
+	PodSetProgressingCondition = "Progressing"
+	// PodSetReplicaFailureCondition is True when the last sync failed to
 	// create (reason FailedCreate) or delete (reason FailedDelete) pods. It
 	// is removed on the next sync that succeeds.
-	PodSetConditionReplicaFailure = "ReplicaFailure"
+	PodSetReplicaFailureCondition = "ReplicaFailure"
 )
 
 // PodSetUpdateStrategyType names how a PodSet replaces pods after its

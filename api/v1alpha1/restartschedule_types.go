@@ -69,14 +69,14 @@ const (
 
 // Condition types of a RestartSchedule.
 const (
-	// RestartScheduleReady is True when the schedule is valid and its last
+	// RestartScheduleReadyCondition is True when the schedule is valid and its last
 	// run did not fail. It is the ReadyCondition every kind sets.
-	RestartScheduleReady = ReadyCondition
-	// RestartScheduleSuspended is True while spec.suspend is set.
-	RestartScheduleSuspended = "Suspended"
-	// RestartScheduleInvalidSchedule is True when spec.schedule or
+	RestartScheduleReadyCondition = ReadyCondition
+	// RestartScheduleSuspendedCondition is True while spec.suspend is set.
+	RestartScheduleSuspendedCondition = "Suspended"
+	// RestartScheduleInvalidScheduleCondition is True when spec.schedule or
 	// spec.timeZone cannot be used; the message carries the parser's error.
-	RestartScheduleInvalidSchedule = "InvalidSchedule"
+	RestartScheduleInvalidScheduleCondition = "InvalidSchedule"
 )
 
 // RestartWorkloadReference names a workload in the RestartSchedule's namespace.

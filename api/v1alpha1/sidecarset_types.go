@@ -8,22 +8,22 @@ import (
 
 // Annotations Deckhand writes on the pods a SidecarSet injected.
 const (
-	// AnnotationSidecarSetInjected lists, comma-separated and sorted, the
+	// SidecarSetInjectedAnnotation lists, comma-separated and sorted, the
 	// names of the SidecarSets whose containers were injected into the pod.
-	AnnotationSidecarSetInjected = "apps.deckhand.dev/sidecarsets"
-	// AnnotationSidecarSetHash is a JSON object mapping each injected
+	SidecarSetInjectedAnnotation = "apps.deckhand.dev/sidecarsets"
+	// SidecarSetHashAnnotation is a JSON object mapping each injected
 	// SidecarSet's name to the revision (hash of everything it injects,
 	// images included) the pod carries and the sidecar containers it added.
-	AnnotationSidecarSetHash = "apps.deckhand.dev/sidecarset-hash"
-	// AnnotationSidecarSetHashWithoutImage is a JSON object mapping each
+	SidecarSetHashAnnotation = "apps.deckhand.dev/sidecarset-hash"
+	// SidecarSetHashWithoutImageAnnotation is a JSON object mapping each
 	// injected SidecarSet's name to the hash of everything it injects with
 	// the images left out. Two revisions with equal hashes here differ only
 	// in images, which is what allows an in-place update.
-	AnnotationSidecarSetHashWithoutImage = "apps.deckhand.dev/sidecarset-hash-without-image"
-	// AnnotationSidecarSetSkipInjection on a pod set to "true" makes the
+	SidecarSetHashWithoutImageAnnotation = "apps.deckhand.dev/sidecarset-hash-without-image"
+	// SidecarSetSkipInjectionAnnotation on a pod set to "true" makes the
 	// SidecarSet webhook leave the pod alone. Deckhand sets it on the
 	// synthetic pods it dry-runs to validate a SidecarSet's containers.
-	AnnotationSidecarSetSkipInjection = "apps.deckhand.dev/sidecarset-skip-injection"
+	SidecarSetSkipInjectionAnnotation = "apps.deckhand.dev/sidecarset-skip-injection"
 )
 
 // PodInjectPolicy says where a sidecar goes relative to the pod's own containers.
@@ -213,19 +213,19 @@ type SidecarSetSpec struct {
 
 // SidecarSet condition types.
 const (
-	// SidecarSetConditionPodsInjected is True when every pod the SidecarSet
+	// SidecarSetPodsInjectedCondition is True when every pod the SidecarSet
 	// selects carries its sidecars, False when some do not (they were created
 	// while the webhook was unavailable, while injection was paused, or before
 	// the SidecarSet existed).
-	SidecarSetConditionPodsInjected = "PodsInjected"
-	// SidecarSetConditionPodsUpdated is True when every injected pod runs the
+	SidecarSetPodsInjectedCondition = "PodsInjected"
+	// SidecarSetPodsUpdatedCondition is True when every injected pod runs the
 	// latest revision, False while a rollout is in progress, paused, held by
 	// partition or selector, disabled (NotUpdate), or blocked.
-	SidecarSetConditionPodsUpdated = "PodsUpdated"
-	// SidecarSetConditionInPlaceUpdatable is False when some injected pods
+	SidecarSetPodsUpdatedCondition = "PodsUpdated"
+	// SidecarSetInPlaceUpdatableCondition is False when some injected pods
 	// carry a revision that differs from the latest in more than images:
 	// such changes reach only pods created afterwards.
-	SidecarSetConditionInPlaceUpdatable = "InPlaceUpdatable"
+	SidecarSetInPlaceUpdatableCondition = "InPlaceUpdatable"
 )
 
 // SidecarSetStatus is the observed state of a SidecarSet, computed from the pods it selects.

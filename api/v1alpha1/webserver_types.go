@@ -7,26 +7,26 @@ import (
 
 // Labels, annotations and condition types of the WebServer kind.
 const (
-	// WebServerLabelName is the selector label every WebServer's pods carry,
-	// with the value WebServerLabelNameValue.
-	WebServerLabelName = "app.kubernetes.io/name"
-	// WebServerLabelNameValue is the value of WebServerLabelName.
-	WebServerLabelNameValue = "webserver"
-	// WebServerLabelInstance is the selector label that tells the pods of one
+	// WebServerNameLabel is the selector label every WebServer's pods carry,
+	// with the value WebServerNameLabelValue.
+	WebServerNameLabel = "app.kubernetes.io/name"
+	// WebServerNameLabelValue is the value of WebServerNameLabel.
+	WebServerNameLabelValue = "webserver"
+	// WebServerInstanceLabel is the selector label that tells the pods of one
 	// WebServer from another's; its value is the WebServer's name, which can
 	// never change, so the Deployment's immutable selector never has to.
-	WebServerLabelInstance = "app.kubernetes.io/instance"
+	WebServerInstanceLabel = "app.kubernetes.io/instance"
 
-	// WebServerAnnotationAppliedHash is set on the Deployment and Service a
+	// WebServerAppliedHashAnnotation is set on the Deployment and Service a
 	// WebServer owns: a hash of the configuration Deckhand last applied. It
 	// lets the controller skip applies that would change nothing.
-	WebServerAnnotationAppliedHash = "apps.deckhand.dev/webserver-applied-hash"
-	// WebServerAnnotationOwnsReplicas is set to "true" on a Deployment while
+	WebServerAppliedHashAnnotation = "apps.deckhand.dev/webserver-applied-hash"
+	// WebServerOwnsReplicasAnnotation is set to "true" on a Deployment while
 	// Deckhand owns its spec.replicas (because the WebServer sets
 	// spec.replicas). When the user unsets spec.replicas, Deckhand hands the
 	// field over to WebServerReplicasHandoffManager so that the Deployment
 	// keeps its size instead of falling back to the default of 1.
-	WebServerAnnotationOwnsReplicas = "apps.deckhand.dev/webserver-owns-replicas"
+	WebServerOwnsReplicasAnnotation = "apps.deckhand.dev/webserver-owns-replicas"
 	// WebServerReplicasHandoffManager is the field manager that holds a
 	// Deployment's spec.replicas after Deckhand let go of it. Whoever scales
 	// the Deployment next (kubectl scale, an autoscaler) takes it over.
@@ -38,15 +38,15 @@ const (
 	// WebServerPortName is the name of the container port and Service port.
 	WebServerPortName = "http"
 
-	// WebServerConditionAvailable is True when the Deployment reports
+	// WebServerAvailableCondition is True when the Deployment reports
 	// minimum availability and the Service exists.
-	WebServerConditionAvailable = "Available"
-	// WebServerConditionProgressing is True while a rollout of the
+	WebServerAvailableCondition = "Available"
+	// WebServerProgressingCondition is True while a rollout of the
 	// Deployment is under way.
-	WebServerConditionProgressing = "Progressing"
-	// WebServerConditionDegraded is True when something needs attention: a
+	WebServerProgressingCondition = "Progressing"
+	// WebServerDegradedCondition is True when something needs attention: a
 	// name conflict, a failed apply, a stuck rollout or failing replicas.
-	WebServerConditionDegraded = "Degraded"
+	WebServerDegradedCondition = "Degraded"
 )
 
 // WebServerSpec is the desired state of a WebServer.

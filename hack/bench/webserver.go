@@ -259,7 +259,7 @@ func benchWebServer(ctx context.Context, cfg *config, e *env, r *report) error {
 		}
 		current := 0
 		for _, w := range wl.Items {
-			if w.Status.ObservedGeneration == w.Generation && apimeta.IsStatusConditionTrue(w.Status.Conditions, deckhandv1alpha1.WebServerConditionAvailable) {
+			if w.Status.ObservedGeneration == w.Generation && apimeta.IsStatusConditionTrue(w.Status.Conditions, deckhandv1alpha1.WebServerAvailableCondition) {
 				current++
 			}
 		}

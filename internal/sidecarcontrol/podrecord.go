@@ -44,9 +44,9 @@ type recordEntry struct {
 // ReadPodRecord reads the injection record in a pod's annotations.
 func ReadPodRecord(annotations map[string]string) PodRecord {
 	return PodRecord{
-		names:        annotations[deckhandv1alpha1.AnnotationSidecarSetInjected],
-		hash:         parsedRecords.lookup(annotations[deckhandv1alpha1.AnnotationSidecarSetHash]),
-		withoutImage: parsedRecords.lookup(annotations[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage]),
+		names:        annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation],
+		hash:         parsedRecords.lookup(annotations[deckhandv1alpha1.SidecarSetHashAnnotation]),
+		withoutImage: parsedRecords.lookup(annotations[deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation]),
 	}
 }
 
@@ -130,7 +130,7 @@ func (r PodRecord) Apply(obj metav1.Object) {
 	if a == nil {
 		a = make(map[string]string, 3)
 	}
-	a[deckhandv1alpha1.AnnotationSidecarSetInjected], a[deckhandv1alpha1.AnnotationSidecarSetHash], a[deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage] = r.Values()
+	a[deckhandv1alpha1.SidecarSetInjectedAnnotation], a[deckhandv1alpha1.SidecarSetHashAnnotation], a[deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation] = r.Values()
 	obj.SetAnnotations(a)
 }
 

@@ -12,9 +12,9 @@ import (
 
 func recordAnnotations(injected, hash, withoutImage string) map[string]string {
 	return map[string]string{
-		deckhandv1alpha1.AnnotationSidecarSetInjected:         injected,
-		deckhandv1alpha1.AnnotationSidecarSetHash:             hash,
-		deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage: withoutImage,
+		deckhandv1alpha1.SidecarSetInjectedAnnotation:         injected,
+		deckhandv1alpha1.SidecarSetHashAnnotation:             hash,
+		deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation: withoutImage,
 	}
 }
 
@@ -111,7 +111,7 @@ func TestPodRecordMalformed(t *testing.T) {
 		}
 	}
 	for i := range 3 * recordMemoSize {
-		ReadPodRecord(map[string]string{deckhandv1alpha1.AnnotationSidecarSetHash: fmt.Sprintf(`{"n":{"hash":"%d"}}`, i)})
+		ReadPodRecord(map[string]string{deckhandv1alpha1.SidecarSetHashAnnotation: fmt.Sprintf(`{"n":{"hash":"%d"}}`, i)})
 	}
 	parsedRecords.mu.Lock()
 	size := len(parsedRecords.m)

@@ -74,8 +74,8 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 		if !slices.Contains(names, "log-shipper") || !slices.Contains(names, "app") {
 			t.Errorf("pod %s has containers %v, want app and the injected log-shipper", p.Name, names)
 		}
-		if !strings.Contains(p.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected], ss.Name) {
-			t.Errorf("pod %s lacks the %s annotation naming %s: %v", p.Name, deckhandv1alpha1.AnnotationSidecarSetInjected, ss.Name, p.Annotations)
+		if !strings.Contains(p.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation], ss.Name) {
+			t.Errorf("pod %s lacks the %s annotation naming %s: %v", p.Name, deckhandv1alpha1.SidecarSetInjectedAnnotation, ss.Name, p.Annotations)
 		}
 	}
 	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
@@ -134,7 +134,7 @@ func TestWebServerIsAvailable(t *testing.T) {
 	create(t, ws)
 	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ws), ws)
-		return err == nil && meta.IsStatusConditionTrue(ws.Status.Conditions, deckhandv1alpha1.WebServerConditionAvailable) &&
+		return err == nil && meta.IsStatusConditionTrue(ws.Status.Conditions, deckhandv1alpha1.WebServerAvailableCondition) &&
 			ws.Status.ReadyReplicas == 2 && ws.Status.ObservedGeneration == ws.Generation, err
 	}, "WebServer %s/hello is Available with 2 ready replicas (status: ready %d, %s)", ns, ws.Status.ReadyReplicas, conditionsString(ws.Status.Conditions))
 

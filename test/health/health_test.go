@@ -32,7 +32,7 @@ func object(t *testing.T, kind string, observed int64, s *conditions.Summary, su
 	var conds []metav1.Condition
 	conditions.Set(&conds, observed, time.Unix(100, 0), *s)
 	if suspended {
-		conds = append(conds, metav1.Condition{Type: deckhandv1alpha1.RestartScheduleSuspended, Status: metav1.ConditionTrue, Reason: "Suspended"})
+		conds = append(conds, metav1.Condition{Type: deckhandv1alpha1.RestartScheduleSuspendedCondition, Status: metav1.ConditionTrue, Reason: "Suspended"})
 	}
 	st, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&struct {
 		ObservedGeneration int64              `json:"observedGeneration"`

@@ -316,7 +316,7 @@ func TestWebhookUnavailable(t *testing.T) {
 		st := cur.Status
 		cond := false
 		for _, c := range st.Conditions {
-			if c.Type == deckhandv1alpha1.SidecarSetConditionPodsInjected && c.Status == metav1.ConditionFalse {
+			if c.Type == deckhandv1alpha1.SidecarSetPodsInjectedCondition && c.Status == metav1.ConditionFalse {
 				cond = true
 			}
 		}

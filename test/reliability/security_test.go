@@ -100,7 +100,7 @@ func TestInjectionGrantsNoPrivilege(t *testing.T) {
 			},
 		}
 		if skip {
-			p.Annotations = map[string]string{deckhandv1alpha1.AnnotationSidecarSetSkipInjection: "true"}
+			p.Annotations = map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"}
 		}
 		return p
 	}

@@ -22,7 +22,7 @@ import (
 // Inject injects into pod, in namespace ns, every unpaused SidecarSet of l
 // that selects it, as the pod webhook does.
 func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
-	if pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetSkipInjection] == "true" {
+	if pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" {
 		return
 	}
 	cands, _ := l.Candidates(ns)

@@ -38,10 +38,10 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 
 	// Scaling up: one pod fits, the others are refused.
 	cur := waitPodSetConditions(t, ps, "the quota failure is reported while scaling", func(st *deckhandv1alpha1.PodSetStatus) bool {
-		return st.Replicas == 1 && hasCondition(st, deckhandv1alpha1.PodSetConditionReplicaFailure, podset.ReasonFailedCreate) &&
-			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonScaling)
+		return st.Replicas == 1 && hasCondition(st, deckhandv1alpha1.PodSetReplicaFailureCondition, podset.ReasonFailedCreate) &&
+			hasCondition(st, deckhandv1alpha1.PodSetProgressingCondition, podset.ReasonScaling)
 	})
-	failure := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
+	failure := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition)
 	if failure.Status != metav1.ConditionTrue || !strings.Contains(failure.Message, "exceeded quota") || !strings.Contains(failure.Message, quota.Name) {
 		t.Errorf("ReplicaFailure = %+v, want True with the quota error", failure)
 	}
@@ -51,8 +51,8 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	setQuotaPods(t, quota, "3")
 	cur = waitConverged(t, ps, 3, 2*time.Minute)
 	cur = waitPodSetConditions(t, cur, "ReplicaFailure removed, progress complete", func(st *deckhandv1alpha1.PodSetStatus) bool {
-		return meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
-			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonComplete)
+		return meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition) == nil &&
+			hasCondition(st, deckhandv1alpha1.PodSetProgressingCondition, podset.ReasonComplete)
 	})
 	oldRevision := cur.Status.UpdateRevision
 
@@ -65,13 +65,13 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	}
 	cur = waitPodSetConditions(t, cur, "the quota failure is reported during the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
 		return st.UpdateRevision != oldRevision && st.UpdatedReplicas == 0 &&
-			hasCondition(st, deckhandv1alpha1.PodSetConditionReplicaFailure, podset.ReasonFailedCreate) &&
-			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonUpdating)
+			hasCondition(st, deckhandv1alpha1.PodSetReplicaFailureCondition, podset.ReasonFailedCreate) &&
+			hasCondition(st, deckhandv1alpha1.PodSetProgressingCondition, podset.ReasonUpdating)
 	})
 	if cur.Status.AvailableReplicas != 3 {
 		t.Errorf("availableReplicas = %d while the rollout is stalled, want 3", cur.Status.AvailableReplicas)
 	}
-	if c := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); !strings.Contains(c.Message, "exceeded quota") {
+	if c := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition); !strings.Contains(c.Message, "exceeded quota") {
 		t.Errorf("ReplicaFailure message %q does not carry the quota error", c.Message)
 	}
 
@@ -81,8 +81,8 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	}
 	cur = waitRolledOut(t, cur, 3)
 	waitPodSetConditions(t, cur, "ReplicaFailure removed after the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
-		return meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure) == nil &&
-			hasCondition(st, deckhandv1alpha1.PodSetConditionProgressing, podset.ReasonComplete) &&
+		return meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition) == nil &&
+			hasCondition(st, deckhandv1alpha1.PodSetProgressingCondition, podset.ReasonComplete) &&
 			st.CurrentRevision == st.UpdateRevision
 	})
 }

@@ -54,10 +54,10 @@ func TestScaleUpAndDown(t *testing.T) {
 		if st.UpdateRevision == "" || st.CurrentRevision != st.UpdateRevision {
 			t.Errorf("revisions: current %q update %q", st.CurrentRevision, st.UpdateRevision)
 		}
-		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionAvailable); c == nil || c.Status != metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetAvailableCondition); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("replicas %d: Available condition = %+v", n, c)
 		}
-		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil {
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition); c != nil {
 			t.Errorf("replicas %d: unexpected ReplicaFailure %+v", n, c)
 		}
 		for _, p := range pods {

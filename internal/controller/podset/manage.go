@@ -134,7 +134,7 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 			return nil
 		}
 		s.failure = &metav1.Condition{
-			Type: deckhandv1alpha1.PodSetConditionReplicaFailure, Status: metav1.ConditionTrue,
+			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
 			Reason: ReasonFailedCreate, Message: err.Error(),
 		}
 		return fmt.Errorf("creating pods: %w", err)
@@ -179,7 +179,7 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Po
 	if len(errs) > 0 {
 		err := errors.Join(errs...)
 		s.failure = &metav1.Condition{
-			Type: deckhandv1alpha1.PodSetConditionReplicaFailure, Status: metav1.ConditionTrue,
+			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
 			Reason: ReasonFailedDelete, Message: errs[0].Error(),
 		}
 		return fmt.Errorf("deleting pods: %w", err)

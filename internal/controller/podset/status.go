@@ -109,19 +109,19 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	minAvailable := max(int(replicas)-maxUnavailable, 0)
 	if int(available) >= minAvailable {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetConditionAvailable, Status: metav1.ConditionTrue, LastTransitionTime: transition,
+			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition,
 			Reason:  ReasonMinimumReplicasAvailable,
 			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 		})
 	} else {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetConditionAvailable, Status: metav1.ConditionFalse, LastTransitionTime: transition,
+			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionFalse, LastTransitionTime: transition,
 			Reason:  ReasonMinimumReplicasUnavailable,
 			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 		})
 	}
 
-	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetConditionProgressing, Status: metav1.ConditionTrue, LastTransitionTime: transition}
+	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetProgressingCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition}
 	onDelete := ps.Spec.UpdateStrategy.Type == deckhandv1alpha1.OnDeletePodSetStrategyType
 	partition := int32(0)
 	if ps.Spec.UpdateStrategy.Partition != nil {
@@ -153,7 +153,7 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 		meta.SetStatusCondition(&st.Conditions, failure)
 	} else if s.synced {
 		// A sync that acted without failing clears an earlier failure.
-		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure)
+		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition)
 	}
 	conditions.Set(&st.Conditions, ps.Generation, now, summarize(&st, replicas, progressing, !onDelete && oldCount > partition))
 	return st, requeue
@@ -168,7 +168,7 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 // replacing is true while pods on old revisions remain that the strategy
 // replaces itself.
 func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing metav1.Condition, replacing bool) conditions.Summary {
-	if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetConditionReplicaFailure); c != nil && c.Status == metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition); c != nil && c.Status == metav1.ConditionTrue {
 		return conditions.Summary{State: conditions.Stalled, Reason: ReasonReplicaFailure, Message: c.Reason + ": " + c.Message}
 	}
 	switch {

@@ -292,7 +292,7 @@ func (r *AnnotationReconciler) generate(obj client.Object, kind, value string, l
 			Name:      generatedName(obj.GetName(), kind),
 			Namespace: obj.GetNamespace(),
 			Labels: map[string]string{
-				deckhandv1alpha1.LabelManagedBy:                deckhandv1alpha1.ManagedByValue,
+				deckhandv1alpha1.ManagedByLabel:                deckhandv1alpha1.ManagedByValue,
 				deckhandv1alpha1.RestartScheduleGeneratedLabel: "true",
 			},
 			// Controller owner reference: the garbage collector deletes the

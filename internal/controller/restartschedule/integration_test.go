@@ -280,7 +280,7 @@ func TestIntegrationGeneratedUnderOldNameIsReplaced(t *testing.T) {
 	create(t, &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api",
 			Labels: map[string]string{
-				deckhandv1alpha1.LabelManagedBy:                deckhandv1alpha1.ManagedByValue,
+				deckhandv1alpha1.ManagedByLabel:                deckhandv1alpha1.ManagedByValue,
 				deckhandv1alpha1.RestartScheduleGeneratedLabel: "true",
 			},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "api", UID: dep.UID, Controller: ptr.To(true)}},

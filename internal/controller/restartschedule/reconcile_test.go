@@ -424,7 +424,7 @@ func TestUnitRolloutFailures(t *testing.T) {
 			if !hasEvent(h.drainEvents(), "Warning RestartFailed") {
 				t.Fatalf("no Warning event")
 			}
-			if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleReady); c == nil || c.Status != metav1.ConditionFalse {
+			if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleReadyCondition); c == nil || c.Status != metav1.ConditionFalse {
 				t.Fatalf("Ready %+v", c)
 			}
 		})
@@ -509,7 +509,7 @@ func TestUnitInvalidSchedule(t *testing.T) {
 	h := newHarness(t, "2026-01-01T11:00:01Z", schedule("s", "0 0 31 2 *", "2026-01-01T10:30:00Z"), deployment("web", nil))
 	h.reconcile("s")
 	st := h.rs("s").Status
-	c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidSchedule)
+	c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidScheduleCondition)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "never fires") {
 		t.Fatalf("InvalidSchedule %+v", c)
 	}

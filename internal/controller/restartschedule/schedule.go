@@ -64,7 +64,7 @@ func (r *Reconciler) observeSchedule(_ context.Context, s *scope) (ctrl.Result, 
 		st.HandledThrough = &now
 	}
 	st.ObservedSchedule = key
-	wasSuspended := meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleSuspended)
+	wasSuspended := meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleSuspendedCondition)
 	if wasSuspended && !s.rs.Spec.Suspend {
 		if st.HandledThrough == nil || st.HandledThrough.Time.Before(now.Time) {
 			// Resumed: slots that passed while suspended are not run.

@@ -70,20 +70,20 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 	}
 
 	if rs.Spec.Suspend {
-		set(deckhandv1alpha1.RestartScheduleSuspended, metav1.ConditionTrue, ReasonSuspended, "spec.suspend is set: no new run starts")
+		set(deckhandv1alpha1.RestartScheduleSuspendedCondition, metav1.ConditionTrue, ReasonSuspended, "spec.suspend is set: no new run starts")
 	} else {
-		set(deckhandv1alpha1.RestartScheduleSuspended, metav1.ConditionFalse, ReasonNotSuspended, "")
+		set(deckhandv1alpha1.RestartScheduleSuspendedCondition, metav1.ConditionFalse, ReasonNotSuspended, "")
 	}
 	if s.sched == nil {
-		if !meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidSchedule) {
+		if !meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidScheduleCondition) {
 			s.event(nil, corev1.EventTypeWarning, s.invalidReason, "Schedule", "%s", s.invalidMsg)
 		}
-		set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionTrue, s.invalidReason, s.invalidMsg)
+		set(deckhandv1alpha1.RestartScheduleInvalidScheduleCondition, metav1.ConditionTrue, s.invalidReason, s.invalidMsg)
 		// Only a new spec can fix the schedule: stalled until then.
 		conditions.Set(&st.Conditions, gen, s.now, conditions.Summary{State: conditions.Stalled, Reason: s.invalidReason, Message: s.invalidMsg})
 		return res, nil
 	}
-	set(deckhandv1alpha1.RestartScheduleInvalidSchedule, metav1.ConditionFalse, ReasonScheduleValid, "")
+	set(deckhandv1alpha1.RestartScheduleInvalidScheduleCondition, metav1.ConditionFalse, ReasonScheduleValid, "")
 	// A failed or missed run leaves the schedule not Ready but not stalled:
 	// the next scheduled run may well succeed. A run in progress is not
 	// Reconciling: the restarted workloads roll out, not the RestartSchedule.

@@ -47,7 +47,7 @@ func suspendMidRun(t *testing.T, ns string, startingDeadlineSeconds int64) strin
 	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		rs, err := getRS(ctx, ns, "s")
 		return err == nil && rs.Status.ObservedGeneration == rs.Generation &&
-			meta.IsStatusConditionTrue(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleSuspended), err
+			meta.IsStatusConditionTrue(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleSuspendedCondition), err
 	}, "the controller observes the suspension")
 	if v := getDeploy(t, ns, "b").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; v != "" {
 		t.Fatalf("precondition: Deployment b was restarted (%q) before the suspension took effect", v)

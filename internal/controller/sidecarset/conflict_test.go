@@ -37,7 +37,7 @@ func TestContainerNameConflict(t *testing.T) {
 	if got := names(clash.Spec.Containers); fmt.Sprint(got) != "[app]" || containerImage(clash, "app") != "app:1" {
 		t.Fatalf("the clashing pod got containers %v (app image %s), want only its own app:1", got, containerImage(clash, "app"))
 	}
-	if sidecarcontrol.ReadPodRecord(clash.Annotations).Has(name) || clash.Annotations[deckhandv1alpha1.AnnotationSidecarSetHash] != "" {
+	if sidecarcontrol.ReadPodRecord(clash.Annotations).Has(name) || clash.Annotations[deckhandv1alpha1.SidecarSetHashAnnotation] != "" {
 		t.Fatalf("the clashing pod records the SidecarSet: %v", clash.Annotations)
 	}
 
@@ -53,12 +53,12 @@ func TestContainerNameConflict(t *testing.T) {
 	}
 
 	st := waitStatus(t, name, 60*time.Second, "1 pod matched and updated, 1 not injected for the clash", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsInjected)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
 		st := s.Status
 		return st.MatchedPods == 1 && st.UpdatedPods == 1 && st.UpdatedReadyPods == 1 && st.NotInjectedPods == 1 &&
 			c != nil && c.Status == metav1.ConditionFalse && c.Reason == "ContainerNameConflict"
 	})
-	msg := condition(st, deckhandv1alpha1.SidecarSetConditionPodsInjected).Message
+	msg := condition(st, deckhandv1alpha1.SidecarSetPodsInjectedCondition).Message
 	if !strings.Contains(msg, `"app"`) || !strings.Contains(msg, ns+"/clash") {
 		t.Errorf("PodsInjected message does not name the container and the pod: %s", msg)
 	}
@@ -68,7 +68,7 @@ func TestContainerNameConflict(t *testing.T) {
 	// only; the app's own container keeps its image.
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[1].Image = "sidecar-app:2" })
 	waitStatus(t, name, 90*time.Second, "the injected pod updated, the clashing one still not injected", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		st := s.Status
 		return st.MatchedPods == 1 && st.UpdatedPods == 1 && st.UpdatedReadyPods == 1 && st.NotInjectedPods == 1 &&
 			st.NotUpdatablePods == 0 && c != nil && c.Status == metav1.ConditionTrue

@@ -53,7 +53,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 	})
 	newRevision, _ := sidecarcontrol.Hashes(&s.Spec)
 	final := waitStatus(t, name, 90*time.Second, "both pods updated in place", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.LatestRevision == newRevision && s.Status.UpdatedPods == s.Status.MatchedPods &&
 			c != nil && c.Status == metav1.ConditionTrue
 	})

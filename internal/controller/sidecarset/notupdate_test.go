@@ -35,7 +35,7 @@ func TestNotUpdate(t *testing.T) {
 	s = updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "proxy:2" })
 	newRevision, _ := sidecarcontrol.Hashes(&s.Spec)
 	waitStatus(t, name, 30*time.Second, "the new revision reported with no pod updated", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.LatestRevision == newRevision && s.Status.MatchedPods == 2 && s.Status.UpdatedPods == 0 &&
 			c != nil && c.Reason == "NotUpdate"
 	})
@@ -60,7 +60,7 @@ func TestNotUpdate(t *testing.T) {
 	if after.Status.UpdatedPods != 1 {
 		t.Errorf("updatedPods = %d, want 1 (only the new pod): %s", after.Status.UpdatedPods, statusOf(&after))
 	}
-	if c := condition(after, deckhandv1alpha1.SidecarSetConditionPodsUpdated); c == nil || c.Reason != "NotUpdate" {
+	if c := condition(after, deckhandv1alpha1.SidecarSetPodsUpdatedCondition); c == nil || c.Reason != "NotUpdate" {
 		t.Errorf("PodsUpdated = %+v, want reason NotUpdate", c)
 	}
 

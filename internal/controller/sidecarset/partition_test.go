@@ -61,10 +61,10 @@ func checkPartition(t *testing.T, name, ns string, total, kept int32, oldRevisio
 	// a moment on the way. AllPodsUpdated ends the wait too: a partition
 	// that rounded to 0 lets every pod through.
 	held := waitStatus(t, name, 90*time.Second, "the rollout stopped", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return c != nil && (c.Reason == "UpdateHeld" || c.Status == metav1.ConditionTrue)
 	})
-	if c := condition(held, deckhandv1alpha1.SidecarSetConditionPodsUpdated); c.Reason != "UpdateHeld" ||
+	if c := condition(held, deckhandv1alpha1.SidecarSetPodsUpdatedCondition); c.Reason != "UpdateHeld" ||
 		held.Status.MatchedPods != total || held.Status.UpdatedPods != total-kept || held.Status.UpdatedReadyPods != total-kept {
 		t.Fatalf("rollout stopped with %s; want UpdateHeld with %d pods updated and ready, %d kept", statusOf(&held), total-kept, kept)
 	}

@@ -122,7 +122,7 @@ func TestRollingUpdate(t *testing.T) {
 		s.Spec.Containers[0].Image = "proxy:2"
 	})
 	paused := waitStatus(t, name, 30*time.Second, "the paused rollout is reported", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return c != nil && c.Reason == "UpdatePaused" && s.Status.UpdatedPods == 0
 	})
 	hash, _ := sidecarcontrol.Hashes(&paused.Spec)
@@ -139,7 +139,7 @@ func TestRollingUpdate(t *testing.T) {
 	// Unpaused with partition 5: 15 pods move, 5 stay.
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
 	held := waitStatus(t, name, 3*time.Minute, "15 pods updated, held by partition", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.UpdatedPods == 15 && s.Status.UpdatedReadyPods == 15 && c != nil && c.Reason == "UpdateHeld"
 	})
 	if held.Status.MatchedPods != n {
@@ -159,7 +159,7 @@ func TestRollingUpdate(t *testing.T) {
 	// Partition 0: the rest follow.
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(0)) })
 	final := waitStatus(t, name, 2*time.Minute, "all 20 pods updated", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.UpdatedPods == n && c != nil && c.Status == metav1.ConditionTrue
 	})
 	st := final.Status

@@ -92,33 +92,33 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 			msg += fmt.Sprintf("; the other %d were created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed: recreate them to inject them", others)
 		}
 		set(metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: ReasonContainerNameConflict, ObservedGeneration: gen,
+			Type: deckhandv1alpha1.SidecarSetPodsInjectedCondition, Status: metav1.ConditionFalse, Reason: ReasonContainerNameConflict, ObservedGeneration: gen,
 			Message: msg,
 		})
 	case st.NotInjectedPods > 0:
 		set(metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionFalse, Reason: ReasonPodsNotInjected, ObservedGeneration: gen,
+			Type: deckhandv1alpha1.SidecarSetPodsInjectedCondition, Status: metav1.ConditionFalse, Reason: ReasonPodsNotInjected, ObservedGeneration: gen,
 			Message: fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars (created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed); recreate them to inject them", st.NotInjectedPods),
 		})
 	default:
 		set(metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionPodsInjected, Status: metav1.ConditionTrue, Reason: ReasonAllPodsInjected, ObservedGeneration: gen,
+			Type: deckhandv1alpha1.SidecarSetPodsInjectedCondition, Status: metav1.ConditionTrue, Reason: ReasonAllPodsInjected, ObservedGeneration: gen,
 			Message: "every pod the SidecarSet selects carries its sidecars",
 		})
 	}
 	if st.NotUpdatablePods > 0 {
 		set(metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionFalse, Reason: ReasonNonImageChanges, ObservedGeneration: gen,
+			Type: deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition, Status: metav1.ConditionFalse, Reason: ReasonNonImageChanges, ObservedGeneration: gen,
 			Message: fmt.Sprintf("%d pod(s) carry a revision that differs from the latest in more than images; only images are updated in place, so these pods get the change only when they are recreated", st.NotUpdatablePods),
 		})
 	} else {
 		set(metav1.Condition{
-			Type: deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable, Status: metav1.ConditionTrue, Reason: ReasonImageOnlyChanges, ObservedGeneration: gen,
+			Type: deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition, Status: metav1.ConditionTrue, Reason: ReasonImageOnlyChanges, ObservedGeneration: gen,
 			Message: "every injected pod can reach the latest revision in place",
 		})
 	}
 	us := s.Spec.UpdateStrategy
-	cond := metav1.Condition{Type: deckhandv1alpha1.SidecarSetConditionPodsUpdated, ObservedGeneration: gen, Status: metav1.ConditionFalse}
+	cond := metav1.Condition{Type: deckhandv1alpha1.SidecarSetPodsUpdatedCondition, ObservedGeneration: gen, Status: metav1.ConditionFalse}
 	progress := fmt.Sprintf("%d of %d pod(s) updated", st.UpdatedPods, st.MatchedPods)
 	switch {
 	case st.UpdatedPods == st.MatchedPods:
@@ -146,8 +146,8 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 // are) and is Ready. blocked is the number of pods the rollout must update
 // but cannot in place.
 func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int) conditions.Summary {
-	injected := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetConditionPodsInjected)
-	updated := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+	injected := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
+	updated := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 	switch {
 	case injected.Status == metav1.ConditionFalse:
 		// Only recreating the pods injects them: nothing Deckhand can do.
@@ -237,7 +237,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) error 
 
 // announce emits an event when a condition changes status or reason.
 func (r *Reconciler) announce(s *deckhandv1alpha1.SidecarSet, st *deckhandv1alpha1.SidecarSetStatus) {
-	for _, t := range []string{deckhandv1alpha1.SidecarSetConditionPodsInjected, deckhandv1alpha1.SidecarSetConditionPodsUpdated, deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable} {
+	for _, t := range []string{deckhandv1alpha1.SidecarSetPodsInjectedCondition, deckhandv1alpha1.SidecarSetPodsUpdatedCondition, deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition} {
 		now := meta.FindStatusCondition(st.Conditions, t)
 		before := meta.FindStatusCondition(s.Status.Conditions, t)
 		if now == nil || (before != nil && before.Status == now.Status && before.Reason == now.Reason) {

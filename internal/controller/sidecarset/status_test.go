@@ -25,7 +25,7 @@ func TestNotInjectedPods(t *testing.T) {
 	name := "missed-" + ns
 	createSidecarSet(t, newSidecarSet(name, ns, "missed", "proxy:1"))
 	waitStatus(t, name, 30*time.Second, "an empty SidecarSet reports everything injected", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsInjected)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
 		return c != nil && c.Status == metav1.ConditionTrue
 	})
 
@@ -48,10 +48,10 @@ func TestNotInjectedPods(t *testing.T) {
 	restarted = true
 
 	s := waitStatus(t, name, 60*time.Second, "3 pods reported not injected", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsInjected)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
 		return s.Status.NotInjectedPods == 3 && s.Status.MatchedPods == 0 && c != nil && c.Status == metav1.ConditionFalse && c.Reason == "PodsNotInjected"
 	})
-	t.Logf("condition: %s", condition(s, deckhandv1alpha1.SidecarSetConditionPodsInjected).Message)
+	t.Logf("condition: %s", condition(s, deckhandv1alpha1.SidecarSetPodsInjectedCondition).Message)
 
 	// A pod created now is injected and matched.
 	p := newPod(ns, "injected", map[string]string{"app": "missed"})
@@ -73,7 +73,7 @@ func TestNotInjectedPods(t *testing.T) {
 		}
 	}
 	waitStatus(t, name, 60*time.Second, "no pod left uninjected", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsInjected)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
 		return s.Status.NotInjectedPods == 0 && c != nil && c.Status == metav1.ConditionTrue
 	})
 }
@@ -142,7 +142,7 @@ func TestNonImageChangesAndUpdateSelector(t *testing.T) {
 		s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
 	})
 	waitStatus(t, name, 60*time.Second, "the 2 canary pods updated, the rest held", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionPodsUpdated)
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.UpdatedPods == 2 && c != nil && c.Reason == "UpdateHeld"
 	})
 	pods, _ := listPods(ctxT(t), ns)
@@ -162,10 +162,10 @@ func TestNonImageChangesAndUpdateSelector(t *testing.T) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
 	})
 	s := waitStatus(t, name, 60*time.Second, "the non-image change is reported", func(s *deckhandv1alpha1.SidecarSet) bool {
-		c := condition(s, deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable)
+		c := condition(s, deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition)
 		return s.Status.NotUpdatablePods == 4 && s.Status.UpdatedPods == 0 && c != nil && c.Status == metav1.ConditionFalse && c.Reason == "NonImageChanges"
 	})
-	t.Logf("InPlaceUpdatable: %s", condition(s, deckhandv1alpha1.SidecarSetConditionInPlaceUpdatable).Message)
+	t.Logf("InPlaceUpdatable: %s", condition(s, deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition).Message)
 	pods, _ = listPods(ctxT(t), ns)
 	for i := range pods {
 		for _, c := range pods[i].Spec.Containers {

@@ -21,15 +21,15 @@ import (
 // selector never has to change either.
 func selectorLabels(name string) map[string]string {
 	return map[string]string{
-		deckhandv1alpha1.WebServerLabelName:     deckhandv1alpha1.WebServerLabelNameValue,
-		deckhandv1alpha1.WebServerLabelInstance: name,
+		deckhandv1alpha1.WebServerNameLabel:     deckhandv1alpha1.WebServerNameLabelValue,
+		deckhandv1alpha1.WebServerInstanceLabel: name,
 	}
 }
 
 // objectLabels are the labels of the Deployment, the Service and the pods.
 func objectLabels(name string) map[string]string {
 	l := selectorLabels(name)
-	l[deckhandv1alpha1.LabelManagedBy] = deckhandv1alpha1.ManagedByValue
+	l[deckhandv1alpha1.ManagedByLabel] = deckhandv1alpha1.ManagedByValue
 	return l
 }
 
@@ -118,13 +118,13 @@ func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentAppl
 		WithOwnerReferences(ownerReference(ws)).
 		WithSpec(spec)
 	if ws.Spec.Replicas != nil {
-		d.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAnnotationOwnsReplicas: "true"})
+		d.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerOwnsReplicasAnnotation: "true"})
 	}
 	h, err := hashOf(d)
 	if err != nil {
 		return nil, err
 	}
-	d.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAnnotationAppliedHash: h})
+	d.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAppliedHashAnnotation: h})
 	return d, nil
 }
 
@@ -153,7 +153,7 @@ func desiredService(ws *deckhandv1alpha1.WebServer) (*corev1ac.ServiceApplyConfi
 	if err != nil {
 		return nil, err
 	}
-	s.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAnnotationAppliedHash: h})
+	s.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAppliedHashAnnotation: h})
 	return s, nil
 }
 

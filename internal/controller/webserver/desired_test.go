@@ -82,7 +82,7 @@ func TestDesiredDeployment(t *testing.T) {
 	if got := ptr.Deref(d.Spec.Replicas, -1); got != 2 {
 		t.Errorf("replicas = %d, want 2", got)
 	}
-	if d.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] != "true" || d.Annotations[deckhandv1alpha1.WebServerAnnotationAppliedHash] == "" {
+	if d.Annotations[deckhandv1alpha1.WebServerOwnsReplicasAnnotation] != "true" || d.Annotations[deckhandv1alpha1.WebServerAppliedHashAnnotation] == "" {
 		t.Errorf("annotations = %v", d.Annotations)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
@@ -100,7 +100,7 @@ func TestDesiredDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ac.Spec.Replicas != nil || ac.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] != "" {
+	if ac.Spec.Replicas != nil || ac.Annotations[deckhandv1alpha1.WebServerOwnsReplicasAnnotation] != "" {
 		t.Errorf("unset replicas: apply configuration has replicas %v, annotations %v", ac.Spec.Replicas, ac.Annotations)
 	}
 
@@ -142,7 +142,7 @@ func TestUpToDate(t *testing.T) {
 		"scaled by someone, replicas unset": {edit: func(ws *deckhandv1alpha1.WebServer, l *appsv1.Deployment) {
 			ws.Spec.Replicas = nil
 			l.Spec.Replicas = ptr.To[int32](9)
-			delete(l.Annotations, deckhandv1alpha1.WebServerAnnotationOwnsReplicas)
+			delete(l.Annotations, deckhandv1alpha1.WebServerOwnsReplicasAnnotation)
 			setHash(t, ws, l)
 		}, want: true},
 		"scaled by someone, replicas set": {edit: func(_ *deckhandv1alpha1.WebServer, l *appsv1.Deployment) { l.Spec.Replicas = ptr.To[int32](9) }, want: false},
@@ -187,7 +187,7 @@ func setHash(t *testing.T, ws *deckhandv1alpha1.WebServer, live *appsv1.Deployme
 	if err != nil {
 		t.Fatal(err)
 	}
-	live.Annotations[deckhandv1alpha1.WebServerAnnotationAppliedHash] = ac.Annotations[deckhandv1alpha1.WebServerAnnotationAppliedHash]
+	live.Annotations[deckhandv1alpha1.WebServerAppliedHashAnnotation] = ac.Annotations[deckhandv1alpha1.WebServerAppliedHashAnnotation]
 }
 
 func TestContains(t *testing.T) {

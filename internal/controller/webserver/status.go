@@ -36,9 +36,9 @@ const (
 // replicas) stalls it; a rollout in progress is Reconciling. Each verdict
 // carries the reason and message of the condition it comes from.
 func summarize(st *deckhandv1alpha1.WebServerStatus) conditions.Summary {
-	available := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionAvailable)
-	progressing := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionProgressing)
-	degraded := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
+	available := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerAvailableCondition)
+	progressing := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerProgressingCondition)
+	degraded := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerDegradedCondition)
 	switch {
 	case degraded.Status == metav1.ConditionTrue:
 		return conditions.Summary{State: conditions.Stalled, Reason: degraded.Reason, Message: degraded.Message}
@@ -103,22 +103,22 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	// Available
 	switch d := o.deployment; {
 	case conflictMsg != "" && d == nil:
-		set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, ReasonNameConflict, conflictMsg)
+		set(deckhandv1alpha1.WebServerAvailableCondition, metav1.ConditionFalse, ReasonNameConflict, conflictMsg)
 	case d == nil:
-		set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, ReasonDeploymentPending, "the Deployment does not exist yet")
+		set(deckhandv1alpha1.WebServerAvailableCondition, metav1.ConditionFalse, ReasonDeploymentPending, "the Deployment does not exist yet")
 	default:
 		c := deploymentCondition(d, appsv1.DeploymentAvailable)
 		switch {
 		case c == nil:
-			set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, ReasonDeploymentPending, "the Deployment reports no availability yet")
+			set(deckhandv1alpha1.WebServerAvailableCondition, metav1.ConditionFalse, ReasonDeploymentPending, "the Deployment reports no availability yet")
 		case c.Status == corev1.ConditionTrue && o.service == nil:
 			reason, msg := ReasonServicePending, "the Service does not exist yet"
 			if conflictMsg != "" {
 				reason, msg = ReasonNameConflict, conflictMsg
 			}
-			set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionFalse, reason, msg)
+			set(deckhandv1alpha1.WebServerAvailableCondition, metav1.ConditionFalse, reason, msg)
 		default:
-			set(deckhandv1alpha1.WebServerConditionAvailable, metav1.ConditionStatus(c.Status), c.Reason,
+			set(deckhandv1alpha1.WebServerAvailableCondition, metav1.ConditionStatus(c.Status), c.Reason,
 				fmt.Sprintf("%d/%d replicas available: %s", d.Status.AvailableReplicas, desiredReplicas(d), c.Message))
 		}
 	}
@@ -126,16 +126,16 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	// Progressing
 	switch d := o.deployment; {
 	case d == nil && conflictMsg != "":
-		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonNameConflict, conflictMsg)
+		set(deckhandv1alpha1.WebServerProgressingCondition, metav1.ConditionFalse, ReasonNameConflict, conflictMsg)
 	case d == nil:
-		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionTrue, ReasonDeploymentPending, "creating the Deployment")
+		set(deckhandv1alpha1.WebServerProgressingCondition, metav1.ConditionTrue, ReasonDeploymentPending, "creating the Deployment")
 	case deadlineExceeded(d) != nil:
-		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonProgressDeadlineExceeded, deadlineExceeded(d).Message)
+		set(deckhandv1alpha1.WebServerProgressingCondition, metav1.ConditionFalse, ReasonProgressDeadlineExceeded, deadlineExceeded(d).Message)
 	case rollout.IsComplete(d):
-		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionFalse, ReasonRolloutComplete,
+		set(deckhandv1alpha1.WebServerProgressingCondition, metav1.ConditionFalse, ReasonRolloutComplete,
 			fmt.Sprintf("%d/%d replicas updated and available", d.Status.AvailableReplicas, desiredReplicas(d)))
 	default:
-		set(deckhandv1alpha1.WebServerConditionProgressing, metav1.ConditionTrue, ReasonRollingOut,
+		set(deckhandv1alpha1.WebServerProgressingCondition, metav1.ConditionTrue, ReasonRollingOut,
 			fmt.Sprintf("%d/%d replicas updated, %d available", d.Status.UpdatedReplicas, desiredReplicas(d), d.Status.AvailableReplicas))
 	}
 
@@ -148,15 +148,15 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	}
 	switch {
 	case conflictMsg != "":
-		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonNameConflict, conflictMsg)
+		set(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionTrue, ReasonNameConflict, conflictMsg)
 	case len(o.applyErrs) > 0:
-		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonApplyFailed, strings.Join(o.applyErrs, "; "))
+		set(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionTrue, ReasonApplyFailed, strings.Join(o.applyErrs, "; "))
 	case o.deployment != nil && deadlineExceeded(o.deployment) != nil:
-		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonProgressDeadlineExceeded, deadlineExceeded(o.deployment).Message)
+		set(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionTrue, ReasonProgressDeadlineExceeded, deadlineExceeded(o.deployment).Message)
 	case rf != nil:
-		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionTrue, ReasonReplicaFailure, rf.Message)
+		set(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionTrue, ReasonReplicaFailure, rf.Message)
 	default:
-		set(deckhandv1alpha1.WebServerConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "")
+		set(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionFalse, ReasonAsExpected, "")
 	}
 	conditions.Set(&st.Conditions, ws.Generation, o.now, summarize(&st))
 	return st

@@ -87,9 +87,9 @@ func TestComputeStatus(t *testing.T) {
 				t   string
 				out *string
 			}{
-				{deckhandv1alpha1.WebServerConditionAvailable, &got.available},
-				{deckhandv1alpha1.WebServerConditionProgressing, &got.progressing},
-				{deckhandv1alpha1.WebServerConditionDegraded, &got.degraded},
+				{deckhandv1alpha1.WebServerAvailableCondition, &got.available},
+				{deckhandv1alpha1.WebServerProgressingCondition, &got.progressing},
+				{deckhandv1alpha1.WebServerDegradedCondition, &got.degraded},
 			} {
 				if cd := meta.FindStatusCondition(st.Conditions, c.t); cd != nil {
 					*c.out = string(cd.Status) + "/" + cd.Reason
@@ -112,7 +112,7 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("url = %q with service %v", st.URL, tc.o.service != nil)
 			}
 			if len(tc.o.conflicts) > 0 {
-				if d := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionDegraded); !strings.Contains(d.Message, tc.o.conflicts[0]) {
+				if d := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerDegradedCondition); !strings.Contains(d.Message, tc.o.conflicts[0]) {
 					t.Errorf("Degraded message %q does not name the conflict", d.Message)
 				}
 			}

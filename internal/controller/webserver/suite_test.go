@@ -152,7 +152,7 @@ func isCondition(ws *deckhandv1alpha1.WebServer, t string, s metav1.ConditionSta
 func readyPods(ctx context.Context, ns, name string, image string) (int, error) {
 	pods := &corev1.PodList{}
 	if err := env.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{
-		deckhandv1alpha1.WebServerLabelName: deckhandv1alpha1.WebServerLabelNameValue, deckhandv1alpha1.WebServerLabelInstance: name,
+		deckhandv1alpha1.WebServerNameLabel: deckhandv1alpha1.WebServerNameLabelValue, deckhandv1alpha1.WebServerInstanceLabel: name,
 	}); err != nil {
 		return 0, err
 	}

@@ -131,7 +131,7 @@ func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Re
 	ws := s.ws
 	return ctrl.Result{}, reconcileChild(ctx, r, s, "Deployment", &appsv1.Deployment{}, &appsv1.Deployment{}, &s.observed.deployment,
 		desiredDeployment, func(live *appsv1.Deployment, exists bool) error {
-			if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas] == "true" {
+			if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerOwnsReplicasAnnotation] == "true" {
 				return r.releaseReplicas(ctx, ws, live)
 			}
 			return nil
@@ -254,7 +254,7 @@ func (r *Reconciler) apply(ctx context.Context, s *scope, kind string, exists bo
 	case applied.GetResourceVersion() != live.GetResourceVersion():
 		appliesTotal.WithLabelValues(kind, "updated").Inc()
 		what := "applied the WebServer's spec"
-		if live.GetAnnotations()[deckhandv1alpha1.WebServerAnnotationAppliedHash] == applied.GetAnnotations()[deckhandv1alpha1.WebServerAnnotationAppliedHash] {
+		if live.GetAnnotations()[deckhandv1alpha1.WebServerAppliedHashAnnotation] == applied.GetAnnotations()[deckhandv1alpha1.WebServerAppliedHashAnnotation] {
 			what = "restored fields Deckhand owns that were changed by hand"
 		}
 		logger.Info("updated", "kind", kind, "reason", what)
@@ -279,8 +279,8 @@ func (r *Reconciler) applyFailed(s *scope, kind string, err error) error {
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ws := s.ws
 	st := computeStatus(ws, s.observed)
-	before := meta.FindStatusCondition(ws.Status.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
-	after := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerConditionDegraded)
+	before := meta.FindStatusCondition(ws.Status.Conditions, deckhandv1alpha1.WebServerDegradedCondition)
+	after := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.WebServerDegradedCondition)
 	if after != nil && after.Reason == ReasonNameConflict && (before == nil || before.Reason != ReasonNameConflict || before.Message != after.Message) {
 		r.Recorder.Eventf(ws, nil, corev1.EventTypeWarning, ReasonNameConflict, "Reconcile", "%s", after.Message)
 	}

@@ -371,7 +371,7 @@ func TestScaleWithReplicasSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := waitDeployment(t, ns, "fixed", "replicas released", func(d *appsv1.Deployment) bool {
-		_, owned := d.Annotations[deckhandv1alpha1.WebServerAnnotationOwnsReplicas]
+		_, owned := d.Annotations[deckhandv1alpha1.WebServerOwnsReplicasAnnotation]
 		return !owned
 	})
 	if r := ptr.Deref(d.Spec.Replicas, 0); r != 2 {

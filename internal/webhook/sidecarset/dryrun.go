@@ -55,7 +55,7 @@ func SyntheticPod(s *deckhandv1alpha1.SidecarSet, ns string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "sidecarset-validation-",
 			Namespace:    ns,
-			Annotations:  map[string]string{deckhandv1alpha1.AnnotationSidecarSetSkipInjection: "true"},
+			Annotations:  map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"},
 		},
 		Spec: corev1.PodSpec{ImagePullSecrets: s.Spec.ImagePullSecrets},
 	}

@@ -24,7 +24,7 @@ type injection struct {
 // patch.
 func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection, error) {
 	var res injection
-	if pod.Annotations[deckhandv1alpha1.AnnotationSidecarSetSkipInjection] == "true" {
+	if pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" {
 		return res, nil
 	}
 	sets, err := selectSidecarSets(l, ns, pod)
@@ -158,8 +158,8 @@ func (p *planner) updateRecord(name string, c *sidecarcontrol.Compiled, added bo
 func (p *planner) writeRecord() {
 	injected, hash, withoutImage := p.record.Values()
 	p.additions.Annotations = append(p.additions.Annotations,
-		podjson.Annotation{Key: deckhandv1alpha1.AnnotationSidecarSetInjected, Value: injected},
-		podjson.Annotation{Key: deckhandv1alpha1.AnnotationSidecarSetHash, Value: hash},
-		podjson.Annotation{Key: deckhandv1alpha1.AnnotationSidecarSetHashWithoutImage, Value: withoutImage},
+		podjson.Annotation{Key: deckhandv1alpha1.SidecarSetInjectedAnnotation, Value: injected},
+		podjson.Annotation{Key: deckhandv1alpha1.SidecarSetHashAnnotation, Value: hash},
+		podjson.Annotation{Key: deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation, Value: withoutImage},
 	)
 }

@@ -57,7 +57,7 @@ func TestInjectionOrderAndInitContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	hash, withoutImage := sidecarcontrol.Hashes(&stored.Spec)
-	if got := p.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]; got != s.Name {
+	if got := p.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation]; got != s.Name {
 		t.Errorf("injected annotation = %q, want %q", got, s.Name)
 	}
 	rec := sidecarcontrol.ReadPodRecord(p.Annotations)
@@ -70,7 +70,7 @@ func TestInjectionOrderAndInitContainers(t *testing.T) {
 
 	// A pod the selector does not match is left alone.
 	other := createPod(t, newPod(ns, "db-0", map[string]string{"app": "db"}, "db"))
-	if got := names(other.Spec.Containers); !reflect.DeepEqual(got, []string{"db"}) || other.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected] != "" {
+	if got := names(other.Spec.Containers); !reflect.DeepEqual(got, []string{"db"}) || other.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation] != "" {
 		t.Errorf("unmatched pod was changed: %v %v", got, other.Annotations)
 	}
 }
@@ -228,7 +228,7 @@ func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
 	if got, want := names(p.Spec.Containers), []string{"a-sidecar", "b-sidecar", "app"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}
-	if got, want := p.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected], a.Name+","+b.Name; got != want {
+	if got, want := p.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation], a.Name+","+b.Name; got != want {
 		t.Errorf("injected annotation = %q, want %q", got, want)
 	}
 
@@ -264,7 +264,7 @@ func TestValidationPodsAreNotInjected(t *testing.T) {
 	ns := env.Namespace(t)
 	createSidecarSet(t, newSidecarSet("skip-"+ns, ns, "web", sidecar("skip-sidecar", "proxy:1")))
 	p := newPod(ns, "a", map[string]string{"app": "web"}, "app")
-	p.Annotations = map[string]string{deckhandv1alpha1.AnnotationSidecarSetSkipInjection: "true"}
+	p.Annotations = map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"}
 	if p = createPod(t, p); len(p.Spec.Containers) != 1 {
 		t.Errorf("a pod annotated to skip injection was injected: %v", names(p.Spec.Containers))
 	}

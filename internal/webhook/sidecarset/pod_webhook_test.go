@@ -273,7 +273,7 @@ func TestInjectTable(t *testing.T) {
 					t.Errorf("volumes = %v, want %v", vols, tc.wantVolumes)
 				}
 			}
-			if a := got.Annotations[deckhandv1alpha1.AnnotationSidecarSetInjected]; a != tc.wantInjected {
+			if a := got.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation]; a != tc.wantInjected {
 				t.Errorf("injected annotation = %q, want %q", a, tc.wantInjected)
 			}
 			// Idempotent: admitting the result again changes nothing.

@@ -70,7 +70,7 @@ func validate(old, ws *deckhandv1alpha1.WebServer) field.ErrorList {
 	errs = append(errs, validateResources(ws.Spec.Resources, spec.Child("resources"))...)
 	errs = append(errs, apivalidation.ValidateAnnotations(ws.Spec.PodAnnotations, spec.Child("podAnnotations"))...)
 	errs = append(errs, metav1validation.ValidateLabels(ws.Spec.PodLabels, spec.Child("podLabels"))...)
-	for _, k := range []string{deckhandv1alpha1.WebServerLabelName, deckhandv1alpha1.WebServerLabelInstance, deckhandv1alpha1.LabelManagedBy} {
+	for _, k := range []string{deckhandv1alpha1.WebServerNameLabel, deckhandv1alpha1.WebServerInstanceLabel, deckhandv1alpha1.ManagedByLabel} {
 		if _, ok := ws.Spec.PodLabels[k]; ok {
 			errs = append(errs, field.Forbidden(spec.Child("podLabels").Key(k), "Deckhand sets this label; it selects the WebServer's pods"))
 		}
