@@ -13,11 +13,11 @@ import (
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
-// TestE2ESummary checks what tools make of a RestartSchedule on the real API
+// TestIntegrationSummary checks what tools make of a RestartSchedule on the real API
 // server: Ready while it waits for its next run (kstatus Current, Argo CD
 // Healthy), and Suspended for Argo CD, as a suspended CronJob, while
 // spec.suspend is set.
-func TestE2ESummary(t *testing.T) {
+func TestIntegrationSummary(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	rs := &deckhandv1alpha1.RestartSchedule{
