@@ -5,6 +5,8 @@
 package operator
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -15,6 +17,7 @@ import (
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -47,6 +50,12 @@ func CacheOptions() cache.Options {
 // Setup registers every controller and webhook with mgr.
 // Each kind's packages expose the same entry points, so this stays a list.
 func Setup(mgr ctrl.Manager, opts Options) error {
+	// The SidecarSet controller and the pod webhook read SidecarSets
+	// through one Lister, so each SidecarSet is compiled once per process.
+	sidecarSets, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+	if err != nil {
+		return err
+	}
 	for _, setup := range []func(ctrl.Manager) error{
 		(&webserverctrl.Reconciler{}).SetupWithManager,
 		webserverwebhook.SetupWebhookWithManager,
@@ -55,8 +64,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		restartschedulewebhook.SetupWebhookWithManager,
 		(&podsetctrl.Reconciler{}).SetupWithManager,
 		podsetwebhook.SetupWebhookWithManager,
-		(&sidecarsetctrl.Reconciler{}).SetupWithManager,
-		sidecarsetwebhook.SetupWebhookWithManager,
+		(&sidecarsetctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
+		func(mgr ctrl.Manager) error { return sidecarsetwebhook.SetupWebhookWithLister(mgr, sidecarSets) },
 	} {
 		if err := setup(mgr); err != nil {
 			return err

@@ -75,9 +75,9 @@ func (r *Reconciler) podToSidecarSets(_ context.Context, obj client.Object) []re
 	for _, name := range sidecarcontrol.ReadPodRecord(pod.Annotations).Names() {
 		add(name)
 	}
-	cands, _ := r.lister.Candidates(pod.Namespace)
+	cands, _ := r.Lister.Candidates(pod.Namespace)
 	for _, s := range cands {
-		if r.lister.Matches(s, pod.Namespace, pod.Labels) {
+		if r.Lister.Matches(s, pod.Namespace, pod.Labels) {
 			add(s.Name)
 		}
 	}

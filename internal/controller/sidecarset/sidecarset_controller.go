@@ -53,7 +53,10 @@ type Reconciler struct {
 	// cannot hold it. Created by SetupWithManager if nil.
 	Expectations *expectations.Expectations
 
-	lister *sidecarcontrol.Lister
+	// Lister reads SidecarSets and their compiled form from the cache. Give
+	// the controller the pod webhook's Lister so that a process compiles
+	// each SidecarSet once; built from the manager's cache if nil.
+	Lister *sidecarcontrol.Lister
 }
 
 // Reads go through the informer cache (list, watch); writes are pod patches
@@ -70,11 +73,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Expectations == nil {
 		r.Expectations = expectations.New(expectations.WithClock(r.Clock))
 	}
-	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
-	if err != nil {
-		return err
+	if r.Lister == nil {
+		lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+		if err != nil {
+			return err
+		}
+		r.Lister = lister
 	}
-	r.lister = lister
 	return reconcileutil.NewController(mgr, "sidecarset", 3, &deckhandv1alpha1.SidecarSet{}, predicate.GenerationChangedPredicate{}).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
 		Complete(r)
@@ -111,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log = log.WithValues("sidecarset", klog.KObj(set))
 	ctx = logf.IntoContext(ctx, log)
-	sc := &scope{set: set, compiled: r.lister.Compiled(set), now: r.Clock.Now()}
+	sc := &scope{set: set, compiled: r.Lister.Compiled(set), now: r.Clock.Now()}
 
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.
@@ -140,7 +145,7 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	pods := make([]*corev1.Pod, 0, len(list.Items))
 	for i := range list.Items {
 		p := &list.Items[i]
-		if podActive(p) && c.MatchesNamespace(s, p.Namespace, r.lister.NamespaceLabels) {
+		if podActive(p) && c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
 			pods = append(pods, p)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -64,10 +65,15 @@ func TestMain(m *testing.M) {
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
 			updateExpectations = expectations.New(expectations.WithClock(expectClock))
-			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations}).SetupWithManager(mgr); err != nil {
+			// One Lister for the controller and the webhook, as operator.Setup wires them.
+			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+			if err != nil {
 				return err
 			}
-			return sidecarsetwebhook.SetupWebhookWithManager(mgr)
+			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
 		},
 	}))
 }

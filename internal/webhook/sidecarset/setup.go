@@ -33,12 +33,19 @@ func init() {
 }
 
 // SetupWebhookWithManager registers the pod injection webhook and the
-// SidecarSet defaulting and validating webhooks with mgr.
+// SidecarSet defaulting and validating webhooks with mgr, reading
+// SidecarSets through a Lister of their own.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 	if err != nil {
 		return err
 	}
+	return SetupWebhookWithLister(mgr, lister)
+}
+
+// SetupWebhookWithLister registers the same webhooks reading SidecarSets
+// through lister, which the SidecarSet controller may share.
+func SetupWebhookWithLister(mgr ctrl.Manager, lister *sidecarcontrol.Lister) error {
 	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).
