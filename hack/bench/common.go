@@ -27,3 +27,39 @@ func secs(d time.Duration) string {
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
+
+// spread summarises repeated measurements of one figure: every figure with
+// repeats is reported as its median with the smallest and largest value, and
+// judged on the median.
+type spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+	N      int     `json:"n"`
+	// Values are the measurements in the order they were taken.
+	Values []float64 `json:"values"`
+}
+
+// spreadOf is the spread of xs; the median of an even count is the mean of
+// the two middle values.
+func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return spread{Min: s[0], Median: med, Max: s[len(s)-1], N: len(s), Values: append([]float64(nil), xs...)}
+}
+
+// format prints the spread as "median (min–max, n=N)" with each value
+// printed by f.
+func (s spread) format(f func(float64) string) string {
+	if s.N <= 1 {
+		return f(s.Median)
+	}
+	return fmt.Sprintf("%s (%s–%s, n=%d)", f(s.Median), f(s.Min), f(s.Max), s.N)
+}

@@ -266,7 +266,8 @@ func benchMicro(ctx context.Context, cfg *config, r *report) error {
 
 type row struct {
 	item, what, target, measured string
-	met                          bool
+	// met is nil for a row without a target: it is reported, not judged.
+	met *bool
 }
 
 type report struct {
@@ -278,10 +279,13 @@ type report struct {
 	rows     []row
 	sections []string
 	notes    []string
+	// raw holds each benchmark's raw results by name, written beside the
+	// report as JSON so that every figure can be recomputed.
+	raw map[string]any
 }
 
 func newReport(cfg *config) *report {
-	return &report{cfg: cfg, start: time.Now(), load0: loadavg()}
+	return &report{cfg: cfg, start: time.Now(), load0: loadavg(), raw: map[string]any{}}
 }
 
 func (r *report) finish() { r.end = time.Now(); r.load1 = loadavg() }
@@ -291,9 +295,20 @@ func (r *report) section(title, body string) {
 }
 
 func (r *report) target(item, what, target, measured string, met bool) {
-	r.rows = append(r.rows, row{item, what, target, measured, met})
+	r.rows = append(r.rows, row{item, what, target, measured, &met})
 	logf("TARGET %s %s: %s (target %s) met=%v", item, what, measured, target, met)
 }
+
+// info records a figure that has no target: the summary prints "n/a" in
+// its met column.
+func (r *report) info(item, what, measured string) {
+	r.rows = append(r.rows, row{item: item, what: what, target: "n/a", measured: measured})
+	logf("FIGURE %s %s: %s", item, what, measured)
+}
+
+// record keeps a benchmark's raw results under name for the JSON beside
+// the report; a second record under the same name replaces the first.
+func (r *report) record(name string, v any) { r.raw[name] = v }
 
 func (r *report) note(s string) { r.notes = append(r.notes, s) }
 
@@ -357,8 +372,12 @@ func (r *report) markdown() string {
 		"Absolute times on a shared machine are noise; the ratios are what count.\n\n")
 	b.WriteString("## Summary\n\n| item | measure | target | measured | met |\n|---|---|---|---|---|\n")
 	for _, x := range r.rows {
-		met := "yes"
-		if !x.met {
+		met := "n/a"
+		switch {
+		case x.met == nil:
+		case *x.met:
+			met = "yes"
+		default:
 			met = "**no**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.item, x.what, x.target, x.measured, met)

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestSpreadOf(t *testing.T) {
+	for _, tc := range []struct {
+		in               []float64
+		min, median, max float64
+	}{
+		{[]float64{3}, 3, 3, 3},
+		{[]float64{5, 1, 3}, 1, 3, 5},
+		{[]float64{4, 1, 3, 2}, 1, 2.5, 4},
+	} {
+		s := spreadOf(tc.in)
+		if s.Min != tc.min || s.Median != tc.median || s.Max != tc.max || s.N != len(tc.in) {
+			t.Errorf("spreadOf(%v) = %+v, want min %v median %v max %v", tc.in, s, tc.min, tc.median, tc.max)
+		}
+		if !reflect.DeepEqual(s.Values, tc.in) {
+			t.Errorf("spreadOf(%v) kept values %v, want them in the order taken", tc.in, s.Values)
+		}
+	}
+}
