@@ -25,6 +25,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/certs"
 	"github.com/deckhand-dev/deckhand/internal/operator"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/version"
 )
 
@@ -65,8 +66,8 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the healthz/readyz endpoints bind to.")
 	flag.BoolVar(&o.enableLeaderElection, "leader-elect", true,
 		"Elect a leader so that only one replica reconciles at a time. Every replica serves webhooks.")
-	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
-		"Namespace of the leader-election Lease (default: the manager's own namespace).")
+	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", podutil.OwnNamespace(),
+		"Namespace of the leader-election Lease (default: the manager's own namespace, from POD_NAMESPACE or its service account).")
 	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds to (default: all interfaces).")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
@@ -85,7 +86,7 @@ func main() {
 	flag.StringVar(&o.certs.SecretName, "cert-secret-name", o.certs.SecretName,
 		"Secret holding the CA and the serving certificate (self mode).")
 	flag.StringVar(&o.certs.SecretNamespace, "cert-secret-namespace", "",
-		"Namespace of that Secret (default: the manager's own namespace).")
+		"Namespace of that Secret (default: the manager's own namespace, from POD_NAMESPACE or its service account).")
 	flag.StringVar(&o.certs.ServiceName, "webhook-service-name", o.certs.ServiceName,
 		"Webhook Service; the serving certificate is issued for <name>.<namespace>.svc (self mode).")
 	extraDNS := flag.String("cert-extra-dns-names", "",

@@ -19,8 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // Modes of certificate management.
@@ -121,18 +121,14 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// serviceAccountNamespaceFile holds the namespace of a pod's service account.
-const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
 func (o Options) namespace() (string, error) {
 	if o.SecretNamespace != "" {
 		return o.SecretNamespace, nil
 	}
-	data, err := os.ReadFile(serviceAccountNamespaceFile)
-	if err != nil {
-		return "", errors.New("not running in a pod: set --cert-secret-namespace")
+	if ns := podutil.OwnNamespace(); ns != "" {
+		return ns, nil
 	}
-	return strings.TrimSpace(string(data)), nil
+	return "", errors.New("not running in a pod and POD_NAMESPACE is not set: set --cert-secret-namespace")
 }
 
 // DNSName is the name the serving certificate is issued for.

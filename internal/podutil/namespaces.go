@@ -1,6 +1,11 @@
 package podutil
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"os"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // DeckhandNamespace is the namespace config/default installs Deckhand into.
 const DeckhandNamespace = "deckhand-system"
@@ -11,3 +16,23 @@ const DeckhandNamespace = "deckhand-system"
 // whatever state it is in. config/webhook/pod_webhook_namespace_selector.yaml
 // repeats them for the API server; a unit test keeps the two equal.
 var ProtectedNamespaces = []string{metav1.NamespaceSystem, DeckhandNamespace}
+
+// serviceAccountNamespaceFile holds the namespace of a pod's service account.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// OwnNamespace is the namespace the manager runs in: the POD_NAMESPACE
+// environment variable (the shipped Deployment sets it from the downward
+// API), else the namespace of the pod's service account, else "" for a
+// manager run outside a cluster. Nothing in the install hard-codes the
+// namespace, so this is how the manager finds its Secret, its Lease and the
+// pods it must leave alone wherever it is installed.
+func OwnNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	data, err := os.ReadFile(serviceAccountNamespaceFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -56,3 +56,12 @@ func TestDefaultInstallNamespace(t *testing.T) {
 		t.Fatalf("ProtectedNamespaces %v must hold %s and %s", ProtectedNamespaces, metav1.NamespaceSystem, DeckhandNamespace)
 	}
 }
+
+// The manager's own namespace comes from POD_NAMESPACE first: the shipped
+// Deployment sets it from the downward API.
+func TestOwnNamespaceFromPodNamespace(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "team-ops")
+	if got := OwnNamespace(); got != "team-ops" {
+		t.Errorf("OwnNamespace() = %q with POD_NAMESPACE=team-ops", got)
+	}
+}

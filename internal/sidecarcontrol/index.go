@@ -3,7 +3,6 @@ package sidecarcontrol
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -173,7 +172,7 @@ func (l *Lister) NamespaceLabels(ns string) (map[string]string, bool) {
 }
 
 // protectedNamespaces are never injected or updated.
-var protectedNamespaces = protectedSet(os.Getenv("POD_NAMESPACE"))
+var protectedNamespaces = protectedSet(podutil.OwnNamespace())
 
 // protectedSet is podutil.ProtectedNamespaces with Deckhand's own namespace
 // replaced by own when it is set: a manager installed into another namespace
@@ -191,7 +190,7 @@ func protectedSet(own string) map[string]bool {
 
 // IsProtectedNamespace reports whether pods in ns are out of every
 // SidecarSet's reach: podutil.ProtectedNamespaces, with Deckhand's own
-// namespace taken from the POD_NAMESPACE environment variable when it is set.
+// namespace taken from podutil.OwnNamespace when the manager knows it.
 func IsProtectedNamespace(ns string) bool { return protectedNamespaces[ns] }
 
 // All returns every cached SidecarSet (shared with the cache).

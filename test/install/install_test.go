@@ -220,11 +220,7 @@ func TestInstallerRBACLeastPrivilege(t *testing.T) {
 			if cr.AggregationRule != nil {
 				t.Errorf("ClusterRole %s aggregates other roles", cr.Name)
 			}
-			for k := range cr.Labels {
-				if strings.HasPrefix(k, "rbac.authorization.k8s.io/aggregate-to-") {
-					t.Errorf("ClusterRole %s is aggregated into a built-in role (%s): installing Deckhand must grant nobody anything", cr.Name, k)
-				}
-			}
+			checkAggregation(t, cr)
 			if cr.Name == "deckhand-manager-role" {
 				managerRules = cr.Rules
 			}
@@ -262,6 +258,39 @@ func TestInstallerRBACLeastPrivilege(t *testing.T) {
 					t.Errorf("the manager ClusterRole may %v every %s, not only Deckhand's", r.Verbs, res)
 				}
 			}
+		}
+	}
+}
+
+// aggregatedRoles are the only roles the install aggregates into the
+// built-in ones, and into which: the namespaced kinds' editor and viewer.
+var aggregatedRoles = map[string][]string{
+	"deckhand-apps-editor-role": {"admin", "edit"},
+	"deckhand-apps-viewer-role": {"view"},
+}
+
+// checkAggregation: a ClusterRole is aggregated into exactly the built-in
+// roles aggregatedRoles names, and an aggregated role grants nothing on
+// SidecarSets (creating one is a cluster-admin-level permission, and
+// namespace owners who get "edit" must not get it).
+func checkAggregation(t *testing.T, cr *rbacv1.ClusterRole) {
+	t.Helper()
+	var into []string
+	for k, v := range cr.Labels {
+		if to, ok := strings.CutPrefix(k, "rbac.authorization.k8s.io/aggregate-to-"); ok && v == "true" {
+			into = append(into, to)
+		}
+	}
+	slices.Sort(into)
+	if want := aggregatedRoles[cr.Name]; !slices.Equal(into, want) {
+		t.Errorf("ClusterRole %s is aggregated into %v, want %v", cr.Name, into, want)
+	}
+	if len(into) == 0 {
+		return
+	}
+	for _, r := range cr.Rules {
+		if slices.ContainsFunc(r.Resources, func(res string) bool { return strings.HasPrefix(res, "sidecarsets") }) {
+			t.Errorf("ClusterRole %s is aggregated into %v and grants %v on %v", cr.Name, into, r.Verbs, r.Resources)
 		}
 	}
 }
@@ -317,6 +346,7 @@ func TestInstallerManagerDeployment(t *testing.T) {
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Error("no readiness probe on /readyz")
 	}
+	checkManagerEnv(t, c)
 	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if _, ok := c.Resources.Requests[res]; !ok {
 			t.Errorf("no %s request", res)
@@ -458,5 +488,50 @@ func TestCertManagerOverlay(t *testing.T) {
 	v := d.Spec.Template.Spec.Volumes[0]
 	if v.Secret == nil || v.Secret.SecretName != "deckhand-webhook-server-cert" {
 		t.Errorf("the certificate volume is not cert-manager's Secret: %+v", v)
+	}
+	checkCertManagerChain(t, ms)
+}
+
+// checkCertManagerChain: the serving certificate is signed by a CA of
+// Deckhand's own (self-signed issuer -> CA certificate -> CA issuer ->
+// serving certificate), so renewing the serving certificate keeps the trust
+// anchor the API server holds.
+func checkCertManagerChain(t *testing.T, ms []manifest) {
+	t.Helper()
+	type certManagerObject struct {
+		Spec struct {
+			IsCA       bool              `json:"isCA"`
+			SecretName string            `json:"secretName"`
+			IssuerRef  map[string]string `json:"issuerRef"`
+			SelfSigned *struct{}         `json:"selfSigned"`
+			CA         *struct {
+				SecretName string `json:"secretName"`
+			} `json:"ca"`
+		} `json:"spec"`
+	}
+	get := func(kind, name string) *certManagerObject {
+		m, ok := find(ms, kind, name)
+		if !ok {
+			t.Fatalf("no cert-manager %s %s", kind, name)
+		}
+		var o certManagerObject
+		if err := yaml.Unmarshal(m.raw, &o); err != nil {
+			t.Fatal(err)
+		}
+		return &o
+	}
+	if get("Issuer", "deckhand-selfsigned-issuer").Spec.SelfSigned == nil {
+		t.Error("deckhand-selfsigned-issuer is not self-signed")
+	}
+	ca := get("Certificate", "deckhand-ca")
+	if !ca.Spec.IsCA || ca.Spec.IssuerRef["name"] != "deckhand-selfsigned-issuer" {
+		t.Errorf("deckhand-ca is not a CA certificate issued by the self-signed issuer: %+v", ca.Spec)
+	}
+	caIssuer := get("Issuer", "deckhand-ca-issuer")
+	if caIssuer.Spec.CA == nil || caIssuer.Spec.CA.SecretName != ca.Spec.SecretName {
+		t.Errorf("deckhand-ca-issuer does not sign with the CA's Secret %s: %+v", ca.Spec.SecretName, caIssuer.Spec)
+	}
+	if serving := get("Certificate", "deckhand-serving-cert"); serving.Spec.IsCA || serving.Spec.IssuerRef["name"] != "deckhand-ca-issuer" {
+		t.Errorf("the serving certificate is not issued by the CA issuer: %+v", serving.Spec)
 	}
 }
