@@ -51,8 +51,12 @@ run: k8s-binaries build ## Start a local control plane, install Deckhand, run it
 	@exec $(BIN)/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
 
 .PHONY: test
-test: k8s-binaries build ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
+test: k8s-binaries build promcheck ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+
+.PHONY: promcheck
+promcheck: ## Build bin/promcheck (hack/promcheck): Prometheus' own parsers, for the monitoring bundle's test.
+	@mkdir -p $(BIN); cd hack/promcheck && go build -o $(BIN)/promcheck .
 
 ##@ Benchmarks (never part of `make test`)
 

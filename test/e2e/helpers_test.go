@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -41,3 +42,16 @@ func namespace(t *testing.T) string {
 // pauseContainer is the container of the workloads kwok runs (Running and
 // Ready) in these tests.
 var pauseContainer = corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"}
+
+// createObservedSidecarSet creates ss, deletes it when t ends, and waits
+// until the manager has seen it (its controller wrote status): the webhook
+// injects from the manager's informer cache.
+func createObservedSidecarSet(t *testing.T, ss *deckhandv1alpha1.SidecarSet) {
+	t.Helper()
+	create(t, ss)
+	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), ss) })
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
+		return err == nil && ss.Status.ObservedGeneration == ss.Generation, err
+	}, "SidecarSet %s is observed by the manager", ss.Name)
+}

@@ -42,14 +42,7 @@ func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 			}},
 		},
 	}
-	create(t, ss)
-	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), ss) })
-	// The webhook injects from the manager's informer cache: wait until the
-	// manager has seen the SidecarSet (its controller wrote status).
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
-		return err == nil && ss.Status.ObservedGeneration == ss.Generation, err
-	}, "SidecarSet %s is observed by the manager", ss.Name)
+	createObservedSidecarSet(t, ss)
 
 	create(t, testutil.Deployment(ns, "app", 2, labels, pauseContainer))
 	var pods []corev1.Pod

@@ -1,12 +1,25 @@
 package restartschedule
 
-import "github.com/deckhand-dev/deckhand/internal/reconcileutil"
+import (
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+)
 
 var metrics = reconcileutil.NewMetrics("restartschedule")
 
 // restartsTotal counts recorded restart results, one per workload per run
 // (plus one per Missed or wholly Skipped run).
 var restartsTotal = metrics.CounterVec("restarts_total", "Restart results recorded by RestartSchedules, by result (Succeeded, Failed, Skipped, Missed).", "result")
+
+// NOTE: every result starts at 0, so that the series exist before the first
+// restart: an alert on increase(...{result="Failed"}) then sees the first
+// failure, which it would miss if the series first appeared at 1.
+func init() {
+	for _, r := range []deckhandv1alpha1.RestartResult{deckhandv1alpha1.RestartSucceeded, deckhandv1alpha1.RestartFailed,
+		deckhandv1alpha1.RestartSkipped, deckhandv1alpha1.RestartMissed} {
+		restartsTotal.WithLabelValues(string(r))
+	}
+}
 
 // restartSkew is the time between a slot's scheduled time and the patch
 // that restarted a workload for it.
