@@ -15,6 +15,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/test/health"
 )
 
 // TestQuotaFailureConditionsAndEvents runs a PodSet into a ResourceQuota
@@ -85,6 +86,23 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 			hasCondition(st, deckhandv1alpha1.PodSetProgressingCondition, podset.ReasonComplete) &&
 			st.CurrentRevision == st.UpdateRevision
 	})
+}
+
+// TestSummaryStalledByQuota runs a PodSet into a ResourceQuota that refuses
+// every pod: Ready is False with ReplicaFailure and Stalled is set (kstatus
+// Failed, Argo CD Degraded) until the quota is gone.
+func TestSummaryStalledByQuota(t *testing.T) {
+	ns := env.Namespace(t)
+	quota := health.RefusePods(ns)
+	mustCreate(t, quota)
+	ps := newPodSet(ns, "refused", 2)
+	mustCreate(t, ps)
+	health.Wait(t, env.Client, ps, time.Minute, health.IsStalled(podset.ReasonReplicaFailure))
+
+	if err := env.Client.Delete(ctxT(t), quota); err != nil {
+		t.Fatal(err)
+	}
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
 }
 
 func hasCondition(st *deckhandv1alpha1.PodSetStatus, typ, reason string) bool {

@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+	"github.com/deckhand-dev/deckhand/test/health"
 )
 
 // rolloutWatch follows every pod of a namespace from a watch and records
@@ -180,4 +182,28 @@ func checkRollout(t *testing.T, what string, rw *rolloutWatch, replicas, maxUnav
 	if rw.maxUnavailable == 0 {
 		t.Errorf("%s rollout: no pod was ever unavailable; the watch saw no rollout", what)
 	}
+}
+
+// TestSummaryThroughARollout follows a PodSet through the states that tools
+// knowing nothing of PodSets read from its summary conditions: Ready
+// (kstatus Current, Argo CD Healthy), a rollout that cannot finish because
+// its new pods cannot be scheduled (Reconciling: InProgress, Progressing),
+// and Ready again once the template is reverted.
+func TestSummaryThroughARollout(t *testing.T) {
+	ps := createPodSet(t, "summary", 2)
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
+
+	// maxUnavailable (25% of 2) is 0: the rollout first creates a surge pod,
+	// which no node can take, so every old pod stays.
+	unschedulable := []byte(`{"spec":{"template":{"spec":{"nodeSelector":{"apps.deckhand.dev/no-such-node":"true"}}}}}`)
+	if err := env.Client.Patch(ctxT(t), ps, client.RawPatch("application/merge-patch+json", unschedulable)); err != nil {
+		t.Fatal(err)
+	}
+	health.Wait(t, env.Client, ps, time.Minute, health.IsReconciling(podset.ReasonRolloutInProgress))
+
+	revert := []byte(`{"spec":{"template":{"spec":{"nodeSelector":null}}}}`)
+	if err := env.Client.Patch(ctxT(t), ps, client.RawPatch("application/merge-patch+json", revert)); err != nil {
+		t.Fatal(err)
+	}
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
 }

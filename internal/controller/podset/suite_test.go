@@ -79,6 +79,15 @@ func newPodSet(ns, name string, replicas int32, mut ...func(*deckhandv1alpha1.Po
 	return ps
 }
 
+// createPodSet creates, in a namespace of the test's own, the PodSet
+// newPodSet describes.
+func createPodSet(t *testing.T, name string, replicas int32, mut ...func(*deckhandv1alpha1.PodSet)) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	ps := newPodSet(env.Namespace(t), name, replicas, mut...)
+	mustCreate(t, ps)
+	return ps
+}
+
 func onDelete(ps *deckhandv1alpha1.PodSet) {
 	ps.Spec.UpdateStrategy.Type = deckhandv1alpha1.OnDeletePodSetStrategyType
 }
