@@ -37,29 +37,13 @@ type availabilityWatch struct {
 
 func watchAvailability(t *testing.T, ns, sidecar, newImage string) *availabilityWatch {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pods, err := env.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	a := &availabilityWatch{unavailable: map[string]bool{}, seen: map[string]bool{}}
-	for i := range pods.Items {
-		a.observe(&pods.Items[i], sidecar, newImage)
-	}
-	w, err := env.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: pods.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type != watch.Deleted {
-				a.observe(p, sidecar, newImage)
-			}
+	observe := func(p *corev1.Pod) { a.observe(p, sidecar, newImage) }
+	a.stop = testutil.WatchPods(t, env.Clientset, ns, observe, func(ev watch.EventType, p *corev1.Pod) {
+		if ev != watch.Deleted {
+			observe(p)
 		}
-	}()
-	a.stop = func() { cancel(); w.Stop(); <-done }
+	})
 	return a
 }
 
