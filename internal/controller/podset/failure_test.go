@@ -60,10 +60,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	// A non-image change recreates pods. maxUnavailable 25% of 3 is 0, so
 	// the rollout must first create a surge pod, which the quota refuses:
 	// the rollout stalls with every old pod still running.
-	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"` + pauseImage + `","env":[{"name":"MODE","value":"strict"}]}]}}}}`)
-	if err := env.Client.Patch(ctxT(t), cur, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, cur, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"`+pauseImage+`","env":[{"name":"MODE","value":"strict"}]}]}}}}`)
 	cur = waitPodSetConditions(t, cur, "the quota failure is reported during the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
 		return st.UpdateRevision != oldRevision && st.UpdatedReplicas == 0 &&
 			hasCondition(st, deckhandv1alpha1.PodSetReplicaFailureCondition, podset.ReasonFailedCreate) &&
@@ -148,10 +145,7 @@ func waitQuotaEnforced(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 
 func setQuotaPods(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 	t.Helper()
-	patch := []byte(`{"spec":{"hard":{"pods":"` + pods + `"}}}`)
-	if err := env.Client.Patch(ctxT(t), quota, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, quota, `{"spec":{"hard":{"pods":"`+pods+`"}}}`)
 	waitQuotaEnforced(t, quota, pods)
 }
 

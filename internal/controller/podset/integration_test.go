@@ -14,7 +14,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -204,10 +203,7 @@ func TestAdoptionAndRelease(t *testing.T) {
 	}
 
 	// Release: orphan-1 stops matching.
-	if err := env.Client.Patch(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-1"}},
-		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"gone"}}}`))); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-1"}}, `{"metadata":{"labels":{"app":"gone"}}}`)
 	eventually(t, time.Minute, "orphan-1 released and replaced", func(ctx context.Context) (bool, string, error) {
 		var p corev1.Pod
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orphan-1"}, &p); err != nil {
