@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -77,14 +78,11 @@ type installRecord struct {
 	manifestObjectCount int
 }
 
-func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testutil.RunSuite("e2e", 5*time.Minute, func(s *testutil.Suite) int { return runSuite(m, s) }))
+}
 
-func runSuite(m *testing.M) int {
-	s := testutil.NewSuite("e2e", 5*time.Minute)
-	defer s.Close()
-	if err := s.Prepare(); err != nil {
-		return s.Fail("%v", err)
-	}
+func runSuite(m *testing.M, s *testutil.Suite) int {
 	fail, ctx, root, work := s.Fail, s.Ctx, s.Root, s.Work
 
 	// Build the manager from this tree so a stale bin/deckhand can never be tested.
@@ -248,29 +246,35 @@ func pointWebhooksAt(ctx context.Context, base string) error {
 	if err != nil {
 		return err
 	}
-	for i := range m.Webhooks {
-		cc := &m.Webhooks[i].ClientConfig
-		if cc.Service == nil || cc.Service.Path == nil {
-			return fmt.Errorf("webhook %s has no Service path", m.Webhooks[i].Name)
-		}
-		cc.URL, cc.Service = ptr.To(base+*cc.Service.Path), nil
-	}
-	if _, err := api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{FieldManager: "e2e"}); err != nil {
-		return err
-	}
 	v, err := api.ValidatingWebhookConfigurations().Get(ctx, validatingConfig, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	for i := range v.Webhooks {
-		cc := &v.Webhooks[i].ClientConfig
-		if cc.Service == nil || cc.Service.Path == nil {
-			return fmt.Errorf("webhook %s has no Service path", v.Webhooks[i].Name)
+	for i := range m.Webhooks {
+		if err := pointAt(base, m.Webhooks[i].Name, &m.Webhooks[i].ClientConfig); err != nil {
+			return err
 		}
-		cc.URL, cc.Service = ptr.To(base+*cc.Service.Path), nil
+	}
+	for i := range v.Webhooks {
+		if err := pointAt(base, v.Webhooks[i].Name, &v.Webhooks[i].ClientConfig); err != nil {
+			return err
+		}
+	}
+	if _, err := api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{FieldManager: "e2e"}); err != nil {
+		return err
 	}
 	_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{FieldManager: "e2e"})
 	return err
+}
+
+// pointAt makes the webhook's client config call base+path instead of its
+// Service.
+func pointAt(base, webhook string, cc *admissionregistrationv1.WebhookClientConfig) error {
+	if cc.Service == nil || cc.Service.Path == nil {
+		return fmt.Errorf("webhook %s has no Service path", webhook)
+	}
+	cc.URL, cc.Service = ptr.To(base+*cc.Service.Path), nil
+	return nil
 }
 
 // writeServiceAccountKubeconfig asks the TokenRequest API for a token of

@@ -38,14 +38,11 @@ var suite struct {
 	client client.Client
 }
 
-func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testutil.RunSuite("walkthrough", 5*time.Minute, func(s *testutil.Suite) int { return runSuite(m, s) }))
+}
 
-func runSuite(m *testing.M) int {
-	s := testutil.NewSuite("walkthrough", 5*time.Minute)
-	defer s.Close()
-	if err := s.Prepare(); err != nil {
-		return s.Fail("%v", err)
-	}
+func runSuite(m *testing.M, s *testutil.Suite) int {
 	fail, ctx, root, work := s.Fail, s.Ctx, s.Root, s.Work
 	suite.root, suite.k8sBin = root, localcluster.DefaultBinDir()
 	if _, err := os.Stat(filepath.Join(suite.k8sBin, "kubectl")); err != nil {

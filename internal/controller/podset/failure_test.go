@@ -15,6 +15,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/test/health"
 )
 
 // TestQuotaFailureConditionsAndEvents runs a PodSet into a ResourceQuota
@@ -59,10 +60,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	// A non-image change recreates pods. maxUnavailable 25% of 3 is 0, so
 	// the rollout must first create a surge pod, which the quota refuses:
 	// the rollout stalls with every old pod still running.
-	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"` + pauseImage + `","env":[{"name":"MODE","value":"strict"}]}]}}}}`)
-	if err := env.Client.Patch(ctxT(t), cur, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, cur, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"`+pauseImage+`","env":[{"name":"MODE","value":"strict"}]}]}}}}`)
 	cur = waitPodSetConditions(t, cur, "the quota failure is reported during the rollout", func(st *deckhandv1alpha1.PodSetStatus) bool {
 		return st.UpdateRevision != oldRevision && st.UpdatedReplicas == 0 &&
 			hasCondition(st, deckhandv1alpha1.PodSetReplicaFailureCondition, podset.ReasonFailedCreate) &&
@@ -85,6 +83,23 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 			hasCondition(st, deckhandv1alpha1.PodSetProgressingCondition, podset.ReasonComplete) &&
 			st.CurrentRevision == st.UpdateRevision
 	})
+}
+
+// TestSummaryStalledByQuota runs a PodSet into a ResourceQuota that refuses
+// every pod: Ready is False with ReplicaFailure and Stalled is set (kstatus
+// Failed, Argo CD Degraded) until the quota is gone.
+func TestSummaryStalledByQuota(t *testing.T) {
+	ns := env.Namespace(t)
+	quota := health.RefusePods(ns)
+	mustCreate(t, quota)
+	ps := newPodSet(ns, "refused", 2)
+	mustCreate(t, ps)
+	health.Wait(t, env.Client, ps, time.Minute, health.IsStalled(podset.ReasonReplicaFailure))
+
+	if err := env.Client.Delete(ctxT(t), quota); err != nil {
+		t.Fatal(err)
+	}
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
 }
 
 func hasCondition(st *deckhandv1alpha1.PodSetStatus, typ, reason string) bool {
@@ -130,10 +145,7 @@ func waitQuotaEnforced(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 
 func setQuotaPods(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 	t.Helper()
-	patch := []byte(`{"spec":{"hard":{"pods":"` + pods + `"}}}`)
-	if err := env.Client.Patch(ctxT(t), quota, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, quota, `{"spec":{"hard":{"pods":"`+pods+`"}}}`)
 	waitQuotaEnforced(t, quota, pods)
 }
 

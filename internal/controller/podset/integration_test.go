@@ -6,33 +6,25 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestScaleUpAndDown scales 0 -> 50 -> 5 -> 0 and checks every status field
 // at each step, including podNames against the pods that really exist.
 func TestScaleUpAndDown(t *testing.T) {
-	ns := env.Namespace(t)
-	ps := newPodSet(ns, "web", 0)
-	mustCreate(t, ps)
+	ps := createPodSet(t, "web", 0)
 	for _, n := range []int32{0, 50, 5, 0} {
 		setReplicas(t, ps, n)
 		cur := waitConverged(t, ps, n, 2*time.Minute)
@@ -73,7 +65,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	// Events on the PodSet: creates and deletes.
 	eventually(t, 30*time.Second, "SuccessfulCreate and SuccessfulDelete events", func(ctx context.Context) (bool, string, error) {
 		var evs eventsv1.EventList
-		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ps.Namespace)); err != nil {
 			return false, "", err
 		}
 		reasons := map[string]bool{}
@@ -84,137 +76,6 @@ func TestScaleUpAndDown(t *testing.T) {
 		}
 		return reasons["SuccessfulCreate"] && reasons["SuccessfulDelete"], fmt.Sprint(reasons), nil
 	})
-}
-
-// podWatch records, from a watch over the whole run, the largest number of
-// active pods and every pod UID ever seen in a namespace.
-type podWatch struct {
-	mu        sync.Mutex
-	active    map[types.UID]bool
-	seen      map[types.UID]bool
-	maxActive int
-	stop      func()
-}
-
-func watchPods(t *testing.T, ns string) *podWatch {
-	t.Helper()
-	pw := &podWatch{active: map[types.UID]bool{}, seen: map[types.UID]bool{}}
-	pw.stop = testutil.WatchPods(t, env.Clientset, ns, nil, func(ev watch.EventType, p *corev1.Pod) {
-		pw.mu.Lock()
-		defer pw.mu.Unlock()
-		pw.seen[p.UID] = true
-		if ev == watch.Deleted || !podutil.IsPodActive(p) {
-			delete(pw.active, p.UID)
-		} else {
-			pw.active[p.UID] = true
-		}
-		if p.Labels["app"] != "marker" {
-			pw.maxActive = max(pw.maxActive, len(pw.active))
-		}
-	})
-	return pw
-}
-
-// TestBurstWithSlowCache scales to 100 (then down to 10 and up to 60) with
-// a manager whose pod informer lags by design: every read of the watch
-// stream waits 40ms, so most syncs run on a cache that has not yet seen the
-// previous sync's writes. Expectations must keep the controller from
-// creating or deleting twice: a watch over the whole run never sees more
-// than the desired number of active pods, and no pod beyond the ones needed
-// is ever created.
-func TestBurstWithSlowCache(t *testing.T) {
-	slowWatchDelay.Store(int64(40 * time.Millisecond))
-	env.StopManager()
-	if _, err := env.StartManager(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		slowWatchDelay.Store(0)
-		env.StopManager()
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the normal manager: %v", err)
-		}
-	})
-	ns := env.Namespace(t)
-	pw := watchPods(t, ns)
-	ps := newPodSet(ns, "slow", 100)
-	mustCreate(t, ps)
-	waitConverged(t, ps, 100, 3*time.Minute)
-	pw.mu.Lock()
-	if pw.maxActive > 100 {
-		t.Errorf("scaling to 100: the watch saw %d active pods at once", pw.maxActive)
-	}
-	pw.mu.Unlock()
-	setReplicas(t, ps, 10)
-	waitConverged(t, ps, 10, 3*time.Minute)
-	setReplicas(t, ps, 60)
-	waitConverged(t, ps, 60, 3*time.Minute)
-	// 100 created, 90 deleted, 50 created: exactly 150 pods ever.
-	pw.wantPods(t, ns, 100, 150)
-	if len(pw.active) != 60 {
-		t.Fatalf("the watch ends with %d active pods, want 60", len(pw.active))
-	}
-}
-
-// wantPods waits until the watch has seen every change in ns so far and
-// fails unless it saw at most maxActive active pods at once and exactly
-// total distinct pods in all (more would be duplicate creates).
-func (pw *podWatch) wantPods(t *testing.T, ns string, maxActive, total int) {
-	t.Helper()
-	pw.catchUp(t, ns)
-	pw.mu.Lock()
-	defer pw.mu.Unlock()
-	if pw.maxActive > maxActive {
-		t.Fatalf("the watch saw %d active pods at once, want at most %d", pw.maxActive, maxActive)
-	}
-	if len(pw.seen) != total {
-		t.Fatalf("the watch saw %d distinct pods, want exactly %d (no duplicate creates)", len(pw.seen), total)
-	}
-}
-
-// catchUp creates a marker pod and waits until the watch shows it: watch
-// events arrive in resourceVersion order, so the watch has then shown every
-// earlier change. The marker is left out of the counts.
-func (pw *podWatch) catchUp(t *testing.T, ns string) {
-	t.Helper()
-	marker := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "marker", Labels: map[string]string{"app": "marker"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: pauseImage}}},
-	}
-	mustCreate(t, marker)
-	eventually(t, time.Minute, "the watch catches up", func(context.Context) (bool, string, error) {
-		pw.mu.Lock()
-		defer pw.mu.Unlock()
-		return pw.seen[marker.UID], "", nil
-	})
-	pw.stop()
-	pw.mu.Lock()
-	delete(pw.seen, marker.UID)
-	delete(pw.active, marker.UID)
-	pw.mu.Unlock()
-}
-
-// TestBurstNeverOvershoots scales to 100 and restarts the manager in the
-// middle: the new manager starts with empty expectations and a fresh cache,
-// the old one may have had creates in flight. A watch over the whole run
-// must never see more than 100 active pods, and exactly 100 pods must ever
-// have been created (no duplicate created and then deleted).
-func TestBurstNeverOvershoots(t *testing.T) {
-	ns := env.Namespace(t)
-	pw := watchPods(t, ns)
-	ps := newPodSet(ns, "burst", 100)
-	mustCreate(t, ps)
-
-	eventually(t, time.Minute, "some pods exist before the restart", func(ctx context.Context) (bool, string, error) {
-		pods, err := ownedPods(ctx, ps)
-		return len(pods) >= 7, fmt.Sprintf("%d pods", len(pods)), err
-	})
-	env.StopManager()
-	if _, err := env.StartManager(); err != nil {
-		t.Fatalf("restarting the manager: %v", err)
-	}
-	waitConverged(t, ps, 100, 3*time.Minute)
-	pw.wantPods(t, ns, 100, 100)
 }
 
 // TestDeletionOrder adopts five hand-made pods and scales down one at a
@@ -342,10 +203,7 @@ func TestAdoptionAndRelease(t *testing.T) {
 	}
 
 	// Release: orphan-1 stops matching.
-	if err := env.Client.Patch(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-1"}},
-		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"gone"}}}`))); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan-1"}}, `{"metadata":{"labels":{"app":"gone"}}}`)
 	eventually(t, time.Minute, "orphan-1 released and replaced", func(ctx context.Context) (bool, string, error) {
 		var p corev1.Pod
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orphan-1"}, &p); err != nil {
@@ -365,9 +223,7 @@ func TestAdoptionAndRelease(t *testing.T) {
 // TestGarbageCollection: deleting the PodSet removes its pods through the
 // garbage collector (no finalizer involved).
 func TestGarbageCollection(t *testing.T) {
-	ns := env.Namespace(t)
-	ps := newPodSet(ns, "gc", 3)
-	mustCreate(t, ps)
+	ps := createPodSet(t, "gc", 3)
 	cur := waitConverged(t, ps, 3, 2*time.Minute)
 	if len(cur.Finalizers) != 0 {
 		t.Fatalf("PodSet has finalizers %v, want none", cur.Finalizers)
@@ -377,7 +233,7 @@ func TestGarbageCollection(t *testing.T) {
 	}
 	eventually(t, 2*time.Minute, "the garbage collector removes the pods", func(ctx context.Context) (bool, string, error) {
 		var list corev1.PodList
-		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		if err := env.Client.List(ctx, &list, client.InNamespace(ps.Namespace)); err != nil {
 			return false, "", err
 		}
 		return len(list.Items) == 0, fmt.Sprintf("%d pods left", len(list.Items)), nil
@@ -387,9 +243,7 @@ func TestGarbageCollection(t *testing.T) {
 // TestScaleSubresource drives replicas through /scale, as kubectl scale and
 // the HorizontalPodAutoscaler do.
 func TestScaleSubresource(t *testing.T) {
-	ns := env.Namespace(t)
-	ps := newPodSet(ns, "scaled", 2)
-	mustCreate(t, ps)
+	ps := createPodSet(t, "scaled", 2)
 	waitConverged(t, ps, 2, time.Minute)
 
 	scale := &autoscalingv1.Scale{}
@@ -408,6 +262,3 @@ func TestScaleSubresource(t *testing.T) {
 		t.Fatalf("spec.replicas = %d after /scale", *cur.Spec.Replicas)
 	}
 }
-
-var _ = apierrors.IsNotFound
-var _ = intstr.FromInt32

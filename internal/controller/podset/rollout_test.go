@@ -11,11 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+	"github.com/deckhand-dev/deckhand/test/health"
 )
 
 // rolloutWatch follows every pod of a namespace from a watch and records
@@ -88,10 +89,7 @@ func TestRollingUpdate(t *testing.T) {
 
 	// 1. A change that needs new pods.
 	rw := watchRollout(t, ns, replicas)
-	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"` + pauseImage + `","env":[{"name":"V","value":"2"}]}]}}}}`
-	if err := env.Client.Patch(ctxT(t), before, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, before, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"`+pauseImage+`","env":[{"name":"V","value":"2"}]}]}}}}`)
 	mid := waitRolledOut(t, ps, replicas)
 	if mid.Status.UpdateRevision == before.Status.UpdateRevision {
 		t.Fatal("the env change did not change the revision")
@@ -114,10 +112,7 @@ func TestRollingUpdate(t *testing.T) {
 		uids[p.Name] = p.UID
 	}
 	rw = watchRollout(t, ns, replicas)
-	patch = `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9","env":[{"name":"V","value":"2"}]}]}}}}`
-	if err := env.Client.Patch(ctxT(t), mid, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, mid, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9","env":[{"name":"V","value":"2"}]}]}}}}`)
 	after := waitRolledOut(t, ps, replicas)
 	pods = mustOwned(t, after)
 	for _, p := range pods {
@@ -180,4 +175,22 @@ func checkRollout(t *testing.T, what string, rw *rolloutWatch, replicas, maxUnav
 	if rw.maxUnavailable == 0 {
 		t.Errorf("%s rollout: no pod was ever unavailable; the watch saw no rollout", what)
 	}
+}
+
+// TestSummaryThroughARollout follows a PodSet through the states that tools
+// knowing nothing of PodSets read from its summary conditions: Ready
+// (kstatus Current, Argo CD Healthy), a rollout that cannot finish because
+// its new pods cannot be scheduled (Reconciling: InProgress, Progressing),
+// and Ready again once the template is reverted.
+func TestSummaryThroughARollout(t *testing.T) {
+	ps := createPodSet(t, "summary", 2)
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
+
+	// maxUnavailable (25% of 2) is 0: the rollout first creates a surge pod,
+	// which no node can take, so every old pod stays.
+	mergePatch(t, ps, `{"spec":{"template":{"spec":{"nodeSelector":{"apps.deckhand.dev/no-such-node":"true"}}}}}`)
+	health.Wait(t, env.Client, ps, time.Minute, health.IsReconciling(podset.ReasonRolloutInProgress))
+
+	mergePatch(t, ps, `{"spec":{"template":{"spec":{"nodeSelector":null}}}}`)
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
 }

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -76,6 +77,15 @@ func newPodSet(ns, name string, replicas int32, mut ...func(*deckhandv1alpha1.Po
 	for _, m := range mut {
 		m(ps)
 	}
+	return ps
+}
+
+// createPodSet creates, in a namespace of the test's own, the PodSet
+// newPodSet describes.
+func createPodSet(t *testing.T, name string, replicas int32, mut ...func(*deckhandv1alpha1.PodSet)) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	ps := newPodSet(env.Namespace(t), name, replicas, mut...)
+	mustCreate(t, ps)
 	return ps
 }
 
@@ -161,9 +171,15 @@ func waitPodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, timeout time.Duration
 
 func setReplicas(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
 	t.Helper()
-	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
-	if err := env.Client.Patch(ctxT(t), ps, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatalf("setting replicas to %d: %v", n, err)
+	mergePatch(t, ps, fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
+}
+
+// mergePatch applies the JSON merge patch to obj, which then holds the
+// object as patched, and fails t if the API server refuses it.
+func mergePatch(t *testing.T, obj client.Object, patch string) {
+	t.Helper()
+	if err := env.Client.Patch(ctxT(t), obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("patching %T %s with %s: %v", obj, obj.GetName(), patch, err)
 	}
 }
 

@@ -45,10 +45,8 @@ func sidecarSetReconciles(t *testing.T) float64 {
 // SidecarSet per DefaultPodEventDelay while it lasts, not one per event,
 // and the status still ends up counting every pod.
 func TestPodEventsBatched(t *testing.T) {
-	ns := env.Namespace(t)
-	name := "batched-" + ns
-	createSidecarSet(t, newSidecarSet(name, ns, "batched", "proxy:1"))
-	waitStatus(t, name, 30*time.Second, "an empty SidecarSet reports its status", func(s *deckhandv1alpha1.SidecarSet) bool {
+	sc := newScenario(t, "batched")
+	sc.waitStatus(30*time.Second, "an empty SidecarSet reports its status", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == 0
 	})
 	// Let any reconcile the creation queued run before counting.
@@ -57,8 +55,8 @@ func TestPodEventsBatched(t *testing.T) {
 	const pods = 40
 	before := sidecarSetReconciles(t)
 	start := time.Now()
-	createPods(t, ns, "batched", "batched-%d", pods)
-	waitStatus(t, name, 90*time.Second, fmt.Sprintf("%d pods matched and ready", pods), func(s *deckhandv1alpha1.SidecarSet) bool {
+	sc.createPods("batched-%d", pods)
+	sc.waitStatus(90*time.Second, fmt.Sprintf("%d pods matched and ready", pods), func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == pods && s.Status.ReadyPods == pods
 	})
 	elapsed := time.Since(start)

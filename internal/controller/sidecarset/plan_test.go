@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,26 +13,15 @@ import (
 
 func TestPlanUpdates(t *testing.T) {
 	// p builds an injected pod: r ready, c on the latest revision, u updated,
-	// o old but upgradable, x not upgradable, s out of the update selector's scope.
+	// p with an update pending, x not upgradable, s out of the update
+	// selector's scope; without a flag, the opposite.
 	p := func(name, flags string) *podState {
-		st := &podState{pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, injected: true, inScope: true, upgradable: true}
-		for _, f := range flags {
-			switch f {
-			case 'r':
-				st.ready = true
-			case 'c':
-				st.revisionCurrent = true
-			case 'u':
-				st.updated = true
-			case 'x':
-				st.upgradable = false
-			case 's':
-				st.inScope = false
-			case 'p':
-				st.pending = true
-			}
+		has := func(flag rune) bool { return strings.ContainsRune(flags, flag) }
+		return &podState{
+			pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, injected: true,
+			ready: has('r'), revisionCurrent: has('c'), updated: has('u'),
+			upgradable: !has('x'), inScope: !has('s'), pending: has('p'),
 		}
-		return st
 	}
 	cases := map[string]struct {
 		pods           []*podState

@@ -19,21 +19,19 @@ import (
 // reports the new image (Reconciling: kstatus InProgress, Argo CD
 // Progressing).
 func TestSummaryThroughARollout(t *testing.T) {
-	s, ns := readySidecarSet(t, "summary")
-	name := s.Name
+	sc := readySidecarSet(t, "summary")
+	s := sc.set
 
-	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Paused = true
 		s.Spec.Containers[0].Image = "proxy:2"
 	})
 	health.Wait(t, env.Client, s, time.Minute, health.IsPaused(sidecarsetctrl.ReasonUpdatePaused))
 
-	pending := newPod(ns, "pending", map[string]string{"app": "summary"})
+	pending := sc.pod("pending")
 	pending.Spec.NodeSelector = map[string]string{"apps.deckhand.dev/no-such-node": "true"}
-	if err := env.Client.Create(ctxT(t), pending); err != nil {
-		t.Fatal(err)
-	}
-	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
+	sc.create(pending)
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = false })
 	health.Wait(t, env.Client, s, time.Minute, health.IsReconciling(sidecarsetctrl.ReasonRolloutInProgress))
 }
 
@@ -60,34 +58,28 @@ func TestSummaryStalledByPodsNotInjected(t *testing.T) {
 // running pods cannot be updated in place, so the rollout is stalled until
 // they are recreated.
 func TestSummaryStalledByNonImageChange(t *testing.T) {
-	s, ns := readySidecarSet(t, "env")
-	name := s.Name
+	sc := readySidecarSet(t, "env")
+	s := sc.set
 
-	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
 	})
 	health.Wait(t, env.Client, s, time.Minute, health.IsStalled(sidecarsetctrl.ReasonNonImageChanges))
 
-	if err := env.Client.Delete(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "running"}}); err != nil {
+	if err := env.Client.Delete(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: sc.ns, Name: "running"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.Create(ctxT(t), newPod(ns, "recreated", map[string]string{"app": "env"})); err != nil {
-		t.Fatal(err)
-	}
+	sc.create(sc.pod("recreated"))
 	health.Wait(t, env.Client, s, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
 }
 
-// readySidecarSet creates, in a namespace of its own, a SidecarSet for the
-// pods labelled app=<app> and one such pod, named running, and waits until
-// the SidecarSet is Ready. It returns the SidecarSet and the namespace.
-func readySidecarSet(t *testing.T, app string) (*deckhandv1alpha1.SidecarSet, string) {
+// readySidecarSet starts a scenario for the pods labelled app=<app>,
+// creates one such pod, named running, and waits until the SidecarSet is
+// Ready.
+func readySidecarSet(t *testing.T, app string) *scenario {
 	t.Helper()
-	ns := env.Namespace(t)
-	s := newSidecarSet(app+"-"+ns, ns, app, "proxy:1")
-	createSidecarSet(t, s)
-	if err := env.Client.Create(ctxT(t), newPod(ns, "running", map[string]string{"app": app})); err != nil {
-		t.Fatal(err)
-	}
-	health.Wait(t, env.Client, s, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
-	return s, ns
+	sc := newScenario(t, app)
+	sc.create(sc.pod("running"))
+	health.Wait(t, env.Client, sc.set, time.Minute, health.IsReady(sidecarsetctrl.ReasonAllPodsUpdated))
+	return sc
 }

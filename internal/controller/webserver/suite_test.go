@@ -90,6 +90,18 @@ func newWebServer(ns, name string, replicas *int32) *deckhandv1alpha1.WebServer 
 	}
 }
 
+// createWebServer creates, in a namespace of the test's own, the WebServer
+// newWebServer describes, and returns it and the namespace.
+func createWebServer(t *testing.T, name string, replicas *int32) (*deckhandv1alpha1.WebServer, string) {
+	t.Helper()
+	ns := env.Namespace(t)
+	ws := newWebServer(ns, name, replicas)
+	if err := env.Client.Create(ctx(t), ws); err != nil {
+		t.Fatal(err)
+	}
+	return ws, ns
+}
+
 func key(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }

@@ -24,15 +24,13 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+	"github.com/deckhand-dev/deckhand/test/health"
 )
 
 // The seed's example: image nginx, port 80, replicas 2.
 func TestSeedExample(t *testing.T) {
-	ctx, ns := ctx(t), env.Namespace(t)
-	ws := newWebServer(ns, "webapp", ptr.To[int32](2))
-	if err := env.Client.Create(ctx, ws); err != nil {
-		t.Fatal(err)
-	}
+	ctx := ctx(t)
+	ws, ns := createWebServer(t, "webapp", ptr.To[int32](2))
 
 	d := waitDeployment(t, ns, "webapp", "2 ready replicas", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 2 })
 	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
@@ -92,10 +90,8 @@ func TestSeedExample(t *testing.T) {
 // Every spec field reaches the Deployment or Service, and the Service keeps
 // its allocated cluster IP through all of it.
 func TestSpecChangesPropagate(t *testing.T) {
-	ctx, ns := ctx(t), env.Namespace(t)
-	if err := env.Client.Create(ctx, newWebServer(ns, "site", ptr.To[int32](1))); err != nil {
-		t.Fatal(err)
-	}
+	ctx := ctx(t)
+	_, ns := createWebServer(t, "site", ptr.To[int32](1))
 	svc := waitService(t, ns, "site", "created", func(*corev1.Service) bool { return true })
 	clusterIP := svc.Spec.ClusterIP
 	waitDeployment(t, ns, "site", "1 ready replica", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 1 })
@@ -181,10 +177,8 @@ func TestSpecChangesPropagate(t *testing.T) {
 // people, extra labels) survive; reconciles that find nothing to change send
 // no apply at all.
 func TestDriftAndForeignFields(t *testing.T) {
-	ctx, ns := ctx(t), env.Namespace(t)
-	if err := env.Client.Create(ctx, newWebServer(ns, "web", ptr.To[int32](1))); err != nil {
-		t.Fatal(err)
-	}
+	ctx := ctx(t)
+	_, ns := createWebServer(t, "web", ptr.To[int32](1))
 	waitDeployment(t, ns, "web", "1 ready replica", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 1 })
 	waitWebServer(t, ns, "web", "Available", func(ws *deckhandv1alpha1.WebServer) bool {
 		return isCondition(ws, "Available", metav1.ConditionTrue, "")
@@ -295,10 +289,8 @@ func scale(t *testing.T, obj client.Object, replicas int32) {
 // Unset spec.replicas: start with 1, then whoever scales the Deployment
 // (kubectl scale, an autoscaler) is not fought over.
 func TestScaleWithReplicasUnset(t *testing.T) {
-	ctx, ns := ctx(t), env.Namespace(t)
-	if err := env.Client.Create(ctx, newWebServer(ns, "free", nil)); err != nil {
-		t.Fatal(err)
-	}
+	ctx := ctx(t)
+	_, ns := createWebServer(t, "free", nil)
 	waitDeployment(t, ns, "free", "1 ready replica", func(d *appsv1.Deployment) bool {
 		return ptr.Deref(d.Spec.Replicas, 0) == 1 && d.Status.ReadyReplicas == 1
 	})
@@ -347,10 +339,8 @@ func TestScaleWithReplicasUnset(t *testing.T) {
 // Deployment's size follows it and is restored when changed there; unsetting
 // spec.replicas again keeps the current size.
 func TestScaleWithReplicasSet(t *testing.T) {
-	ctx, ns := ctx(t), env.Namespace(t)
-	if err := env.Client.Create(ctx, newWebServer(ns, "fixed", ptr.To[int32](1))); err != nil {
-		t.Fatal(err)
-	}
+	ctx := ctx(t)
+	_, ns := createWebServer(t, "fixed", ptr.To[int32](1))
 	waitDeployment(t, ns, "fixed", "1 ready replica", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 1 })
 
 	kubectl(t, "-n", ns, "scale", "webserver/fixed", "--replicas=2")
@@ -407,11 +397,8 @@ func TestScaleWithReplicasSet(t *testing.T) {
 // Deleting a WebServer lets the garbage collector remove its Deployment and
 // Service (no finalizer involved).
 func TestDeleteGarbageCollects(t *testing.T) {
-	ctx, ns := ctx(t), env.Namespace(t)
-	ws := newWebServer(ns, "gone", ptr.To[int32](1))
-	if err := env.Client.Create(ctx, ws); err != nil {
-		t.Fatal(err)
-	}
+	ctx := ctx(t)
+	ws, ns := createWebServer(t, "gone", ptr.To[int32](1))
 	waitDeployment(t, ns, "gone", "created", func(*appsv1.Deployment) bool { return true })
 	waitService(t, ns, "gone", "created", func(*corev1.Service) bool { return true })
 	if len(ws.Finalizers) != 0 {
@@ -500,6 +487,61 @@ func TestNameConflict(t *testing.T) {
 	}
 	if d.Spec.Template.Spec.Containers[0].Image != "nginx:1.27" || d.UID == before.UID {
 		t.Errorf("the WebServer's own Deployment was not created: %+v", d.Spec.Template.Spec.Containers)
+	}
+}
+
+// TestSummaryThroughARollout follows a WebServer through the states tools
+// read from its summary conditions: Ready once rolled out, Reconciling
+// while a rollout of its Deployment is under way (held here by pausing the
+// Deployment, as kubectl rollout pause does), Ready again when it is done.
+func TestSummaryThroughARollout(t *testing.T) {
+	ws, ns := createWebServer(t, "summary", nil)
+	health.Wait(t, env.Client, ws, timeout, health.IsReady(webserver.ReasonRolloutComplete))
+
+	editDeployment(t, ns, ws.Name, func(d *appsv1.Deployment) { d.Spec.Paused = true })
+	update(t, ns, ws.Name, func(ws *deckhandv1alpha1.WebServer) { ws.Spec.Image = "nginx:1.27" })
+	health.Wait(t, env.Client, ws, timeout, health.IsReconciling(webserver.ReasonRollingOut))
+
+	editDeployment(t, ns, ws.Name, func(d *appsv1.Deployment) { d.Spec.Paused = false })
+	health.Wait(t, env.Client, ws, timeout, health.IsReady(webserver.ReasonRolloutComplete))
+}
+
+// TestSummaryStalled gives WebServers what keeps them from their spec: a
+// Service of the same name they do not own (NameConflict), and a
+// ResourceQuota that refuses every pod, so the Deployment cannot become
+// available and reports ReplicaFailure. Each is stalled (kstatus Failed, Argo
+// CD Degraded) and Ready once the obstacle is gone.
+func TestSummaryStalled(t *testing.T) {
+	for _, tc := range []struct {
+		reason   string
+		obstacle func(ns string) client.Object
+		// lift: remove the obstacle and wait for Ready. Not for the quota:
+		// the ReplicaSet controller backs off while it refuses pods.
+		lift bool
+	}{
+		{webserver.ReasonNameConflict, func(ns string) client.Object {
+			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blocked"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
+		}, true},
+		{webserver.ReasonReplicaFailure, func(ns string) client.Object { return health.RefusePods(ns) }, false},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			c, ns := ctx(t), env.Namespace(t)
+			obstacle := tc.obstacle(ns)
+			ws := newWebServer(ns, "blocked", nil)
+			for _, obj := range []client.Object{obstacle, ws} {
+				if err := env.Client.Create(c, obj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			health.Wait(t, env.Client, ws, timeout, health.IsStalled(tc.reason))
+			if tc.lift {
+				if err := env.Client.Delete(c, obstacle); err != nil {
+					t.Fatal(err)
+				}
+				health.Wait(t, env.Client, ws, timeout, health.IsReady(webserver.ReasonRolloutComplete))
+			}
+		})
 	}
 }
 

@@ -2,10 +2,12 @@ package testutil
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,4 +54,40 @@ func LivePods(ctx context.Context, c client.Client, ns string, labels map[string
 		}
 	}
 	return out, nil
+}
+
+// LargePod is a pod (of no namespace yet) of a ReplicaSet with 10
+// containers and the env, mounts, probes and resources a real workload has:
+// what the benchmarks of pod admission read and inject into.
+func LargePod() *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "web-7d9f8b6c5-",
+		Labels:       map[string]string{"app": "web", "pod-template-hash": "7d9f8b6c5", "tier": "frontend"},
+		Annotations:  map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8b6c5",
+			UID: "0b1a8e7c-4f0e-4a55-9d8e-2a0f3c1b9e77", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+	}}
+	for i := 0; i < 10; i++ {
+		c := corev1.Container{
+			Name:  fmt.Sprintf("app-%d", i),
+			Image: fmt.Sprintf("registry.example.com/team/app-%d:v1.2.3", i),
+			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(8080 + i), Protocol: corev1.ProtocolTCP}},
+			Env: []corev1.EnvVar{
+				{Name: "LOG_LEVEL", Value: "info"},
+				{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
+				{Name: "CONFIG_PATH", Value: "/etc/app/config.yaml"},
+			},
+			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: fmt.Sprintf("/etc/app-%d", i)}, {Name: "logs", MountPath: fmt.Sprintf("/var/log/app-%d", i)}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt(8080 + i)}},
+				PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
+			TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			ImagePullPolicy: corev1.PullIfNotPresent,
+		}
+		p.Spec.Containers = append(p.Spec.Containers, c)
+	}
+	p.Spec.Volumes = []corev1.Volume{
+		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
+		{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	return p
 }

@@ -37,6 +37,18 @@ func NewSuite(name string, setup time.Duration) *Suite {
 	return s
 }
 
+// RunSuite is the body of a suite's TestMain: it begins the suite name
+// (see NewSuite), prepares it and, unless that fails, calls run with it,
+// closing the suite when run returns. It returns TestMain's exit code.
+func RunSuite(name string, setup time.Duration, run func(*Suite) int) int {
+	s := NewSuite(name, setup)
+	defer s.Close()
+	if err := s.Prepare(); err != nil {
+		return s.Fail("%v", err)
+	}
+	return run(s)
+}
+
 // Prepare finds the repository root and makes the scratch directory.
 func (s *Suite) Prepare() error {
 	var err error

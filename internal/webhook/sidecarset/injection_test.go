@@ -2,7 +2,6 @@ package sidecarset_test
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -269,14 +268,6 @@ func TestValidationPodsAreNotInjected(t *testing.T) {
 		t.Errorf("a pod annotated to skip injection was injected: %v", names(p.Spec.Containers))
 	}
 }
-
-func prettyJSON(v any) string {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return string(b)
-}
-
-var _ = context.Background
-var _ = prettyJSON
 
 // TestStandbyReplicaSeesUpdatedSidecarSet: a replica that is not the
 // leader runs the webhooks' informer cache but no SidecarSet controller.

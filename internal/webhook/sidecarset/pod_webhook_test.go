@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 var generation int64
@@ -350,41 +350,6 @@ func TestPatchMatchesFullDiff(t *testing.T) {
 	}
 }
 
-// benchPod is a 10-container pod with the env, mounts, probes and resources
-// a real workload has.
-func benchPod() *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "web-7d9f8b6c5-",
-		Labels:       map[string]string{"app": "web", "pod-template-hash": "7d9f8b6c5", "tier": "frontend"},
-		Annotations:  map[string]string{"prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7d9f8b6c5",
-			UID: "0b1a8e7c-4f0e-4a55-9d8e-2a0f3c1b9e77", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
-	}}
-	for i := 0; i < 10; i++ {
-		c := corev1.Container{
-			Name:  fmt.Sprintf("app-%d", i),
-			Image: fmt.Sprintf("registry.example.com/team/app-%d:v1.2.3", i),
-			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(8080 + i), Protocol: corev1.ProtocolTCP}},
-			Env: []corev1.EnvVar{
-				{Name: "LOG_LEVEL", Value: "info"},
-				{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}},
-				{Name: "CONFIG_PATH", Value: "/etc/app/config.yaml"},
-			},
-			VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: fmt.Sprintf("/etc/app-%d", i)}, {Name: "logs", MountPath: fmt.Sprintf("/var/log/app-%d", i)}},
-			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intOrStr(8080 + i)}},
-				PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
-			TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-			ImagePullPolicy: corev1.PullIfNotPresent,
-		}
-		p.Spec.Containers = append(p.Spec.Containers, c)
-	}
-	p.Spec.Volumes = []corev1.Volume{
-		{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "web-config"}}}},
-		{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
-	}
-	return p
-}
-
 // BenchmarkInject measures one pod admission (read the request's pod,
 // match against the cache, write the JSON patch) for a
 // 10-container pod that two of 50 SidecarSets select.
@@ -411,7 +376,7 @@ func BenchmarkInject(b *testing.B) {
 		}),
 	)
 	l := testLister(b, map[string]map[string]string{"prod": {"env": "prod"}}, sets...)
-	req := podRequest(b, "prod", benchPod())
+	req := podRequest(b, "prod", testutil.LargePod())
 	h := &PodInjector{Lister: l}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -423,5 +388,3 @@ func BenchmarkInject(b *testing.B) {
 		}
 	}
 }
-
-func intOrStr(i int) intstr.IntOrString { return intstr.FromInt(i) }

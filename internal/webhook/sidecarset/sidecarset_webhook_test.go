@@ -100,11 +100,10 @@ func TestValidation(t *testing.T) {
 			s.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: ""}}}}
 		}), "spec.volumes[0].hostPath.path", ""},
 	}
-	for i, tc := range cases {
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.set.Name = "invalid-" + strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")
 			tc.set.Name = strings.NewReplacer("(", "", ")", "").Replace(tc.set.Name)
-			_ = i
 			err := env.Client.Create(ctxT(t), tc.set)
 			if err == nil {
 				_ = env.Client.Delete(ctxT(t), tc.set)
