@@ -7,6 +7,7 @@ package main
 // development setup (WEBHOOK_HOST): no Kruise code is compiled into the bench.
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -90,10 +91,35 @@ type kruiseManager struct {
 }
 
 func kruiseDir(cfg *config) string {
-	if *kruiseBin != "" {
+	switch {
+	case *kruiseBin == "":
+		return filepath.Join(cfg.root, "bin", "kruise")
+	case filepath.IsAbs(*kruiseBin):
 		return *kruiseBin
 	}
-	return filepath.Join(cfg.root, "bin", "kruise")
+	return filepath.Join(cfg.root, *kruiseBin)
+}
+
+// kruiseMissing says why the Kruise rows cannot run ("" when they can): a
+// quick run without bin/kruise skips them, a full run fails (`make bench`
+// builds it first).
+func kruiseMissing(cfg *config) (string, error) {
+	bin := filepath.Join(kruiseDir(cfg), "kruise-manager")
+	if _, err := os.Stat(bin); err != nil {
+		if cfg.quick {
+			return fmt.Sprintf("OpenKruise's manager is not built (%s absent: `make kruise`)", bin), nil
+		}
+		return "", fmt.Errorf("%s not found: run `make kruise` first", bin)
+	}
+	return "", nil
+}
+
+// benchKruiseOptions are Kruise's resources in the benchmark clusters, where
+// Deckhand runs without a client-side limit: Kruise cannot turn its limit
+// off, so it gets one above what the local API server can serve (as
+// kube-controller-manager does in cluster B).
+func benchKruiseOptions(cfg *config) kruiseOptions {
+	return kruiseOptions{dir: kruiseDir(cfg), qps: 1000, burst: 2000, workers: kruiseSidecarSetWorkers}
 }
 
 // startKruise installs Kruise's CRDs and webhook configurations into cl and
@@ -248,6 +274,16 @@ func (k *kruiseManager) errorLines() []string {
 
 func (k *kruiseManager) pid() int { return k.cmd.Process.Pid }
 
+// metrics reads its controller-runtime metrics (the Go runtime's
+// go_memstats_* and client-go's rest_client_requests_total among them).
+func (k *kruiseManager) metrics(ctx context.Context) (metrics, error) {
+	body, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", k.metricsPort))
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(bytes.NewReader(body)), nil
+}
+
 // stop ends kruise-manager (SIGTERM, SIGKILL after 20 s) and removes its
 // webhook configurations, so that the cluster's other variants never call a
 // webhook that is gone.
@@ -329,5 +365,3 @@ func (k *kruiseManager) installWebhooks(ctx context.Context) error {
 	_, err := vapi.Create(ctx, validating, metav1.CreateOptions{})
 	return err
 }
-
-// kruiseNamespace creates a namespace whose pods Kruise's webhook sees.
