@@ -84,10 +84,22 @@ type kruiseManager struct {
 	logPath string
 	// Ports on 127.0.0.1: webhook (TLS), /readyz, /metrics, net/http/pprof.
 	webhookPort, healthPort, metricsPort, pprofPort int
-	// serving is the time from process start to /readyz (webhook serving
-	// with its configurations patched), working to the SidecarSet
-	// controller's workers running.
+	// started is when the process was started; serving is the time from
+	// then to /readyz (webhook serving with its configurations patched),
+	// working to the SidecarSet controller's workers running.
+	started          time.Time
 	serving, working time.Duration
+}
+
+// byManager holds the raw values of a side-by-side figure: manager ->
+// figure -> values in the order they were measured.
+type byManager map[string]map[string][]float64
+
+func (b byManager) add(manager, figure string, v float64) {
+	if b[manager] == nil {
+		b[manager] = map[string][]float64{}
+	}
+	b[manager][figure] = append(b[manager][figure], v)
 }
 
 func kruiseDir(cfg *config) string {
@@ -184,6 +196,7 @@ func startKruise(ctx context.Context, cl *localcluster.Cluster, o kruiseOptions)
 	)
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	t0 := time.Now()
+	k.started = t0
 	if err := k.cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("starting kruise-manager: %w", err)
@@ -282,6 +295,13 @@ func (k *kruiseManager) metrics(ctx context.Context) (metrics, error) {
 		return nil, err
 	}
 	return parseMetrics(bytes.NewReader(body)), nil
+}
+
+// forceGC makes it run a garbage collection (the heap profile handler does
+// one when asked with gc=1).
+func (k *kruiseManager) forceGC(ctx context.Context) error {
+	_, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", k.pprofPort))
+	return err
 }
 
 // stop ends kruise-manager (SIGTERM, SIGKILL after 20 s) and removes its
