@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,18 +29,27 @@ const (
 	admNullInj admVariant = "null webhook adding the sidecar"
 	admOne     admVariant = "1 SidecarSet"
 	admHundred admVariant = "100 SidecarSets (1 matches)"
+	// admKruise is OpenKruise's manager injecting the same sidecar with one
+	// SidecarSet of its own, into a namespace only its webhook sees.
+	admKruise admVariant = "OpenKruise, 1 SidecarSet"
 )
+
+// kruiseBenchSidecarSet is the name of the admission item's Kruise SidecarSet.
+const kruiseBenchSidecarSet = "bench-kruise"
 
 type admResult struct {
 	lat     []time.Duration
 	elapsed time.Duration
 	pods    int
 	runs    []float64 // throughput of each run
+	p50s    []float64 // p50 latency of each run, ms
 	mgrReq  float64   // the manager's API requests during the runs
 	writes  float64   // API writes (all clients) during the runs
 	// seq are the latencies of creates sent one at a time (an idle control
 	// plane): what the webhook adds to one request, without queueing.
 	seq []time.Duration
+	// seqP50s is the p50 of each run's one-client creates, ms.
+	seqP50s []float64
 }
 
 func (a *admResult) throughput() float64 { return float64(a.pods) / a.elapsed.Seconds() }
@@ -54,6 +64,20 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	defer e.stop()
+	skipKruise, err := kruiseMissing(cfg)
+	if err != nil {
+		return err
+	}
+	var k *kruiseManager
+	if skipKruise == "" {
+		// One Kruise for the whole item, its pod webhook limited to the
+		// namespaces of the Kruise runs.
+		if k, err = startKruise(ctx, e.cluster, benchKruiseOptions(cfg)); err != nil {
+			return err
+		}
+		defer k.stop()
+		logf("[admission] kruise-manager serving after %s, SidecarSet workers after %s", secs(k.serving), secs(k.working))
+	}
 	// A fake node: a Node object nothing runs. Pods are pre-bound to it
 	// (spec.nodeName), so they skip the scheduler and nothing updates them.
 	if err := e.c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: admissionNode}}); err != nil {
@@ -61,9 +85,12 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	}
 	n, clients := cfg.size(2000, 300), 16
 	nSeq := cfg.size(300, 60)
-	order := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred, admHundred, admOne, admNullInj, admNull, admPre, admNone}
+	order := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admKruise, admHundred, admHundred, admKruise, admOne, admNullInj, admNull, admPre, admNone}
 	if cfg.quick {
-		order = order[:6]
+		order = order[:len(order)/2]
+	}
+	if k == nil {
+		order = slices.DeleteFunc(order, func(v admVariant) bool { return v == admKruise })
 	}
 	null, err := startNullWebhook(e.certDir)
 	if err != nil {
@@ -79,8 +106,13 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		if err := setAdmissionVariant(ctx, e, v); err != nil {
 			return fmt.Errorf("%s: %w", v, err)
 		}
+		if k != nil {
+			if err := setKruiseVariant(ctx, e, v == admKruise); err != nil {
+				return fmt.Errorf("%s: %w", v, err)
+			}
+		}
 		ns := fmt.Sprintf("adm-%d", round)
-		if err := e.namespace(ctx, ns); err != nil {
+		if err := admissionNamespace(ctx, e, ns, v); err != nil {
 			return err
 		}
 		if err := probeInjection(ctx, e, ns, v, null); err != nil {
@@ -89,11 +121,14 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		if v == admOne || v == admNullInj { // CPU profile of the manager while it injects
 			go e.saveProfile(ctx, cfg, "profile?seconds=5", fmt.Sprintf("cpu-admission-%d", round))
 		}
-		s0 := e.snapshot(ctx)
+		s0, k0 := e.snapshot(ctx), kruiseRequests(ctx, k)
 		lat, elapsed, err := createPods(ctx, e, ns, n, clients, v == admPre)
 		c := diff(s0, e.snapshot(ctx))
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
+		}
+		if v == admKruise { // the injecting manager's requests
+			c.mgrRequests = kruiseRequests(ctx, k) - k0
 		}
 		ar := res[v]
 		if ar == nil {
@@ -104,6 +139,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		ar.elapsed += elapsed
 		ar.pods += n
 		ar.runs = append(ar.runs, float64(n)/elapsed.Seconds())
+		ar.p50s = append(ar.p50s, msFloat(percentile(lat, 50)))
 		ar.mgrReq += c.mgrRequests
 		ar.writes += c.apiMutating
 		logf("[admission] %s: %d pods in %s (%.0f/s), p50 %s p99 %s", v, n, secs(elapsed), float64(n)/elapsed.Seconds(),
@@ -113,7 +149,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		}
 		// The same variant, one create at a time, in a namespace of its own.
 		seqNS := ns + "-seq"
-		if err := e.namespace(ctx, seqNS); err != nil {
+		if err := admissionNamespace(ctx, e, seqNS, v); err != nil {
 			return err
 		}
 		seq, _, err := createPods(ctx, e, seqNS, nSeq, 1, v == admPre)
@@ -121,6 +157,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 			return fmt.Errorf("%s, one client: %w", v, err)
 		}
 		ar.seq = append(ar.seq, seq...)
+		ar.seqP50s = append(ar.seqP50s, msFloat(percentile(seq, 50)))
 		logf("[admission] %s, one client: %d pods, p50 %s p99 %s", v, nSeq, ms(percentile(seq, 50)), ms(percentile(seq, 99)))
 		if err := e.cs.CoreV1().Pods(seqNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return err
@@ -132,9 +169,13 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		"%d pods per run, %d concurrent clients, no client-side rate limit, pods pre-bound to a fake Node (`spec.nodeName`). "+
 		"Run order %s (the variants are interleaved so that drift in machine load hits them alike); figures pool the runs of a variant.\n\n",
 		n, clients, joinVariants(order))
-	b.WriteString("| variant | pods | creates/s (per run) | creates/s (pooled) | p50 | p99 | throughput vs none | Deckhand requests per pod | API writes per pod |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| variant | pods | creates/s (per run) | creates/s (pooled) | p50 | p99 | throughput vs none | manager requests per pod (Deckhand's; Kruise's in its row) | API writes per pod |\n|---|---|---|---|---|---|---|---|---|\n")
 	base := res[admNone]
-	for _, v := range []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred} {
+	variants := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred}
+	if k != nil {
+		variants = append(variants, admKruise)
+	}
+	for _, v := range variants {
 		a := res[v]
 		var runs []string
 		for _, x := range a.runs {
@@ -145,7 +186,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	}
 	fmt.Fprintf(&b, "\nThe same variants with **one client** (%d pods a run, each create sent after the previous returned): the latency a webhook adds to a request when nothing queues.\n\n"+
 		"| variant | p50 | p90 | p99 | added p50 vs none |\n|---|---|---|---|---|\n", nSeq)
-	for _, v := range []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred} {
+	for _, v := range variants {
 		a := res[v]
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", v, ms(percentile(a.seq, 50)), ms(percentile(a.seq, 90)), ms(percentile(a.seq, 99)),
 			ms(percentile(a.seq, 50)-percentile(base.seq, 50)))
@@ -177,6 +218,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		"| Deckhand's injection instead of the minimal one | null webhook adding the sidecar -> 1 SidecarSet | %.2fx | %s |\n",
 		tp(pre)/tp(base), ms(p50(pre)-p50(base)), tp(nw)/tp(base), ms(p50(nw)-p50(base)),
 		tp(ni)/tp(nw), ms(p50(ni)-p50(nw)), tp(one)/tp(ni), ms(p50(one)-p50(ni)))
+	kruiseAdmission(&b, r, res, skipKruise)
 	r.sections[len(r.sections)-1] = "## 1. Pod admission with sidecar injection\n\n" + b.String()
 	r.info("1", "(diagnostic) Deckhand 1 SidecarSet vs a minimal webhook injecting the same sidecar: throughput", fmt.Sprintf("%.2fx", tp(one)/tp(ni)))
 	p50slower := percentile(hundred.lat, 50) - percentile(one.lat, 50)

@@ -72,6 +72,9 @@ func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *
 			return false, nil
 		}
 		got = len(p.Spec.Containers)
+		if (v == admKruise) != (p.Annotations[kruiseSidecarSetHash] != "") {
+			return false, nil // Kruise injects in its runs only
+		}
 		return got == want && (null.calls.Load() > calls) == nullOn, nil
 	})
 	if err != nil {

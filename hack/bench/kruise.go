@@ -7,6 +7,7 @@ package main
 // development setup (WEBHOOK_HOST): no Kruise code is compiled into the bench.
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -83,17 +84,54 @@ type kruiseManager struct {
 	logPath string
 	// Ports on 127.0.0.1: webhook (TLS), /readyz, /metrics, net/http/pprof.
 	webhookPort, healthPort, metricsPort, pprofPort int
-	// serving is the time from process start to /readyz (webhook serving
-	// with its configurations patched), working to the SidecarSet
-	// controller's workers running.
+	// started is when the process was started; serving is the time from
+	// then to /readyz (webhook serving with its configurations patched),
+	// working to the SidecarSet controller's workers running.
+	started          time.Time
 	serving, working time.Duration
 }
 
+// byManager holds the raw values of a side-by-side figure: manager ->
+// figure -> values in the order they were measured.
+type byManager map[string]map[string][]float64
+
+func (b byManager) add(manager, figure string, v float64) {
+	if b[manager] == nil {
+		b[manager] = map[string][]float64{}
+	}
+	b[manager][figure] = append(b[manager][figure], v)
+}
+
 func kruiseDir(cfg *config) string {
-	if *kruiseBin != "" {
+	switch {
+	case *kruiseBin == "":
+		return filepath.Join(cfg.root, "bin", "kruise")
+	case filepath.IsAbs(*kruiseBin):
 		return *kruiseBin
 	}
-	return filepath.Join(cfg.root, "bin", "kruise")
+	return filepath.Join(cfg.root, *kruiseBin)
+}
+
+// kruiseMissing says why the Kruise rows cannot run ("" when they can): a
+// quick run without bin/kruise skips them, a full run fails (`make bench`
+// builds it first).
+func kruiseMissing(cfg *config) (string, error) {
+	bin := filepath.Join(kruiseDir(cfg), "kruise-manager")
+	if _, err := os.Stat(bin); err != nil {
+		if cfg.quick {
+			return fmt.Sprintf("OpenKruise's manager is not built (%s absent: `make kruise`)", bin), nil
+		}
+		return "", fmt.Errorf("%s not found: run `make kruise` first", bin)
+	}
+	return "", nil
+}
+
+// benchKruiseOptions are Kruise's resources in the benchmark clusters, where
+// Deckhand runs without a client-side limit: Kruise cannot turn its limit
+// off, so it gets one above what the local API server can serve (as
+// kube-controller-manager does in cluster B).
+func benchKruiseOptions(cfg *config) kruiseOptions {
+	return kruiseOptions{dir: kruiseDir(cfg), qps: 1000, burst: 2000, workers: kruiseSidecarSetWorkers}
 }
 
 // startKruise installs Kruise's CRDs and webhook configurations into cl and
@@ -158,6 +196,7 @@ func startKruise(ctx context.Context, cl *localcluster.Cluster, o kruiseOptions)
 	)
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	t0 := time.Now()
+	k.started = t0
 	if err := k.cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("starting kruise-manager: %w", err)
@@ -248,6 +287,23 @@ func (k *kruiseManager) errorLines() []string {
 
 func (k *kruiseManager) pid() int { return k.cmd.Process.Pid }
 
+// metrics reads its controller-runtime metrics (the Go runtime's
+// go_memstats_* and client-go's rest_client_requests_total among them).
+func (k *kruiseManager) metrics(ctx context.Context) (metrics, error) {
+	body, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", k.metricsPort))
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(bytes.NewReader(body)), nil
+}
+
+// forceGC makes it run a garbage collection (the heap profile handler does
+// one when asked with gc=1).
+func (k *kruiseManager) forceGC(ctx context.Context) error {
+	_, err := httpGet(ctx, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap?gc=1", k.pprofPort))
+	return err
+}
+
 // stop ends kruise-manager (SIGTERM, SIGKILL after 20 s) and removes its
 // webhook configurations, so that the cluster's other variants never call a
 // webhook that is gone.
@@ -329,5 +385,3 @@ func (k *kruiseManager) installWebhooks(ctx context.Context) error {
 	_, err := vapi.Create(ctx, validating, metav1.CreateOptions{})
 	return err
 }
-
-// kruiseNamespace creates a namespace whose pods Kruise's webhook sees.

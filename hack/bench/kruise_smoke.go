@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -33,23 +35,48 @@ func kruiseNamespace(ctx context.Context, cs kubernetes.Interface, name string) 
 
 // kruiseSidecarSet is an apps.kruise.io/v1alpha1 SidecarSet injecting
 // container into the pods labelled app=app of every namespace whose pods
-// reach Kruise's webhook (unstructured: the bench does not compile Kruise's
-// API).
-func kruiseSidecarSet(name, app string, container corev1.Container) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: map[string]any{
+// reach Kruise's webhook, rolling image changes out maxUnavailable pods at a
+// time (unstructured: the bench does not compile Kruise's API).
+func kruiseSidecarSet(name, app string, container corev1.Container, maxUnavailable intstr.IntOrString) (*unstructured.Unstructured, error) {
+	c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&container)
+	if err != nil {
+		return nil, err
+	}
+	var mu any = maxUnavailable.String() // a percentage
+	if maxUnavailable.Type == intstr.Int {
+		mu = int64(maxUnavailable.IntValue())
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apps.kruise.io/v1alpha1",
 		"kind":       "SidecarSet",
 		"metadata":   map[string]any{"name": name},
 		"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": map[string]any{"app": app}},
-			"containers": []any{map[string]any{
-				"name":  container.Name,
-				"image": container.Image,
-			}},
-			"updateStrategy": map[string]any{"type": "RollingUpdate", "maxUnavailable": int64(1)},
+			"selector":       map[string]any{"matchLabels": map[string]any{"app": app}},
+			"containers":     []any{c},
+			"updateStrategy": map[string]any{"type": "RollingUpdate", "maxUnavailable": mu},
 		},
-	}}
-	return u
+	}}, nil
+}
+
+// setSidecarImage changes the image of the first sidecar container of a
+// SidecarSet, Deckhand's or Kruise's alike (both keep it at
+// spec.containers[0].image), retrying on conflict: the controller writes the
+// status meanwhile.
+func setSidecarImage(ctx context.Context, c client.Client, ss *unstructured.Unstructured, image string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ss), ss); err != nil {
+			return err
+		}
+		containers, _, _ := unstructured.NestedSlice(ss.Object, "spec", "containers")
+		if len(containers) == 0 {
+			return fmt.Errorf("SidecarSet %s has no containers", ss.GetName())
+		}
+		containers[0].(map[string]any)["image"] = image
+		if err := unstructured.SetNestedSlice(ss.Object, containers, "spec", "containers"); err != nil {
+			return err
+		}
+		return c.Update(ctx, ss)
+	})
 }
 
 // ---- smoke check: `go run ./hack/bench -only kruise-smoke` ----
@@ -86,7 +113,10 @@ func kruiseSmoke(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	sidecar := sidecarContainer()
-	ss := kruiseSidecarSet("smoke", app, sidecar)
+	ss, err := kruiseSidecarSet("smoke", app, sidecar, intstr.FromInt32(1))
+	if err != nil {
+		return err
+	}
 	t1 := time.Now()
 	if err := c.Create(ctx, ss); err != nil {
 		return fmt.Errorf("creating the SidecarSet: %w", err)
@@ -137,18 +167,7 @@ func kruiseSmoke(ctx context.Context, cfg *config, r *report) error {
 	// In-place update: a new sidecar image.
 	const newImage = "registry.example.com/logging/agent:2.0"
 	t3 := time.Now()
-	// Kruise writes the SidecarSet's status meanwhile: retry on conflict.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(ss), ss); err != nil {
-			return err
-		}
-		containers, _, _ := unstructured.NestedSlice(ss.Object, "spec", "containers")
-		containers[0].(map[string]any)["image"] = newImage
-		if err := unstructured.SetNestedSlice(ss.Object, containers, "spec", "containers"); err != nil {
-			return err
-		}
-		return c.Update(ctx, ss)
-	})
+	err = setSidecarImage(ctx, c, ss, newImage)
 	if err != nil {
 		return fmt.Errorf("changing the sidecar image: %w", err)
 	}

@@ -120,6 +120,9 @@ func run(ctx context.Context, cfg *config, r *report) (failed bool) {
 	if cfg.want("admission") {
 		step("admission", func() error { return benchAdmission(ctx, cfg, r) })
 	}
+	if cfg.want("rollout") { // before cluster B, which would otherwise keep running meanwhile
+		step("sidecar rollout, Deckhand vs OpenKruise", func() error { return benchRollout(ctx, cfg, r) })
+	}
 	if cfg.want("podset") {
 		step("podset (a) limited", func() error { return benchPodSetLimited(ctx, cfg, r) })
 	}

@@ -42,6 +42,26 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		return nil, fmt.Errorf("caches did not sync: %w\n%s", err, e.mgr.Logs(20))
 	}
 	f := &managerFigures{pods: len(pods.Items), sync: synced.Sub(start), controls: n}
+	if err := sampleMemory(ctx, cfg, memoryProbe{pid: e.mgr.Pid(), forceGC: e.forceGC, metrics: e.managerMetrics}, f); err != nil {
+		return nil, err
+	}
+	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
+	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB",
+		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap))
+	return f, nil
+}
+
+// memoryProbe is what sampling a manager's memory needs: its process, a way
+// to make it collect garbage, and its metrics.
+type memoryProbe struct {
+	pid     int
+	forceGC func(context.Context) error
+	metrics func(context.Context) (metrics, error)
+}
+
+// sampleMemory fills in f's RSS and heap figures of a manager whose caches
+// have synced.
+func sampleMemory(ctx context.Context, cfg *config, p memoryProbe, f *managerFigures) error {
 	// Let start-up work (a reconcile of everything) finish, then sample
 	// RSS as the process runs: the Go runtime lets the heap grow to twice
 	// the live data before collecting and returns freed pages gradually.
@@ -54,9 +74,9 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		if i > 0 {
 			time.Sleep(time.Second)
 		}
-		rss, err := rssBytes(e.mgr.Pid())
+		rss, err := rssBytes(p.pid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f.rss = max(f.rss, rss)
 	}
@@ -65,12 +85,12 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 	// (a synced manager allocates little, so its last cycle may date from
 	// the start-up).
 	for range gcSamples {
-		if err := e.forceGC(ctx); err != nil {
-			return nil, err
+		if err := p.forceGC(ctx); err != nil {
+			return err
 		}
-		m, err := e.managerMetrics(ctx)
+		m, err := p.metrics(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h, a := m.sum("go_memstats_heap_inuse_bytes"), m.sum("go_memstats_heap_alloc_bytes")
 		if f.heap == 0 || h < f.heap {
@@ -81,10 +101,7 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		}
 		time.Sleep(time.Second)
 	}
-	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
-	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB",
-		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap))
-	return f, nil
+	return nil
 }
 
 func mib(b float64) float64 { return b / (1 << 20) }
@@ -157,6 +174,16 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 	if err != nil {
 		return err
 	}
+	skipKruise, err := kruiseMissing(cfg)
+	if err != nil {
+		return err
+	}
+	var peers []memoryRun
+	if skipKruise == "" {
+		if peers, err = measureWithKruise(ctx, cfg, e, full, empty.controls); err != nil {
+			return err
+		}
+	}
 	// The same manager under a soft memory limit, as a container with a
 	// memory limit would run it: the collector works harder instead of
 	// letting the heap double the live data.
@@ -189,6 +216,7 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 	fmt.Fprintf(&b, "\nBytes per cached pod, marginal = (loaded - half) live heap / %d pods: **%.0f B** (%.0f B of heap spans in use). "+
 		"Upper bound = (loaded - empty) live heap / %.0f pods: %.0f B; it also counts the %d PodSets, %d WebServers, their Deployments and Services, and the controllers' queues and expectations.\n",
 		full.pods-half.pods, marginal, marginalInuse, extra, upper, len(psl.Items), wsN)
+	kruiseMemory(r, &b, peers, skipKruise)
 	r.section("3. Memory and start-up", b.String())
 	r.target("3", fmt.Sprintf("manager RSS with %d pods + %d WebServers", full.pods, wsN), "<= 150 MB", fmt.Sprintf("%.1f MB", float64(full.rss)/1e6), full.rss <= 150e6)
 	r.info("3", fmt.Sprintf("(diagnostic) the same with GOMEMLIMIT=%s", memLimit),

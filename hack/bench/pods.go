@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // podTracker follows the pods of one namespace through an informer.
@@ -22,6 +24,15 @@ type podTracker struct {
 }
 
 func trackPods(ctx context.Context, cs kubernetes.Interface, ns string) (*podTracker, error) {
+	return trackPodsWith(ctx, cs, ns, nil)
+}
+
+// trackPodsWith is trackPods counting as "ready" the pods done reports true
+// for instead of the Ready ones (nil: Ready).
+func trackPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, done func(*corev1.Pod) bool) (*podTracker, error) {
+	if done == nil {
+		done = podutil.IsPodReady
+	}
 	t := &podTracker{pods: map[string]bool{}, stop: make(chan struct{})}
 	t.factory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
 	inf := t.factory.Core().V1().Pods().Informer()
@@ -30,12 +41,7 @@ func trackPods(ctx context.Context, cs kubernetes.Interface, ns string) (*podTra
 		if !ok {
 			return
 		}
-		ready := false
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				ready = true
-			}
-		}
+		ready := done(p)
 		t.mu.Lock()
 		t.pods[p.Name] = ready
 		t.mu.Unlock()

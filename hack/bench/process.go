@@ -47,8 +47,10 @@ func cachesSynced(ctx context.Context, logPath string, want int, timeout time.Du
 			return false, nil
 		}
 		s := string(data)
-		starting := strings.Count(s, `"msg":"Starting Controller"`)
-		n = strings.Count(s, `"msg":"Starting workers"`)
+		// Quoted messages match Deckhand's JSON log ("msg":"Starting workers")
+		// and kruise-manager's klog text ("Starting workers" controller=...).
+		starting := strings.Count(s, `"Starting Controller"`)
+		n = strings.Count(s, `"Starting workers"`)
 		now := time.Now()
 		if starting != lastStarting || n != lastN {
 			lastStarting, lastN, changed = starting, n, now

@@ -1,0 +1,123 @@
+package main
+
+// OpenKruise's manager as a peer in the memory item: the same cluster, the
+// same pods, one manager running at a time.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// measureKruise stops Deckhand's manager, starts kruise-manager on the same
+// cluster and measures it as measureManager measures Deckhand: caches synced
+// (every controller it started logs "Starting workers"), then RSS and live
+// heap. It stops Kruise again; the next measureManager starts Deckhand anew.
+func measureKruise(ctx context.Context, cfg *config, e *env) (*managerFigures, error) {
+	var pods corev1.PodList
+	if err := e.c.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	e.mgr.Stop()
+	k, err := startKruise(ctx, e.cluster, benchKruiseOptions(cfg))
+	if err != nil {
+		return nil, err
+	}
+	defer k.stop()
+	synced, n, err := cachesSynced(ctx, k.logPath, 0, 2*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("kruise-manager's caches did not sync: %w\n%s", err, k.logTail(20))
+	}
+	f := &managerFigures{pods: len(pods.Items), sync: synced.Sub(k.started), controls: n}
+	if err := sampleMemory(ctx, cfg, memoryProbe{pid: k.pid(), forceGC: k.forceGC, metrics: k.metrics}, f); err != nil {
+		return nil, err
+	}
+	logf("[memory] kruise-manager, %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB",
+		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap))
+	return f, nil
+}
+
+// memoryRun is one manager's measurement in the order they were taken.
+type memoryRun struct {
+	manager string
+	f       *managerFigures
+}
+
+// measureWithKruise measures Kruise twice, interleaved with Deckhand (first
+// is Deckhand's measurement just taken on the loaded cluster): Deckhand,
+// Kruise, Deckhand, Kruise.
+func measureWithKruise(ctx context.Context, cfg *config, e *env, first *managerFigures, wantControllers int) ([]memoryRun, error) {
+	runs := []memoryRun{{"Deckhand", first}}
+	for _, manager := range []string{"OpenKruise", "Deckhand", "OpenKruise"} {
+		var f *managerFigures
+		var err error
+		if manager == "Deckhand" {
+			f, err = measureManager(ctx, cfg, e, "heap-loaded-2", wantControllers, nil)
+		} else {
+			f, err = measureKruise(ctx, cfg, e)
+		}
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, memoryRun{manager, f})
+	}
+	return runs, nil
+}
+
+// kruiseMemory writes the comparison of the runs into b and the summary.
+// skip says why Kruise could not run ("" when it did).
+func kruiseMemory(r *report, b *strings.Builder, runs []memoryRun, skip string) {
+	if skip != "" {
+		r.info("3", "memory, Deckhand vs OpenKruise", "not measured: "+skip)
+		return
+	}
+	figures := byManager{}
+	for _, x := range runs {
+		figures.add(x.manager, "rss_bytes", float64(x.f.rss))
+		figures.add(x.manager, "heap_alloc_bytes", x.f.heapAlloc)
+		figures.add(x.manager, "heap_inuse_bytes", x.f.heap)
+		figures.add(x.manager, "caches_synced_s", x.f.sync.Seconds())
+		figures.add(x.manager, "pods", float64(x.f.pods))
+	}
+	r.record("memory-vs-kruise", figures)
+	d, k := figures["Deckhand"], figures["OpenKruise"]
+	mibText := func(x float64) string { return fmt.Sprintf("%.1f MiB", mib(x)) }
+	secText := func(x float64) string { return fmt.Sprintf("%.2f s", x) }
+
+	fmt.Fprintf(b, "\n**OpenKruise as a peer** (docs/bench-kruise.md), on the loaded cluster (every pod above): the Deckhand manager is stopped, kruise-manager v1.9.1 started "+
+		"(every Kruise CRD installed, so all of its controllers run as in a real installation, each with its informers; no Kruise objects exist; client limit QPS 1000/burst 2000; "+
+		"`KruiseDaemon`, `WorkloadSpread` and `PodUnavailableBudgetDeleteGate` off), measured the same way as Deckhand (caches synced when every controller it started logs "+
+		"`Starting workers`; RSS and heap sampled as above, its collections forced through its own `/debug/pprof/heap?gc=1`, heap from its controller-runtime metrics), then stopped. "+
+		"Order: %s. Both see the same pods; Deckhand also holds its WebServers' Deployments and Services, which Kruise does not watch.\n\n", joinRuns(runs))
+	b.WriteString("| manager | pods | caches synced | controllers | RSS | live heap | heap in use |\n|---|---|---|---|---|---|---|\n")
+	for _, x := range runs {
+		fmt.Fprintf(b, "| %s | %d | %s | %d | %.1f MiB | %.1f MiB | %.1f MiB |\n", x.manager, x.f.pods, secs(x.f.sync), x.f.controls, mib(float64(x.f.rss)), mib(x.f.heapAlloc), mib(x.f.heap))
+	}
+	b.WriteString("\n| figure (median, min–max) | Deckhand | OpenKruise | Deckhand / OpenKruise |\n|---|---|---|---|\n")
+	ratio := map[string]float64{}
+	for _, x := range []struct{ name, key string }{{"RSS", "rss_bytes"}, {"live heap", "heap_alloc_bytes"}, {"heap in use", "heap_inuse_bytes"}, {"caches synced", "caches_synced_s"}} {
+		ds, ks := spreadOf(d[x.key]), spreadOf(k[x.key])
+		ratio[x.key] = ds.Median / ks.Median
+		f := mibText
+		if x.key == "caches_synced_s" {
+			f = secText
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %.2fx |\n", x.name, ds.format(f), ks.format(f), ratio[x.key])
+	}
+	pods := int(spreadOf(k["pods"]).Median)
+	r.target("3", fmt.Sprintf("manager RSS with %d pods, Deckhand / OpenKruise (one manager at a time)", pods), "<= 0.5x",
+		fmt.Sprintf("%.2fx (Deckhand %s, Kruise %s)", ratio["rss_bytes"], spreadOf(d["rss_bytes"]).format(mibText), spreadOf(k["rss_bytes"]).format(mibText)), ratio["rss_bytes"] <= 0.5)
+	r.info("3", "live heap, Deckhand / OpenKruise", fmt.Sprintf("%.2fx (Deckhand %s, Kruise %s)", ratio["heap_alloc_bytes"],
+		spreadOf(d["heap_alloc_bytes"]).format(mibText), spreadOf(k["heap_alloc_bytes"]).format(mibText)))
+}
+
+func joinRuns(runs []memoryRun) string {
+	var s []string
+	for _, x := range runs {
+		s = append(s, x.manager)
+	}
+	return strings.Join(s, " → ")
+}
