@@ -61,11 +61,18 @@ promcheck: ## Build bin/promcheck (hack/promcheck): Prometheus' own parsers, for
 ##@ Benchmarks (never part of `make test`)
 
 .PHONY: bench
-bench: k8s-binaries build kruise ## Run every benchmark at full size and write docs/benchmarks.md (about 20 minutes; see hack/bench).
+bench: bench-clean-tree k8s-binaries build kruise ## Run every benchmark at full size: docs/benchmarks.md and its raw results in docs/bench-data/ (a clean tree only; see hack/bench).
 	go run ./hack/bench --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --kruise-bin $(KRUISE_BIN) --out $(ROOT)/docs/benchmarks.md
 
+# The report in docs/ names the commit it measured, so it is refused on
+# uncommitted changes before anything is built (hack/bench checks again,
+# untracked Go sources included).
+.PHONY: bench-clean-tree
+bench-clean-tree:
+	@git diff --quiet HEAD -- || { echo "make bench: the working tree has uncommitted changes; commit or stash them first (make bench-quick may run on a dirty tree and says so)" >&2; exit 1; }
+
 .PHONY: bench-quick
-bench-quick: k8s-binaries build ## Every benchmark at small sizes (about 3.5 minutes; a smoke run), report in bin/benchmarks-quick.md.
+bench-quick: k8s-binaries build ## Every benchmark at small sizes (a smoke run), report in bin/benchmarks-quick.md, raw results in bin/bench-data/; a dirty tree is allowed and marked.
 	go run ./hack/bench --quick --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(BIN)/benchmarks-quick.md
 
 .PHONY: kruise

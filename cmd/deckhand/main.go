@@ -75,9 +75,9 @@ func main() {
 	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Serve HTTP/2 on the webhook and metrics servers. Off by default because of the HTTP/2 rapid-reset exposure (CVE-2023-44487).")
 	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0,
-		"Client-side rate limit (queries per second) of the manager's API client. 0 keeps controller-runtime's default: no client-side limit, the API server's priority and fairness applies.")
+		"Client-side rate limit (queries per second) of the whole manager process: one token bucket shared by every client, cache and controller (leader election has a bucket of its own of the same size). 0 keeps controller-runtime's default: no client-side limit, the API server's priority and fairness applies.")
 	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0,
-		"Burst of the manager's API client when --kube-api-qps is set (default: 1.5 x QPS).")
+		"Burst of that shared bucket when --kube-api-qps is set (default: 1.5 x QPS).")
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address to serve net/http/pprof on (for example 127.0.0.1:6060). Empty turns profiling off.")
 	o.certs = certs.DefaultOptions()
@@ -144,13 +144,7 @@ func run(o options) error {
 	}
 
 	cfg := ctrl.GetConfigOrDie()
-	if o.kubeAPIQPS > 0 {
-		cfg.QPS = float32(o.kubeAPIQPS)
-		cfg.Burst = o.kubeAPIBurst
-		if cfg.Burst <= 0 {
-			cfg.Burst = int(o.kubeAPIQPS * 1.5)
-		}
-	}
+	leaderElectionCfg := limitClients(cfg, o.kubeAPIQPS, o.kubeAPIBurst)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:           scheme,
 		PprofBindAddress: o.pprofAddr,
@@ -166,6 +160,7 @@ func run(o options) error {
 		LeaderElectionID:              "deckhand.apps.deckhand.dev",
 		LeaderElectionNamespace:       o.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionConfig:          leaderElectionCfg,
 		Cache:                         operator.CacheOptions(),
 	})
 	if err != nil {

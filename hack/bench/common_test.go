@@ -23,3 +23,30 @@ func TestSpreadOf(t *testing.T) {
 		}
 	}
 }
+
+func TestInterleaved(t *testing.T) {
+	var got []string
+	for i := range 4 {
+		got = append(got, interleaved([]string{"A", "B"}, i)...)
+	}
+	if want := []string{"A", "B", "B", "A", "A", "B", "B", "A"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
+
+func TestInsideDir(t *testing.T) {
+	for _, tc := range []struct {
+		path string
+		want bool
+	}{
+		{"/repo/docs/benchmarks.md", true},
+		{"/repo/docs/sub/x.md", true},
+		{"/repo/bin/benchmarks-quick.md", false},
+		{"/repo/docs-old/x.md", false},
+		{"/elsewhere/docs/x.md", false},
+	} {
+		if got := insideDir(tc.path, "/repo/docs"); got != tc.want {
+			t.Errorf("insideDir(%q) = %v, want %v", tc.path, got, tc.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -135,4 +136,16 @@ func (e *env) stop() {
 
 func (e *env) namespace(ctx context.Context, name string) error {
 	return e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// deleteNamespace deletes ns and waits until it is gone, so that its
+// objects' deletion is over before the next measurement starts.
+func (e *env) deleteNamespace(ctx context.Context, ns string, timeout time.Duration) error {
+	if err := e.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := e.c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		return err != nil && client.IgnoreNotFound(err) == nil, nil // not found: gone
+	})
 }

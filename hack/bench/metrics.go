@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 type sample struct {
@@ -140,16 +141,50 @@ func (e *env) apiserverMetrics(ctx context.Context) (metrics, error) {
 // snapshot is both metric sets at one instant.
 type snapshot struct{ mgr, api metrics }
 
-func (e *env) snapshot(ctx context.Context) snapshot {
+// scrape reads both metric sets. A failed scrape is an error, never zero
+// requests: a cost computed from it would be a difference against nothing.
+func (e *env) scrape(ctx context.Context) (snapshot, error) {
 	var s snapshot
 	var err error
 	if s.mgr, err = e.managerMetrics(ctx); err != nil {
-		logf("manager metrics: %v", err)
+		return s, fmt.Errorf("scraping the manager's metrics: %w", err)
 	}
 	if s.api, err = e.apiserverMetrics(ctx); err != nil {
-		logf("apiserver metrics: %v", err)
+		return s, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	return s, nil
+}
+
+// scrapeFailure keeps the first failed scrape of callers that have no
+// error path (snapshot); run fails the benchmark step in which it happened.
+var scrapeFailure struct {
+	mu  sync.Mutex
+	err error
+}
+
+// snapshot is scrape for callers without an error path: a failure is
+// logged and kept for takeScrapeFailure, and the benchmark step fails.
+func (e *env) snapshot(ctx context.Context) snapshot {
+	s, err := e.scrape(ctx)
+	if err != nil {
+		logf("%v", err)
+		scrapeFailure.mu.Lock()
+		if scrapeFailure.err == nil {
+			scrapeFailure.err = err
+		}
+		scrapeFailure.mu.Unlock()
 	}
 	return s
+}
+
+// takeScrapeFailure returns the first scrape failure since the last call
+// and forgets it.
+func takeScrapeFailure() error {
+	scrapeFailure.mu.Lock()
+	defer scrapeFailure.mu.Unlock()
+	err := scrapeFailure.err
+	scrapeFailure.err = nil
+	return err
 }
 
 // cost is the request and reconcile counts between two snapshots.
@@ -192,4 +227,12 @@ func diff(a, b snapshot) cost {
 		}
 	}
 	return c
+}
+
+// fields is c for the raw results' JSON.
+func (c cost) fields() map[string]any {
+	return map[string]any{
+		"deckhandRequests": c.mgrRequests, "deckhandByMethod": c.mgrByMethod, "kcmRequests": c.kcmRequests,
+		"apiWrites": c.apiMutating, "apiRequests": c.apiAll, "reconciles": c.reconciles, "apiWritesByResource": c.apiByResourceMu,
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +30,8 @@ const (
 type scaleResult struct {
 	kind     scaleKind
 	n        int
+	ns       string
+	round    int
 	up, down time.Duration
 	upCost   cost
 	downCost cost
@@ -53,26 +56,43 @@ var settleTime = 3 * time.Second
 
 func settle() { time.Sleep(settleTime) }
 
-// scaleNamespaces names the namespace of each kind's run, after the cluster's
-// name.
+// scaleNamespaces names the namespace of each kind's runs.
 var scaleNamespaces = map[scaleKind]string{kindRS: "rs", kindPodSet: "podset", kindPlain: "plain"}
 
-// runScales runs runScale for each of kinds in turn, in the namespace
-// cluster-<kind's name>, and returns their results in the same order.
-func runScales(ctx context.Context, e *env, cluster string, n int, kinds ...scaleKind) ([]*scaleResult, error) {
-	var out []*scaleResult
-	for _, kind := range kinds {
-		res, err := runScale(ctx, e, kind, cluster+"-"+scaleNamespaces[kind], n)
-		if err != nil {
-			return nil, err
+// scaleRounds is how many times each workload kind is scaled up and down.
+const scaleRounds = 3
+
+// interleaved is the order of round i: kinds as given in even rounds,
+// reversed in odd ones (A B, B A, A B, ...), so that a drift of the
+// machine's load during the benchmark falls on every kind alike.
+func interleaved[T any](kinds []T, i int) []T {
+	out := append([]T(nil), kinds...)
+	if i%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
+// runScales runs runScale scaleRounds times for each of kinds, interleaved,
+// each run in a namespace of its own (cluster-kind-round), and returns the
+// results of each kind in the order of its rounds.
+func runScales(ctx context.Context, e *env, cluster string, n int, kinds ...scaleKind) (map[scaleKind][]*scaleResult, error) {
+	out := map[scaleKind][]*scaleResult{}
+	for i := range scaleRounds {
+		for _, kind := range interleaved(kinds, i) {
+			res, err := runScale(ctx, e, kind, fmt.Sprintf("%s-%s-%d", cluster, scaleNamespaces[kind], i), n)
+			if err != nil {
+				return nil, err
+			}
+			res.round = i
+			out[kind] = append(out[kind], res)
 		}
-		out = append(out, res)
 	}
 	return out, nil
 }
 
 // runScale scales one workload kind 0 -> n until every pod is Ready, then
-// n -> 0 until every pod is gone, each in a fresh namespace.
+// n -> 0 until every pod is gone, in the fresh namespace ns.
 func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*scaleResult, error) {
 	if err := e.namespace(ctx, ns); err != nil {
 		return nil, err
@@ -102,8 +122,11 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 	scale := func(replicas int) error {
 		return e.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)))
 	}
-	res := &scaleResult{kind: kind, n: n}
-	s0 := e.snapshot(ctx)
+	res := &scaleResult{kind: kind, n: n, ns: ns}
+	s0, err := e.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if kind == kindPlain {
 		err = runWorkers(n, 32, func(i int) error {
@@ -122,7 +145,10 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 		return nil, err
 	}
 	settle()
-	s1 := e.snapshot(ctx)
+	s1, err := e.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
 	start = time.Now()
 	if kind == kindPlain {
 		err = runWorkers(n, 32, func(i int) error {
@@ -138,10 +164,65 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 		return nil, err
 	}
 	settle()
-	s2 := e.snapshot(ctx)
+	s2, err := e.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
 	res.upCost, res.downCost = diff(s0, s1), diff(s1, s2)
-	logf("[podset] %s: 0->%d Ready %s, %d->0 gone %s", kind, n, secs(res.up), n, secs(res.down))
+	logf("[podset] %s (%s): 0->%d Ready %s, %d->0 gone %s", kind, ns, n, secs(res.up), n, secs(res.down))
 	return res, nil
+}
+
+// scaleSummary is one kind's figures over its rounds.
+type scaleSummary struct {
+	kind scaleKind
+	// up and down are seconds; upReq and downReq the kind's own API
+	// requests per pod created or deleted (Deckhand's client for PodSet,
+	// kube-controller-manager's net of the same round's PodSet run for
+	// ReplicaSet, one by construction for the plain client); writes is every
+	// write the API server served per pod created.
+	up, down, upReq, downReq, writes spread
+}
+
+// summarize computes each kind's spreads; the ReplicaSet's requests are
+// kube-controller-manager's net of the PodSet run of the same round.
+func summarize(res map[scaleKind][]*scaleResult, kinds ...scaleKind) []scaleSummary {
+	var out []scaleSummary
+	for _, kind := range kinds {
+		var up, down, upReq, downReq, writes []float64
+		for i, x := range res[kind] {
+			n := float64(x.n)
+			up, down = append(up, x.up.Seconds()), append(down, x.down.Seconds())
+			writes = append(writes, x.upCost.apiMutating/n)
+			switch kind {
+			case kindPodSet:
+				upReq, downReq = append(upReq, x.upCost.mgrRequests/n), append(downReq, x.downCost.mgrRequests/n)
+			case kindRS:
+				ps := res[kindPodSet][i]
+				upReq, downReq = append(upReq, netKCM(x.upCost, ps.upCost)/n), append(downReq, netKCM(x.downCost, ps.downCost)/n)
+			case kindPlain:
+				upReq, downReq = append(upReq, 1), append(downReq, 1)
+			}
+		}
+		out = append(out, scaleSummary{kind, spreadOf(up), spreadOf(down), spreadOf(upReq), spreadOf(downReq), spreadOf(writes)})
+	}
+	return out
+}
+
+func secsF(v float64) string { return fmt.Sprintf("%.2f s", v) }
+func num2(v float64) string  { return fmt.Sprintf("%.2f", v) }
+
+// recordScales keeps every run's raw figures under name.
+func recordScales(r *report, name string, res map[scaleKind][]*scaleResult) {
+	var runs []map[string]any
+	for kind, xs := range res {
+		for _, x := range xs {
+			runs = append(runs, map[string]any{"kind": string(kind), "round": x.round, "namespace": x.ns, "pods": x.n,
+				"upSeconds": x.up.Seconds(), "downSeconds": x.down.Seconds(), "upCost": x.upCost.fields(), "downCost": x.downCost.fields()})
+		}
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i]["namespace"].(string) < runs[j]["namespace"].(string) })
+	r.record(name, runs)
 }
 
 // benchPodSetLimited: item 2a, its own cluster with kube-controller-manager
@@ -159,40 +240,63 @@ func benchPodSetLimited(ctx context.Context, cfg *config, r *report) error {
 	if err != nil {
 		return err
 	}
-	rs, ps := res[0], res[1]
+	recordScales(r, "podset-a", res)
+	sum := summarize(res, kindRS, kindPodSet)
+	rs, ps := sum[0], sum[1]
 	var b strings.Builder
-	fmt.Fprintf(&b, "Cluster A: kube-controller-manager at its defaults (`--kube-api-qps 20 --kube-api-burst 30`), Deckhand `--kube-api-qps 20 --kube-api-burst 30`, "+
-		"kube-scheduler raised to QPS 500/burst 1000 (not the bottleneck), one kwok fake node. Times are from the scale patch until the bench's pod informer sees all %d pods Ready (up) or none left (down).\n\n", n)
-	scaleTable(&b, []*scaleResult{rs, ps}, rs)
-	costTable(&b, []*scaleResult{rs, ps})
+	fmt.Fprintf(&b, "Cluster A: kube-controller-manager at its defaults (`--kube-api-qps 20 --kube-api-burst 30`, a bucket per controller), Deckhand `--kube-api-qps 20 --kube-api-burst 30` (one bucket for the process), "+
+		"kube-scheduler raised to QPS 500/burst 1000 (not the bottleneck), one kwok fake node. Times are from the scale patch until the bench's pod informer sees all %d pods Ready (up) or none left (down). "+
+		"%d rounds, interleaved (%s), each run in a fresh namespace.\n\n", n, scaleRounds, roundOrder([]scaleKind{kindRS, kindPodSet}))
+	summaryTable(&b, sum, rs)
+	costTable(&b, res, kindRS, kindPodSet)
 	r.section("2a. PodSet vs ReplicaSet, client limits at kube-controller-manager's defaults", b.String())
-	up, down := ps.up.Seconds()/rs.up.Seconds(), ps.down.Seconds()/rs.down.Seconds()
-	r.target("2a", fmt.Sprintf("PodSet/ReplicaSet time 0 -> %d Ready", n), "<= 1.0", fmt.Sprintf("%.2f (%s vs %s)", up, secs(ps.up), secs(rs.up)), up <= 1.0)
-	r.target("2a", fmt.Sprintf("PodSet/ReplicaSet time %d -> 0 gone", n), "<= 1.0", fmt.Sprintf("%.2f (%s vs %s)", down, secs(ps.down), secs(rs.down)), down <= 1.0)
+	up, down := ps.up.Median/rs.up.Median, ps.down.Median/rs.down.Median
+	r.target("2a", fmt.Sprintf("PodSet/ReplicaSet time 0 -> %d Ready (medians)", n), "<= 1.0", fmt.Sprintf("%.2f (%s vs %s)", up, ps.up.format(secsF), rs.up.format(secsF)), up <= 1.0)
+	r.target("2a", fmt.Sprintf("PodSet/ReplicaSet time %d -> 0 gone (medians)", n), "<= 1.0", fmt.Sprintf("%.2f (%s vs %s)", down, ps.down.format(secsF), rs.down.format(secsF)), down <= 1.0)
+	r.info("2a", "API requests per created pod: PodSet (Deckhand's client) vs ReplicaSet (kube-controller-manager's, net)",
+		fmt.Sprintf("PodSet %s; ReplicaSet %s", ps.upReq.format(num2), rs.upReq.format(num2)))
 	return nil
 }
 
 // benchPodSetUnlimited: item 2b in cluster B (every client limit raised).
 func benchPodSetUnlimited(ctx context.Context, cfg *config, e *env, r *report) error {
 	n := cfg.size(1000, 200)
-	res, err := runScales(ctx, e, "b", n, kindPlain, kindRS, kindPodSet)
+	kinds := []scaleKind{kindPlain, kindRS, kindPodSet}
+	res, err := runScales(ctx, e, "b", n, kinds...)
 	if err != nil {
 		return err
 	}
-	plain, rs, ps := res[0], res[1], res[2]
+	recordScales(r, "podset-b", res)
+	sum := summarize(res, kinds...)
+	plain, rs, ps := sum[0], sum[1], sum[2]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster B: kube-controller-manager and kube-scheduler at QPS 1000/burst 2000, Deckhand without a client-side limit. "+
-		"The plain client creates (then deletes) the same %d pods with 32 workers and no rate limit; its pods go through the scheduler like the others: the control plane's limit.\n\n", n)
-	scaleTable(&b, []*scaleResult{plain, rs, ps}, plain)
-	costTable(&b, []*scaleResult{plain, rs, ps})
+		"The plain client creates (then deletes) the same %d pods with 32 workers and no rate limit; its pods go through the scheduler like the others: the control plane's limit. "+
+		"%d rounds, interleaved (%s), each run in a fresh namespace.\n\n", n, scaleRounds, roundOrder(kinds))
+	summaryTable(&b, sum, plain)
+	costTable(&b, res, kinds...)
 	r.section("2b. PodSet vs ReplicaSet vs a plain client, client limits off", b.String())
-	up := ps.up.Seconds() / plain.up.Seconds()
-	r.target("2b", fmt.Sprintf("PodSet 0 -> %d Ready / plain client", n), "<= 1.5", fmt.Sprintf("%.2f (%s vs %s)", up, secs(ps.up), secs(plain.up)), up <= 1.5)
-	r.note(fmt.Sprintf("2b without a target: PodSet/ReplicaSet up %.2f, down %.2f; PodSet/plain down %.2f.",
-		ps.up.Seconds()/rs.up.Seconds(), ps.down.Seconds()/rs.down.Seconds(), ps.down.Seconds()/plain.down.Seconds()))
-	r.info("6", "API requests per created pod, PodSet (Deckhand's client) vs ReplicaSet (kube-controller-manager's, net)",
-		fmt.Sprintf("PodSet %.2f; ReplicaSet %.2f", ps.upCost.mgrRequests/float64(n), netKCM(rs.upCost, ps.upCost)/float64(n)))
+	up := ps.up.Median / plain.up.Median
+	r.target("2b", fmt.Sprintf("PodSet 0 -> %d Ready / plain client (medians)", n), "<= 1.5", fmt.Sprintf("%.2f (%s vs %s)", up, ps.up.format(secsF), plain.up.format(secsF)), up <= 1.5)
+	r.info("2b", "PodSet/ReplicaSet time, up and down (medians)", fmt.Sprintf("up %.2f (ReplicaSet %s), down %.2f (PodSet %s, ReplicaSet %s)",
+		ps.up.Median/rs.up.Median, rs.up.format(secsF), ps.down.Median/rs.down.Median, ps.down.format(secsF), rs.down.format(secsF)))
+	r.info("2b", "PodSet/plain client time n -> 0 gone (medians)", fmt.Sprintf("%.2f (%s vs %s)", ps.down.Median/plain.down.Median, ps.down.format(secsF), plain.down.format(secsF)))
+	r.info("6", "API requests per created pod, PodSet (Deckhand's client) vs ReplicaSet (kube-controller-manager's, net), cluster B",
+		fmt.Sprintf("PodSet %s; ReplicaSet %s", ps.upReq.format(num2), rs.upReq.format(num2)))
 	return nil
+}
+
+// roundOrder prints the order of the runs, e.g. "A B, B A, A B".
+func roundOrder(kinds []scaleKind) string {
+	var rounds []string
+	for i := range scaleRounds {
+		var names []string
+		for _, k := range interleaved(kinds, i) {
+			names = append(names, strings.SplitN(string(k), " ", 2)[0])
+		}
+		rounds = append(rounds, strings.Join(names, " → "))
+	}
+	return strings.Join(rounds, "; ")
 }
 
 // netKCM is kube-controller-manager's requests during the ReplicaSet run
@@ -201,31 +305,40 @@ func benchPodSetUnlimited(ctx context.Context, cfg *config, e *env, r *report) e
 // ReplicaSet controller itself sent.
 func netKCM(rs, ps cost) float64 { return rs.kcmRequests - ps.kcmRequests }
 
-func scaleTable(b *strings.Builder, rows []*scaleResult, base *scaleResult) {
-	fmt.Fprintf(b, "| workload | 0 -> %d Ready | ratio | %d -> 0 gone | ratio |\n|---|---|---|---|---|\n", base.n, base.n)
+func summaryTable(b *strings.Builder, rows []scaleSummary, base scaleSummary) {
+	b.WriteString("Each figure: median (min–max, n) over the rounds; ratios are of the medians. *Requests per pod*: the workload's own controller's API requests per pod created (up) or deleted (down): " +
+		"Deckhand's `rest_client_requests_total` for PodSet; for ReplicaSet, kube-controller-manager's requests minus its requests during the same round's PodSet run (its other controllers react to any pod); one create or delete for the plain client. " +
+		"*API writes per pod*: every write the API server served during the scale-up, all clients.\n\n")
+	b.WriteString("| workload | 0 -> n Ready | ratio | n -> 0 gone | ratio | requests per pod, up | requests per pod, down | API writes per pod, up |\n|---|---|---|---|---|---|---|---|\n")
 	for _, x := range rows {
-		fmt.Fprintf(b, "| %s | %s | %.2fx | %s | %.2fx |\n", x.kind, secs(x.up), x.up.Seconds()/base.up.Seconds(), secs(x.down), x.down.Seconds()/base.down.Seconds())
+		fmt.Fprintf(b, "| %s | %s | %.2fx | %s | %.2fx | %s | %s | %s |\n", x.kind, x.up.format(secsF), x.up.Median/base.up.Median,
+			x.down.format(secsF), x.down.Median/base.down.Median, x.upReq.format(num2), x.downReq.format(num2), x.writes.format(num2))
 	}
 	b.WriteString("\n")
 }
 
-func costTable(b *strings.Builder, rows []*scaleResult) {
-	b.WriteString("Cost (item 6), per pod created (up) or deleted (down). *Deckhand client*: the manager's `rest_client_requests_total`; " +
+func costTable(b *strings.Builder, res map[scaleKind][]*scaleResult, kinds ...scaleKind) {
+	b.WriteString("<details><summary>Every run: time and cost (item 6) per pod</summary>\n\n")
+	b.WriteString("Per pod created (up) or deleted (down). *Deckhand client*: the manager's `rest_client_requests_total`; " +
 		"*KCM*: `apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"kube-system-service-accounts\"}` (every kube-controller-manager controller); " +
 		"*API writes*: every POST/PUT/PATCH/DELETE the API server served (`apiserver_request_total`, all clients: scheduler bindings and kwok status updates included); " +
 		"*reconciles*: `controller_runtime_reconcile_total{controller=\"podset\"}`.\n\n")
-	b.WriteString("| workload | phase | Deckhand client | Deckhand by method | KCM | API writes | API requests (no watches) | PodSet reconciles |\n|---|---|---|---|---|---|---|---|\n")
-	for _, x := range rows {
-		for _, ph := range []struct {
-			name string
-			c    cost
-		}{{"up", x.upCost}, {"down", x.downCost}} {
-			n := float64(x.n)
-			fmt.Fprintf(b, "| %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f |\n", x.kind, ph.name, ph.c.mgrRequests/n, byMethod(ph.c.mgrByMethod, n),
-				ph.c.kcmRequests/n, ph.c.apiMutating/n, ph.c.apiAll/n, ph.c.reconciles["podset"]/n)
+	b.WriteString("| round | workload | phase | time | Deckhand client | Deckhand by method | KCM | API writes | API requests (no watches) | PodSet reconciles |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for i := range scaleRounds {
+		for _, kind := range interleaved(kinds, i) {
+			x := res[kind][i]
+			for _, ph := range []struct {
+				name string
+				t    time.Duration
+				c    cost
+			}{{"up", x.up, x.upCost}, {"down", x.down, x.downCost}} {
+				n := float64(x.n)
+				fmt.Fprintf(b, "| %d | %s | %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f |\n", i+1, x.kind, ph.name, secs(ph.t), ph.c.mgrRequests/n, byMethod(ph.c.mgrByMethod, n),
+					ph.c.kcmRequests/n, ph.c.apiMutating/n, ph.c.apiAll/n, ph.c.reconciles["podset"]/n)
+			}
 		}
 	}
-	b.WriteString("\n")
+	b.WriteString("\n</details>\n")
 }
 
 func byMethod(m map[string]float64, n float64) string {

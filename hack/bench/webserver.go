@@ -72,6 +72,15 @@ type churnResult struct {
 	sent, errs, lost int
 }
 
+// fields is c for the raw results' JSON: every latency in milliseconds.
+func (c churnResult) fields() map[string]any {
+	lat := make([]float64, len(c.lat))
+	for i, d := range c.lat {
+		lat[i] = float64(d) / float64(time.Millisecond)
+	}
+	return map[string]any{"sent": c.sent, "failed": c.errs, "neverSeen": c.lost, "latencyMs": lat}
+}
+
 // runChurn sends one change every 100 ms for d, round robin over n objects
 // (patch(name, rev) sends it), and waits up to 30 s for every change to show.
 func runChurn(ctx context.Context, t *revTracker, n int, d time.Duration, prefix string, patch func(ctx context.Context, name, rev string) error) churnResult {
@@ -135,28 +144,62 @@ func waitAvailable(ctx context.Context, ready func(ctx context.Context) (bool, s
 	return nil
 }
 
+// countDeployments lists the Deployments of ns and counts those for which
+// ok holds.
+func countDeployments(ctx context.Context, e *env, ns string, ok func(*appsv1.Deployment) bool) (total, matched int, err error) {
+	var dl appsv1.DeploymentList
+	if err := e.c.List(ctx, &dl, client.InNamespace(ns)); err != nil {
+		return 0, 0, err
+	}
+	for i := range dl.Items {
+		if ok(&dl.Items[i]) {
+			matched++
+		}
+	}
+	return len(dl.Items), matched, nil
+}
+
+// waitDeployments waits until the n Deployments of ns are at generation gen
+// (or later) and rolled out: observed, every replica updated and available,
+// none of an older ReplicaSet left.
+func waitDeployments(ctx context.Context, e *env, ns string, n int, gen int64, timeout time.Duration) error {
+	var state string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		total, done, err := countDeployments(ctx, e, ns, func(d *appsv1.Deployment) bool {
+			want := ptr.Deref(d.Spec.Replicas, 1)
+			return d.Generation >= gen && d.Status.ObservedGeneration == d.Generation &&
+				d.Status.UpdatedReplicas == want && d.Status.Replicas == want && d.Status.AvailableReplicas == want
+		})
+		state = fmt.Sprintf("%d Deployments, %d rolled out", total, done)
+		return err == nil && total >= n && done == total, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (%s)", err, state)
+	}
+	return nil
+}
+
 // deploymentsAvailable reports whether every Deployment of ns (n expected)
 // is observed at its generation and Available, and n Services exist.
 func deploymentsAvailable(e *env, ns string, n int) func(ctx context.Context) (bool, string) {
 	return func(ctx context.Context) (bool, string) {
-		var dl appsv1.DeploymentList
 		var sl corev1.ServiceList
-		if e.c.List(ctx, &dl, client.InNamespace(ns)) != nil || e.c.List(ctx, &sl, client.InNamespace(ns)) != nil {
-			return false, "list failed"
-		}
-		avail := 0
-		for _, d := range dl.Items {
+		total, avail, err := countDeployments(ctx, e, ns, func(d *appsv1.Deployment) bool {
 			if d.Status.ObservedGeneration != d.Generation {
-				continue
+				return false
 			}
 			for _, c := range d.Status.Conditions {
 				if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-					avail++
+					return true
 				}
 			}
+			return false
+		})
+		if err != nil || e.c.List(ctx, &sl, client.InNamespace(ns)) != nil {
+			return false, "list failed"
 		}
-		return len(dl.Items) >= n && len(sl.Items) >= n && avail == n,
-			fmt.Sprintf("%d Deployments (%d available), %d Services", len(dl.Items), avail, len(sl.Items))
+		return total >= n && len(sl.Items) >= n && avail == n,
+			fmt.Sprintf("%d Deployments (%d available), %d Services", total, avail, len(sl.Items))
 	}
 }
 
@@ -240,7 +283,10 @@ func benchWebServer(ctx context.Context, cfg *config, e *env, r *report) error {
 		return err
 	}
 	defer t.close()
-	s0 := e.snapshot(ctx)
+	s0, err := e.scrape(ctx)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := runWorkers(n, 32, func(i int) error {
 		ws := &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ws-%04d", i), Namespace: ns},
@@ -270,7 +316,10 @@ func benchWebServer(ctx context.Context, cfg *config, e *env, r *report) error {
 	}
 	burst := time.Since(start)
 	settle()
-	s1 := e.snapshot(ctx)
+	s1, err := e.scrape(ctx)
+	if err != nil {
+		return err
+	}
 	burstCost := diff(s0, s1)
 	logf("[webserver] burst of %d: created in %s, all current after %s", n, secs(created), secs(burst))
 
@@ -280,10 +329,20 @@ func benchWebServer(ctx context.Context, cfg *config, e *env, r *report) error {
 		return e.c.Patch(ctx, ws, client.RawPatch(types.MergePatchType, patch))
 	})
 	settle()
-	churnCost := diff(s1, e.snapshot(ctx))
+	s2, err := e.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	churnCost := diff(s1, s2)
 	p99 := percentile(res.lat, 99)
 	logf("[webserver] churn: %d changes, p99 %s", res.sent, ms(p99))
 
+	r.record("webserver", map[string]any{
+		"webServers": n, "churnSeconds": churn.Seconds(),
+		"baselineBurstSeconds": baseBurst.Seconds(), "burstCreatedSeconds": created.Seconds(), "burstSeconds": burst.Seconds(),
+		"baselineChurn": baseChurn.fields(), "churn": res.fields(),
+		"burstCost": burstCost.fields(), "churnCost": churnCost.fields(),
+	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster B. Burst: %d WebServers (`replicas: 0`, so the figure is Deckhand's work and not the scheduler's) created by 32 workers; "+
 		"done when every Deployment and Service exists, every Deployment is observed at its generation and `Available` (kube-controller-manager's part) and every WebServer has `status.observedGeneration == metadata.generation` and `Available=True` (polled every 200 ms). "+
