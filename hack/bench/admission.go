@@ -121,12 +121,20 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		if v == admOne || v == admNullInj { // CPU profile of the manager while it injects
 			go e.saveProfile(ctx, cfg, "profile?seconds=5", fmt.Sprintf("cpu-admission-%d", round))
 		}
-		s0, k0 := e.snapshot(ctx), kruiseRequests(ctx, k)
+		s0, err := e.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		k0 := kruiseRequests(ctx, k)
 		lat, elapsed, err := createPods(ctx, e, ns, n, clients, v == admPre)
-		c := diff(s0, e.snapshot(ctx))
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
 		}
+		s1, err := e.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		c := diff(s0, s1)
 		if v == admKruise { // the injecting manager's requests
 			c.mgrRequests = kruiseRequests(ctx, k) - k0
 		}

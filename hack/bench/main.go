@@ -44,7 +44,7 @@ func (c *config) size(full, quick int) int {
 	return full
 }
 
-var allItems = []string{"micro", "admission", "podset", "restart", "webserver", "memory"}
+var allItems = []string{"micro", "admission", "rollout", "podset", "restart", "webserver", "memory"}
 
 func main() {
 	// The bench's own clients log nothing worth reading; without a logger
@@ -130,12 +130,7 @@ func run(ctx context.Context, cfg *config, r *report) (failed bool) {
 		}
 		t0 := time.Now()
 		logf("=== %s", name)
-		_ = takeScrapeFailure() // one of an earlier, failed step
-		err := fn()
-		if err == nil {
-			err = takeScrapeFailure()
-		}
-		if err != nil {
+		if err := fn(); err != nil {
 			failed = true
 			logf("=== %s FAILED: %v", name, err)
 			r.note(fmt.Sprintf("**%s failed**: `%s`", name, firstLine(err.Error())))

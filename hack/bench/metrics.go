@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 type sample struct {
@@ -153,38 +152,6 @@ func (e *env) scrape(ctx context.Context) (snapshot, error) {
 		return s, fmt.Errorf("scraping the API server's metrics: %w", err)
 	}
 	return s, nil
-}
-
-// scrapeFailure keeps the first failed scrape of callers that have no
-// error path (snapshot); run fails the benchmark step in which it happened.
-var scrapeFailure struct {
-	mu  sync.Mutex
-	err error
-}
-
-// snapshot is scrape for callers without an error path: a failure is
-// logged and kept for takeScrapeFailure, and the benchmark step fails.
-func (e *env) snapshot(ctx context.Context) snapshot {
-	s, err := e.scrape(ctx)
-	if err != nil {
-		logf("%v", err)
-		scrapeFailure.mu.Lock()
-		if scrapeFailure.err == nil {
-			scrapeFailure.err = err
-		}
-		scrapeFailure.mu.Unlock()
-	}
-	return s
-}
-
-// takeScrapeFailure returns the first scrape failure since the last call
-// and forgets it.
-func takeScrapeFailure() error {
-	scrapeFailure.mu.Lock()
-	defer scrapeFailure.mu.Unlock()
-	err := scrapeFailure.err
-	scrapeFailure.err = nil
-	return err
 }
 
 // cost is the request and reconcile counts between two snapshots.
