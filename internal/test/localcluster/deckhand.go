@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -102,7 +101,7 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 		cmd := exec.Command(d.opts.Binary, args...)
 		cmd.Env = append(os.Environ(), d.opts.Env...)
 		cmd.Stdout, cmd.Stderr = d.opts.Stdout, d.opts.Stdout
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = ChildProcAttr()
 		if err := cmd.Start(); err != nil {
 			return err
 		}
