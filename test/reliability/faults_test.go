@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -343,28 +342,31 @@ func TestAPIServerRestart(t *testing.T) {
 	ps := simplePodSet(ns, "apiserver-restart", int32(n))
 	sel := labels.SelectorFromSet(ps.Spec.Selector.MatchLabels)
 
-	// Every pod the PodSet counts, from a watch over the whole test.
-	var mu sync.Mutex
-	var uid types.UID
-	pods := map[string]*corev1.Pod{}
-	most := 0
-	testutil.WatchPods(t, suite.clientset, ns, nil, func(ev watch.EventType, p *corev1.Pod) {
-		mu.Lock()
-		defer mu.Unlock()
-		delete(pods, p.Name)
-		if ev != watch.Deleted && selects(sel, uid, p) {
-			pods[p.Name] = p
-		}
-		most = max(most, len(pods))
-	})
+	// Every pod the PodSet counts, from a watch (an informer: it lists
+	// again after the outage) over the whole test.
+	w := watchPods(t, ns)
 	retry(t, time.Minute, "creating a PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
-	mu.Lock()
-	uid = ps.UID
-	mu.Unlock()
+	count := func(pods map[string]*corev1.Pod) int {
+		c := 0
+		for _, p := range pods {
+			if selects(sel, ps.UID, p) {
+				c++
+			}
+		}
+		return c
+	}
+	most := 0
+	w.setCheck(func(pods map[string]*corev1.Pod) error {
+		c := count(pods)
+		most = max(most, c)
+		if c > n {
+			return fmt.Errorf("%d pods of the PodSet, more than its %d replicas", c, n)
+		}
+		return nil
+	})
+	watched := func() int { w.mu.Lock(); defer w.mu.Unlock(); return count(w.pods) }
 	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(pods) > 0, nil
+		return watched() > 0, nil
 	}, "the manager creates the first pod")
 
 	pid := mgr.Pid()
@@ -386,16 +388,19 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	waitPodSet(t, ps, n, 5*time.Minute)
 	recovered := time.Since(back)
+	// The watch has followed through the outage: it sees them all too.
+	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+		c := watched()
+		return orErr(c == n, fmt.Errorf("the watch sees %d pods", c))
+	}, "the watch sees the %d pods", n)
 	scalePodSet(t, ps, 3)
 	waitPodSet(t, ps, 3, 3*time.Minute)
 	if mgr.Exited() || mgr.Pid() != pid {
 		t.Fatalf("the manager restarted or exited during the API server restart:\n%s", mgr.Logs(40))
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if most > n {
-		t.Errorf("%d pods of the PodSet existed at one moment: more than its %d replicas", most, n)
-	}
+	w.assertHeld(t)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	figure(t, "kube-apiserver stopped (3s down) while a manager at --kube-api-qps=5 scaled a PodSet to %d: %d pods existed while it was down; the manager kept running (same pid), converged %s after the API server was back, never more than %d pods",
 		n, atStop, recovered.Round(100*time.Millisecond), most)
 }
