@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/informers"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,103 +30,83 @@ func killPlan() (minKills int, minGap, maxGap time.Duration) {
 }
 
 // TestCrashRestartScheduleFiring runs a RestartSchedule firing every 10s on
-// a Deployment while the manager is SIGKILLed at random moments. A watch on
-// the Deployment checks that every restart writes a slot later than the
-// previous one (a slot never restarts the workload twice, and no slot goes
-// back in time), that there are no more restarts than slots, and the
-// status history never records one slot twice.
+// the Deployments its selector matches while the manager is SIGKILLed at
+// random moments. Rollouts are counted from what the cluster did (the
+// Deployments' generation bumps), per slot: no slot rolls a Deployment out
+// twice, no slot goes back, there are no more rollouts than slots, rollouts
+// go on after the last kill, and a bystander Deployment with a near-miss
+// label set sees none. The status history never records one slot twice.
 func TestCrashRestartScheduleFiring(t *testing.T) {
 	minKills, minGap, maxGap := killPlan()
 	ns := namespace(t)
-	by := createBystanders(t, ns, map[string]string{"app": "crash-restart"})
-	labels := map[string]string{"app": "restart-target"}
-	dep := testutil.Deployment(ns, "target", 1, labels, corev1.Container{Name: "app", Image: "app:1"})
+	// The bystander Deployment carries tier=restart like the targets, but
+	// not the label the schedule selects.
+	by := createBystanders(t, ns, map[string]string{"tier": "restart"})
+	r := watchRollouts(t, ns)
+	targets := []string{"target-a", "target-b"}
 	ctx := testutil.Context(t, 30*time.Minute)
-	if err := suite.client.Create(ctx, dep); err != nil {
-		t.Fatal(err)
+	for _, name := range targets {
+		dep := testutil.Deployment(ns, name, 1, map[string]string{"app": name}, corev1.Container{Name: "app", Image: "app:1"})
+		dep.Labels = map[string]string{"tier": "restart", "restart": "nightly"}
+		testutil.Create(ctx, t, suite.client, dep)
 	}
-
-	var mu sync.Mutex
-	var last time.Time
-	var restarts int
-	var violations []string
-	f := informers.NewSharedInformerFactoryWithOptions(suite.clientset, 0, informers.WithNamespace(ns))
-	inf := f.Apps().V1().Deployments().Informer()
-	observe := func(obj any) {
-		d, ok := obj.(*appsv1.Deployment)
-		if !ok || d.Name != "target" {
-			return
-		}
-		v := d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
-		if v == "" {
-			return
-		}
-		slot, err := time.Parse(time.RFC3339, v)
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case err != nil:
-			violations = append(violations, fmt.Sprintf("restarted-at %q is not a time", v))
-		case slot.Equal(last):
-		case slot.Before(last):
-			violations = append(violations, fmt.Sprintf("restart for slot %s after slot %s", slot, last))
-		default:
-			last = slot
-			restarts++
-		}
-	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: observe, UpdateFunc: func(_, o any) { observe(o) }}); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	f.Start(stop)
-	t.Cleanup(func() { close(stop); f.Shutdown() })
 
 	rs := &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: "every-10s", Namespace: ns},
 		Spec: deckhandv1alpha1.RestartScheduleSpec{
-			Schedule: "@every 10s",
-			Target:   deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "target"}},
+			Schedule:      "@every 10s",
+			MaxConcurrent: int32(len(targets)),
+			Target:        deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"restart": "nightly"}}},
 		},
 	}
-	start := time.Now()
 	retry(t, 2*time.Minute, "creating the RestartSchedule", func(ctx context.Context) error { return suite.client.Create(ctx, rs) })
 	c := startChaos(t, minGap, maxGap, minKills)
 	c.Wait(t, minKills, 20*time.Minute)
 	kills := c.Stop(t)
-	// Converged: restarts go on after the last kill.
-	mu.Lock()
-	before := restarts
-	mu.Unlock()
-	testutil.Eventually(t, 3*time.Minute, func(context.Context) (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return restarts >= before+2, nil
-	}, "two more restarts happen after the last kill")
-	elapsed := time.Since(start)
-
-	mu.Lock()
-	defer mu.Unlock()
-	if len(violations) > 0 {
-		t.Fatalf("restart invariants violated:\n%v", violations)
+	// Converged: rollouts go on after the last kill.
+	before := map[string]int{}
+	for _, name := range targets {
+		before[name] = r.Total(name)
 	}
-	// Slots are 10s apart; one more for rounding at both ends.
-	if slots := int(elapsed/(10*time.Second)) + 1; restarts > slots {
-		t.Fatalf("%d restarts in %s: more than the %d slots", restarts, elapsed, slots)
+	testutil.Eventually(t, 3*time.Minute, func(context.Context) (bool, error) {
+		for _, name := range targets {
+			if n := r.Total(name); n < before[name]+2 {
+				return false, fmt.Errorf("%s: %d rollouts, %d before the last kill", name, n, before[name])
+			}
+		}
+		return true, nil
+	}, "every target rolls out twice more after the last kill")
+	elapsed := time.Since(rs.CreationTimestamp.Time)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.violations) > 0 {
+		t.Fatalf("rollout invariants violated:\n%s", strings.Join(r.violations, "\n"))
+	}
+	// Slots are 10s apart from the creation; one more for rounding.
+	slots := int(elapsed/(10*time.Second)) + 1
+	for _, name := range targets {
+		if n := r.total[name]; n > slots {
+			t.Errorf("Deployment %s rolled out %d times in %s: more than the %d slots", name, n, elapsed, slots)
+		}
+	}
+	if n := r.total[bystanderName]; n > 0 {
+		t.Errorf("the bystander Deployment, which the selector does not match, rolled out %d times: %v", n, r.perSlot[bystanderName])
 	}
 	cur := &deckhandv1alpha1.RestartSchedule{}
 	if err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
 		t.Fatal(err)
 	}
-	seen := map[time.Time]bool{}
+	seen := map[string]bool{}
 	for _, h := range cur.Status.History {
-		if seen[h.ScheduledTime.Time] {
-			t.Fatalf("status.history records slot %s twice: %+v", h.ScheduledTime, cur.Status.History)
+		key := h.Workload + "@" + h.ScheduledTime.UTC().Format(time.RFC3339)
+		if seen[key] {
+			t.Fatalf("status.history records %s twice: %+v", key, cur.Status.History)
 		}
-		seen[h.ScheduledTime.Time] = true
+		seen[key] = true
 	}
-	figure(t, "RestartSchedule @every 10s over %s: %d restarts (each for a later slot than the one before, none twice), %d SIGKILLs survived",
-		elapsed.Round(time.Second), restarts, kills)
+	figure(t, "RestartSchedule @every 10s on %d Deployments over %s: %v rollouts counted from generation bumps (at most one per slot, slots only forward), 0 on the bystander, %d SIGKILLs survived",
+		len(targets), elapsed.Round(time.Second), r.total, kills)
 	by.assertUntouched(t)
 }
 
@@ -141,7 +119,7 @@ func TestCrashWebServerChurn(t *testing.T) {
 	ns := namespace(t)
 	by := createBystanders(t, ns, map[string]string{"app.kubernetes.io/name": "webserver"})
 	live := map[string]*deckhandv1alpha1.WebServer{}
-	var deleted []types.UID
+	var deleted []deletedOwner
 	ops := 0
 	start := time.Now()
 	c := startChaos(t, minGap, maxGap, minKills)
@@ -178,7 +156,11 @@ func TestCrashWebServerChurn(t *testing.T) {
 				retry(t, 3*time.Minute, "deleting a WebServer", func(ctx context.Context) error {
 					return client.IgnoreNotFound(suite.client.Delete(ctx, ws))
 				})
-				deleted = append(deleted, ws.UID)
+				deleted = append(deleted, deletedOwner{what: "WebServer " + ws.Name, uid: ws.UID, name: ws.Name,
+					selector: labels.SelectorFromSet(labels.Set{
+						deckhandv1alpha1.WebServerNameLabel:     deckhandv1alpha1.WebServerNameLabelValue,
+						deckhandv1alpha1.WebServerInstanceLabel: ws.Name,
+					})})
 				delete(live, name)
 				break
 			}
@@ -211,8 +193,8 @@ func TestCrashWebServerChurn(t *testing.T) {
 			return true, nil
 		}, "WebServer %s converged", ws.Name)
 	}
-	for _, uid := range deleted {
-		assertNothingOwnedBy(t, ns, uid, "a deleted WebServer")
+	for _, o := range deleted {
+		assertNoLeftovers(t, ns, o)
 	}
 	figure(t, "%d WebServer create/update/delete operations, %d live at the end and converged, %d deleted with nothing left, %d SIGKILLs survived, %s",
 		ops, len(live), len(deleted), kills, time.Since(start).Round(time.Second))
@@ -246,7 +228,7 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 	}
 	retry(t, 2*time.Minute, "creating the SidecarSet", func(ctx context.Context) error { return suite.client.Create(ctx, s) })
 	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), s) })
-	time.Sleep(2 * time.Second) // the webhook's cache sees the new SidecarSet
+	waitInjects(t, ns, labels)
 	for i := range n {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: ns, Labels: labels},

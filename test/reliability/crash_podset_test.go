@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,8 +23,10 @@ import (
 // moments. A watch over every pod of the namespace checks throughout that
 // there are never more active pods than replicas (+ maxSurge during the
 // update) and, during the update, never more unavailable than
-// maxUnavailable; pods of a bystander Deployment with the same labels are
-// never touched; nothing is left once the PodSet is deleted.
+// maxUnavailable, counting every pod its selector matches that no other
+// object controls; pods of a bystander Deployment with the same labels are
+// never touched; no pod of the PodSet (by owner reference, name or labels)
+// is left once it is deleted.
 func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	// The loop below runs cycles until minKills kills have happened;
 	// maxCycles only bounds it. A cycle of 30 pods can take a few seconds on
@@ -36,11 +39,11 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	}
 	surge, unavailable := max(1, n/10), max(1, n/10)
 	ns := namespace(t)
-	labels := map[string]string{"app": "crash-podset"}
-	by := createBystanders(t, ns, labels)
+	podLabels := map[string]string{"app": "crash-podset"}
+	by := createBystanders(t, ns, podLabels)
 	w := watchPods(t, ns)
 
-	ps := testutil.PodSet(ns, "crash", 0, labels, corev1.Container{
+	ps := testutil.PodSet(ns, "crash", 0, podLabels, corev1.Container{
 		Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "VERSION", Value: "0"}},
 	})
 	ps.Spec.UpdateStrategy = deckhandv1alpha1.PodSetUpdateStrategy{
@@ -52,11 +55,15 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	retry(t, 2*time.Minute, "creating the PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
 	uid := ps.UID
 
-	// The invariants, over the PodSet's own pods only.
+	// The invariants, over every pod the PodSet's selector matches that no
+	// other object controls: a pod created without its owner reference
+	// counts too. The bystander Deployment's pods, with the same labels, have
+	// their ReplicaSet; the bystander pod has other labels.
+	sel := labels.SelectorFromSet(podLabels)
 	mine := func(pods map[string]*corev1.Pod) (active, ready int, versions map[string]int) {
 		versions = map[string]int{}
 		for _, p := range pods {
-			if !controlledBy(p, uid) || !podActive(p) {
+			if !selects(sel, uid, p) {
 				continue
 			}
 			active++
@@ -94,6 +101,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	waitPods := func(want int, version string) {
 		t.Helper()
 		testutil.Eventually(t, 10*time.Minute, func(context.Context) (bool, error) {
+			w.assertHeld(t) // a violation fails at once, not when the wait times out
 			w.mu.Lock()
 			active, ready, versions := mine(w.pods)
 			w.mu.Unlock()
@@ -154,6 +162,6 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 		return a == min(n, 20), nil
 	}, "the PodSet has %d pods again", min(n, 20))
 	retry(t, 2*time.Minute, "deleting the PodSet", func(ctx context.Context) error { return client.IgnoreNotFound(suite.client.Delete(ctx, ps)) })
-	assertNothingOwnedBy(t, ns, uid, "the PodSet")
+	assertNoLeftovers(t, ns, deletedOwner{what: "the PodSet", uid: uid, name: ps.Name, selector: sel, podsOnly: true})
 	by.assertUntouched(t)
 }

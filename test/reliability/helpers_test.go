@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -20,6 +21,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -213,20 +216,19 @@ func podActive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-func controlledBy(p metav1.Object, uid types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(p)
-	return ref != nil && ref.UID == uid
-}
+// bystanderName names the bystanders (the lone pod: bystanderName-other).
+const bystanderName = "bystander"
 
 // bystanders are objects Deckhand does not own, placed next to its work
-// (some with the very labels its selectors use). At the end none of them
-// may have been modified or deleted.
+// (some with the very labels its selectors use, a lone pod with other
+// labels). At the end none of them may have been modified or deleted.
 type bystanders struct {
 	ns        string
 	versions  map[string]string // kind/name -> resourceVersion (objects nobody else writes)
 	depGen    int64
 	depPods   []string // UIDs of the bystander Deployment's pods
 	depLabels map[string]string
+	lonePod   *corev1.Pod
 }
 
 func createBystanders(t *testing.T, ns string, labels map[string]string) *bystanders {
@@ -237,9 +239,9 @@ func createBystanders(t *testing.T, ns string, labels map[string]string) *bystan
 		b.depLabels[k] = v
 	}
 	objs := []client.Object{
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels}, Data: map[string]string{"a": "b"}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels}, StringData: map[string]string{"a": "b"}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns, Labels: labels}, Data: map[string]string{"a": "b"}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns, Labels: labels}, StringData: map[string]string{"a": "b"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns, Labels: labels},
 			Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80}}}},
 	}
 	for _, o := range objs {
@@ -247,10 +249,19 @@ func createBystanders(t *testing.T, ns string, labels map[string]string) *bystan
 			t.Fatalf("creating bystander: %v", err)
 		}
 	}
+	// A pod of no controller with other labels: what counts pods by
+	// selector must leave it out.
+	b.lonePod = &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: bystanderName + "-other", Namespace: ns, Labels: map[string]string{"bystander": "pod"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "bystander:1"}}},
+	}
+	if err := suite.client.Create(ctx, b.lonePod); err != nil {
+		t.Fatalf("creating the bystander pod: %v", err)
+	}
 	// A Deployment whose pods carry the labels too: a PodSet or SidecarSet
 	// selector matches them, but they have a controller of their own.
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "bystander", Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: bystanderName, Namespace: ns, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: b.depLabels},
@@ -263,11 +274,20 @@ func createBystanders(t *testing.T, ns string, labels map[string]string) *bystan
 	if err := suite.client.Create(ctx, dep); err != nil {
 		t.Fatalf("creating bystander Deployment: %v", err)
 	}
+	// Recorded once the Deployment's controller is done with it: its 2 pods
+	// exist and its status has caught up with its spec.
 	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		pods, err := b.pods(ctx)
-		return err == nil && len(pods) == 2, err
+		if err != nil {
+			return false, err
+		}
+		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(dep), dep); err != nil {
+			return false, err
+		}
+		st := dep.Status
+		return orErr(len(pods) == 2 && st.ObservedGeneration == dep.Generation && st.UpdatedReplicas == 2,
+			fmt.Errorf("%d pods, status %+v", len(pods), st))
 	}, "the bystander Deployment has 2 pods")
-	time.Sleep(2 * time.Second) // let the Deployment's own status writes settle before recording
 	for _, o := range objs {
 		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 			t.Fatal(err)
@@ -318,7 +338,7 @@ func (b *bystanders) assertUntouched(t *testing.T) {
 		}
 	}
 	dep := &appsv1.Deployment{}
-	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: b.ns, Name: "bystander"}, dep); err != nil {
+	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: b.ns, Name: bystanderName}, dep); err != nil {
 		t.Errorf("bystander Deployment: %v", err)
 	} else if dep.Generation != b.depGen {
 		t.Errorf("the bystander Deployment's spec was modified (generation %d -> %d)", b.depGen, dep.Generation)
@@ -341,45 +361,145 @@ func (b *bystanders) assertUntouched(t *testing.T) {
 	if strings.Join(uids, ",") != strings.Join(b.depPods, ",") {
 		t.Errorf("the bystander Deployment's pods were deleted or replaced: %v -> %v", b.depPods, uids)
 	}
+	lone := &corev1.Pod{}
+	if err := suite.client.Get(ctx, client.ObjectKeyFromObject(b.lonePod), lone); err != nil {
+		t.Errorf("the bystander pod: %v", err)
+	} else if lone.UID != b.lonePod.UID || lone.DeletionTimestamp != nil || len(lone.OwnerReferences) > 0 || len(lone.Spec.Containers) != 1 {
+		t.Errorf("the bystander pod was replaced, deleted, adopted or changed: %+v", lone.ObjectMeta)
+	}
 }
 
-// assertNothingOwnedBy waits until no pod, Deployment or Service in ns has
-// an owner reference to uid (garbage collection by kube-controller-manager
-// after Deckhand's object is deleted).
-func assertNothingOwnedBy(t *testing.T, ns string, uid types.UID, what string) {
+// deletedOwner is a PodSet, WebServer or SidecarSet that a test deleted,
+// and what would be its leftovers.
+type deletedOwner struct {
+	what string
+	uid  types.UID
+	// name: a Deployment or Service so named, or a pod named name-..., is
+	// one of its objects.
+	name string
+	// selector: a pod it matches, or a Deployment or Service it labels so,
+	// is one of its objects unless another object controls it (the
+	// bystanders' pods, with the very labels, have their ReplicaSet).
+	selector labels.Selector
+	// podsOnly: only pods are its objects by selector (a PodSet makes
+	// nothing else, and the bystander Deployment and Service carry its
+	// labels on purpose).
+	podsOnly bool
+}
+
+// leftBehind returns the objects of ns that are the deleted owner's.
+func (o deletedOwner) leftBehind(ctx context.Context, ns string) ([]string, error) {
+	var pods corev1.PodList
+	var deps appsv1.DeploymentList
+	var svcs corev1.ServiceList
+	for _, l := range []client.ObjectList{&pods, &deps, &svcs} {
+		if err := suite.client.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+	}
+	var left []string
+	check := func(kind string, obj metav1.Object, named bool) {
+		ownRef, byName := false, named
+		for _, ref := range obj.GetOwnerReferences() {
+			ownRef = ownRef || ref.UID == o.uid
+		}
+		ctrl := metav1.GetControllerOfNoCopy(obj)
+		byLabels := o.selector != nil && (kind == "Pod" || !o.podsOnly) &&
+			obj.GetName() != bystanderName && o.selector.Matches(labels.Set(obj.GetLabels())) &&
+			(ctrl == nil || ctrl.UID == o.uid)
+		if ownRef || byName || byLabels {
+			left = append(left, fmt.Sprintf("%s %s (owner reference %t, name %t, labels %t)", kind, obj.GetName(), ownRef, byName, byLabels))
+		}
+	}
+	for i := range pods.Items {
+		check("Pod", &pods.Items[i], strings.HasPrefix(pods.Items[i].Name, o.name+"-"))
+	}
+	for i := range deps.Items {
+		check("Deployment", &deps.Items[i], deps.Items[i].Name == o.name)
+	}
+	for i := range svcs.Items {
+		check("Service", &svcs.Items[i], svcs.Items[i].Name == o.name)
+	}
+	return left, nil
+}
+
+// assertNoLeftovers waits until nothing of the deleted owner is left in
+// ns: no pod, Deployment or Service that refers to it, has its name or
+// carries its labels. The garbage collector removes what carries the owner
+// reference; a leak is what it cannot find, an object created without one.
+func assertNoLeftovers(t *testing.T, ns string, o deletedOwner) {
 	t.Helper()
-	testutil.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		var left []string
-		var pods corev1.PodList
-		var deps appsv1.DeploymentList
-		var svcs corev1.ServiceList
-		for _, l := range []client.ObjectList{&pods, &deps, &svcs} {
-			if err := suite.client.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return false, err
-			}
+	testutil.Eventually(t, 3*time.Minute, func(context.Context) (bool, error) {
+		// A context of its own: the last check before the timeout must
+		// still answer, so that the failure names what was left.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		left, err := o.leftBehind(ctx, ns)
+		if err != nil {
+			return false, err
 		}
-		var objs []metav1.Object
-		for i := range pods.Items {
-			objs = append(objs, &pods.Items[i])
+		return orErr(len(left) == 0, fmt.Errorf("left behind by %s: %v", o.what, left))
+	}, "nothing of %s is left", o.what)
+}
+
+// selects reports whether p is one of the pods a PodSet with selector sel
+// and UID uid counts against its replicas: an active pod its selector
+// matches that no other object controls. An orphan it matches counts (the
+// PodSet adopts it), so a pod created without its owner reference is seen.
+func selects(sel labels.Selector, uid types.UID, p *corev1.Pod) bool {
+	if !podActive(p) || !sel.Matches(labels.Set(p.Labels)) {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(p)
+	return ref == nil || ref.UID == uid
+}
+
+// waitInjects waits until the pod webhook injects a pod labelled labels in
+// ns (a server-side dry run, nothing is stored): the webhook's cache has
+// the SidecarSet.
+func waitInjects(t *testing.T, ns string, labels map[string]string) {
+	t.Helper()
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns, Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+		if err := suite.client.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, err
 		}
-		for i := range deps.Items {
-			objs = append(objs, &deps.Items[i])
-		}
-		for i := range svcs.Items {
-			objs = append(objs, &svcs.Items[i])
-		}
-		for _, o := range objs {
-			for _, ref := range o.GetOwnerReferences() {
-				if ref.UID == uid {
-					left = append(left, o.GetName())
-				}
-			}
-		}
-		if len(left) > 0 {
-			return false, fmt.Errorf("still owned by %s: %v", what, left)
-		}
-		return true, nil
-	}, "nothing owned by %s is left", what)
+		return orErr(len(p.Spec.Containers) > 1, fmt.Errorf("%d containers", len(p.Spec.Containers)))
+	}, "the pod webhook injects pods labelled %v (its cache has the SidecarSet)", labels)
+}
+
+// createSidecarSet creates (retrying while the webhooks are down) a
+// SidecarSet named name injecting a "sidecar" container into the pods of ns
+// labelled podLabels, deleted when t ends, and waits until the pod webhook
+// injects with it.
+func createSidecarSet(t *testing.T, name, ns string, podLabels map[string]string) *deckhandv1alpha1.SidecarSet {
+	t.Helper()
+	s := &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Namespace: ns, Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "sidecar", Image: "sidecar:1"}}},
+		},
+	}
+	retry(t, time.Minute, "creating the SidecarSet", func(ctx context.Context) error { return suite.client.Create(ctx, s) })
+	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), s) })
+	waitInjects(t, ns, podLabels)
+	return s
+}
+
+// startManager starts another manager (the caller stopped the suite's)
+// serving webhooks on port, stopped when t ends.
+func startManager(t *testing.T, name string, port int, args ...string) *localcluster.DeckhandProcess {
+	t.Helper()
+	d, err := suite.cluster.StartDeckhand(testutil.Context(t, 3*time.Minute), localcluster.DeckhandOptions{
+		Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: name, Args: args,
+	})
+	if err != nil {
+		t.Fatalf("starting %s: %v", name, err)
+	}
+	t.Cleanup(d.Stop)
+	return d
 }
 
 // namespace creates a namespace for t and fails t if a manager, under its
