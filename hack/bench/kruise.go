@@ -194,7 +194,7 @@ func startKruise(ctx context.Context, cl *localcluster.Cluster, o kruiseOptions)
 		"WEBHOOK_PORT="+strconv.Itoa(k.webhookPort),
 		"WEBHOOK_CERT_DIR="+filepath.Join(cl.Dir(), "kruise-webhook-certs"),
 	)
-	k.cmd.SysProcAttr = localcluster.ChildProcAttr()
+	k.cmd.SysProcAttr = localcluster.ChildProcAttr(syscall.SIGKILL)
 	t0 := time.Now()
 	k.started = t0
 	if err := k.cmd.Start(); err != nil {

@@ -116,7 +116,7 @@ func startDevcluster(dir, outPath, bin string, args ...string) (*devcluster, err
 	// Its own process group, so that a Ctrl-C in the terminal reaches only
 	// this process, which then stops the cluster itself; SIGTERM (which it
 	// also handles) if the test binary dies without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = localcluster.ChildProcAttr(syscall.SIGTERM)
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("starting devcluster: %w", err)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -101,7 +102,7 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 		cmd := exec.Command(d.opts.Binary, args...)
 		cmd.Env = append(os.Environ(), d.opts.Env...)
 		cmd.Stdout, cmd.Stderr = d.opts.Stdout, d.opts.Stdout
-		cmd.SysProcAttr = ChildProcAttr()
+		cmd.SysProcAttr = ChildProcAttr(syscall.SIGKILL)
 		if err := cmd.Start(); err != nil {
 			return err
 		}

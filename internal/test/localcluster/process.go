@@ -40,7 +40,7 @@ func startProcess(dir, name, bin string, args []string, env []string) (*process,
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = ChildProcAttr()
+	cmd.SysProcAttr = ChildProcAttr(syscall.SIGKILL)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
