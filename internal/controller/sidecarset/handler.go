@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -32,29 +33,58 @@ func (r *Reconciler) podEventHandler() handler.EventHandler {
 	if delay <= 0 {
 		delay = DefaultPodEventDelay
 	}
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], pods ...client.Object) {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, pods ...client.Object) {
 		for _, pod := range pods {
 			for _, req := range r.podToSidecarSets(ctx, pod) {
-				q.AddAfter(req, delay)
+				q.AddAfter(req, after)
 			}
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
+			enqueue(ctx, q, delay, e.Object)
 		},
 		// Both pods of an update: a SidecarSet that the pod stops matching
 		// hears of it too.
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+			after := delay
+			if readyAgainAfterRestart(e.ObjectOld, e.ObjectNew) {
+				after = 0
+			}
+			enqueue(ctx, q, after, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
+			enqueue(ctx, q, delay, e.Object)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object)
+			enqueue(ctx, q, delay, e.Object)
 		},
 	}
+}
+
+// readyAgainAfterRestart reports a pod that turns Ready with a container
+// that has restarted: what an in-place sidecar update looks like when the
+// kubelet has restarted the container with the new image. Such a pod frees
+// a slot of the rollout's maxUnavailable budget, so its SidecarSets
+// reconcile at once and the next pods of the rollout move without waiting
+// for the batching delay. A newly created pod turning Ready (no restart
+// yet) keeps the delay, so a burst of creations still costs one reconcile
+// per SidecarSet per delay.
+func readyAgainAfterRestart(oldObj, newObj client.Object) bool {
+	oldPod, ok := oldObj.(*corev1.Pod)
+	if !ok {
+		return false
+	}
+	newPod, ok := newObj.(*corev1.Pod)
+	if !ok || podutil.IsPodReady(oldPod) || !podutil.IsPodReady(newPod) {
+		return false
+	}
+	for _, cs := range newPod.Status.ContainerStatuses {
+		if cs.RestartCount > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // podToSidecarSets maps a pod to the SidecarSets that injected it (its

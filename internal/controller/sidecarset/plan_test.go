@@ -96,3 +96,35 @@ func TestSidecarsRunLatest(t *testing.T) {
 		})
 	}
 }
+
+// A pod turning Ready after a container restart (an in-place update done)
+// skips the batching delay; a new pod turning Ready, or any other change,
+// keeps it.
+func TestReadyAgainAfterRestart(t *testing.T) {
+	pod := func(ready bool, restarts int32) *corev1.Pod {
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		return &corev1.Pod{Status: corev1.PodStatus{
+			Phase:             corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}, {Name: "proxy", RestartCount: restarts}},
+		}}
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new *corev1.Pod
+		want     bool
+	}{
+		{"ready again after an in-place restart", pod(false, 1), pod(true, 1), true},
+		{"a new pod turning ready", pod(false, 0), pod(true, 0), false},
+		{"ready all along", pod(true, 1), pod(true, 1), false},
+		{"going not ready", pod(true, 1), pod(false, 2), false},
+		{"still not ready", pod(false, 1), pod(false, 1), false},
+	} {
+		if got := readyAgainAfterRestart(tc.old, tc.new); got != tc.want {
+			t.Errorf("%s: readyAgainAfterRestart = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
