@@ -269,8 +269,8 @@ func rolloutReport(r *report, results []rolloutResult, n int, k *kruiseManager) 
 		"the other manager idle (its pods unchanged). Measured from the image change: until every pod runs the new sidecar image with the container and the pod Ready "+
 		"(the same pod informer for both), and until the SidecarSet's status says so (`observedGeneration` current, `matchedPods` and `updatedReadyPods` at %d: the two status fields mean the same in both). "+
 		"What differs: Kruise runs as the cluster's admin, with every Kruise controller (CloneSet, Advanced StatefulSet, ...) watching as in a real installation; "+
-		"Deckhand runs as its own ServiceAccount, and its SidecarSet controller reconciles on pod events at most once a second (`DefaultPodEventDelay` batches them), "+
-		"so each of its batches takes about a second where the restart alone takes 500 ms.\n\n",
+		"Deckhand runs as its own ServiceAccount; its SidecarSet controller batches pod events for a second (`DefaultPodEventDelay`), "+
+		"except a pod Ready again after a container restart, which is reconciled at once, so a batch waits only for the restart.\n\n",
 		n, n, rolloutMaxUnavailable.String(), strings.Join(order, " → "), n)
 	b.WriteString("| rollout | manager | image change → every pod runs it, Ready | image change → SidecarSet status says so |\n|---|---|---|---|\n")
 	for i, x := range results {
