@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -46,6 +47,9 @@ type options struct {
 	probeAddr            string
 	enableLeaderElection bool
 	leaderElectionNS     string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
 	webhookHost          string
 	webhookPort          int
 	webhookCertDir       string
@@ -68,6 +72,18 @@ func main() {
 		"Elect a leader so that only one replica reconciles at a time. Every replica serves webhooks.")
 	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", podutil.OwnNamespace(),
 		"Namespace of the leader-election Lease (default: the manager's own namespace, from POD_NAMESPACE or its service account).")
+	flag.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"How long a leader's Lease is valid without renewal: a standby takes over this long after the leader dies, plus up to two retry periods.")
+	flag.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew before it gives up leading.")
+	// NOTE: a standby sees the Lease expire only when it polls, one retry
+	// period apart (with 20% jitter), and measures expiry from when it last
+	// saw the Lease change: the worst takeover is the lease duration plus
+	// about two retry periods. 1s (controller-runtime's default is 2s) keeps
+	// that under the lease duration + 5s, for one Lease read a second per
+	// replica.
+	flag.DurationVar(&o.retryPeriod, "leader-election-retry-period", time.Second,
+		"How often the leader renews its Lease and a standby tries to take it.")
 	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds to (default: all interfaces).")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
@@ -160,6 +176,9 @@ func run(o options) error {
 		LeaderElectionID:              "deckhand.apps.deckhand.dev",
 		LeaderElectionNamespace:       o.leaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.leaseDuration,
+		RenewDeadline:                 &o.renewDeadline,
+		RetryPeriod:                   &o.retryPeriod,
 		LeaderElectionConfig:          leaderElectionCfg,
 		Cache:                         operator.CacheOptions(),
 	})

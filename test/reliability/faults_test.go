@@ -23,13 +23,14 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
-// Leader election as the manager binary configures it (controller-runtime
-// defaults): a lease of 15s, renewed every 2s.
+// Leader election as the manager binary configures it by default: a lease of
+// 15s, renewed (and tried by a standby) every second.
 const (
 	leaseDuration = 15 * time.Second
 	// failoverBound is how soon the other manager must act as leader after
-	// the leader dies: the lease must expire, then one retry period (2s,
-	// with jitter), and its controllers start from caches already synced.
+	// the leader dies: the lease must expire as the standby sees it (up to
+	// two retry periods of 1s, with jitter, after it really did), and its
+	// controllers start from caches already synced.
 	failoverBound = leaseDuration + 5*time.Second
 	leaseName     = "deckhand.apps.deckhand.dev"
 )
