@@ -141,6 +141,13 @@ type PodSetSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	UpdateStrategy PodSetUpdateStrategy `json:"updateStrategy,omitempty"`
+
+	// Paused stops the rollout of template changes where it is, as
+	// `kubectl rollout pause` does for a Deployment: pods already on the new
+	// template stay there, no other pod is updated or replaced until it is
+	// cleared. Scaling goes on while paused.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
 }
 
 // PodSetStatus is the observed state of a PodSet.

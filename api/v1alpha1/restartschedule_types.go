@@ -28,6 +28,12 @@ const (
 	// out with its own strategy; writing the same value twice changes nothing,
 	// which makes a restart idempotent per scheduled slot.
 	RestartedAtAnnotation = "apps.deckhand.dev/restarted-at"
+
+	// RestartScheduleRunNowAnnotation on a RestartSchedule asks for one run
+	// to start at once, outside the schedule. Its value is a token chosen by
+	// the user (`kubectl deckhand restart-now` writes a timestamp): each new
+	// token starts one run, a token already run does nothing.
+	RestartScheduleRunNowAnnotation = "apps.deckhand.dev/run-now"
 	// RestartScheduleGeneratedLabel marks a RestartSchedule generated from a
 	// workload's RestartScheduleAnnotation (value "true").
 	RestartScheduleGeneratedLabel = "apps.deckhand.dev/generated"
