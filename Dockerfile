@@ -1,8 +1,12 @@
-# Deckhand manager image: `make docker-build IMG=<registry>/deckhand:<tag>`.
+# Deckhand manager image: `make docker-build IMG=<registry>/deckhand:<tag>`,
+# or every platform at once: `make docker-buildx IMG=...`.
 # Stage 1 builds a static binary; stage 2 is distroless (no shell, no
 # package manager) and runs as the unprivileged "nonroot" user (65532).
+# The builder runs on the build machine's own platform and cross-compiles
+# for the target (Go needs no emulation for that), so a multi-arch build
+# never runs the compiler under QEMU.
 
-FROM golang:1.26 AS builder
+FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev

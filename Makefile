@@ -150,6 +150,17 @@ build: ## Build the manager binary into bin/deckhand (version stamped: bin/deckh
 docker-build: ## Build the manager image $(IMG) (multi-stage, static binary, distroless nonroot).
 	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .
 
+# Platforms of the multi-arch image; the Dockerfile's builder cross-compiles
+# on the build machine's platform for each of them.
+PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: docker-buildx
+docker-buildx: ## Build and push the multi-arch manager image $(IMG) for $(PLATFORMS) with docker buildx.
+	- $(CONTAINER_TOOL) buildx create --name deckhand-builder
+	$(CONTAINER_TOOL) buildx use deckhand-builder
+	$(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) --tag $(IMG) .
+	- $(CONTAINER_TOOL) buildx rm deckhand-builder
+
 .PHONY: docker-push
 docker-push: ## Push the manager image $(IMG).
 	$(CONTAINER_TOOL) push $(IMG)
