@@ -106,7 +106,21 @@ func deployment(name string, labels map[string]string) *appsv1.Deployment {
 	}
 }
 
+// reconcile reconciles name as the workqueue would: again at once when a
+// reconcile restarted workloads and left their record to the next one.
 func (h *harness) reconcile(name string) ctrl.Result {
+	h.t.Helper()
+	for range 3 {
+		res := h.reconcileOnce(name)
+		if res.RequeueAfter != statusAfterPatchDelay {
+			return res
+		}
+	}
+	h.t.Fatalf("reconcile: still deferring the status after 3 reconciles")
+	return ctrl.Result{}
+}
+
+func (h *harness) reconcileOnce(name string) ctrl.Result {
 	h.t.Helper()
 	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: unitNS, Name: name}})
 	if err != nil {
@@ -445,6 +459,53 @@ func TestUnitCrashAfterPatchAdoptsTheRollout(t *testing.T) {
 	}
 	if st := h.rs("s").Status; len(st.Active) != 1 {
 		t.Fatalf("not following the adopted rollout: %+v", st)
+	}
+}
+
+// TestUnitStatusFollowsThePatch: the reconcile at a slot patches the
+// workload and leaves the status to the next reconcile, which records the
+// restart once, with the patched generation even when its cache has not
+// seen the patch, and emits one Restarting Event. A crash in between (a
+// new Reconciler, nothing remembered) adopts the rollout without patching.
+func TestUnitStatusFollowsThePatch(t *testing.T) {
+	for _, crash := range []bool{false, true} {
+		h := newHarness(t, "2026-01-01T10:00:00.1Z", schedule("s", "0 * * * *", "2026-01-01T09:30:00Z"), deployment("web", nil))
+		before := h.rs("s").ResourceVersion
+		if res := h.reconcileOnce("s"); res.RequeueAfter != statusAfterPatchDelay {
+			t.Fatalf("requeue after %s, want %s for the status write", res.RequeueAfter, statusAfterPatchDelay)
+		}
+		if got := h.restartedAt("web"); got != "2026-01-01T10:00:00Z" {
+			t.Fatalf("restarted-at %q after the first reconcile", got)
+		}
+		if h.rs("s").ResourceVersion != before {
+			t.Fatalf("the reconcile that patched also wrote the status")
+		}
+		if evs := h.drainEvents(); len(evs) != 0 {
+			t.Fatalf("events before the status write: %v", evs)
+		}
+		if crash {
+			h.r = &Reconciler{Client: h.c, Clock: h.clock, Recorder: h.events}
+		}
+		rv := h.deploy("web").ResourceVersion
+		if res := h.reconcileOnce("s"); res.RequeueAfter == statusAfterPatchDelay {
+			t.Fatalf("crash=%v: the second reconcile deferred the status again", crash)
+		}
+		if h.deploy("web").ResourceVersion != rv {
+			t.Fatalf("crash=%v: patched again", crash)
+		}
+		st := h.rs("s").Status
+		if len(st.Active) != 1 || st.Active[0].Generation != h.deploy("web").Generation {
+			t.Fatalf("crash=%v: active %+v, want the patched generation %d", crash, st.Active, h.deploy("web").Generation)
+		}
+		restarting := 0
+		for _, e := range h.drainEvents() {
+			if strings.Contains(e, "Normal Restarting") {
+				restarting++
+			}
+		}
+		if want := map[bool]int{false: 1, true: 0}[crash]; restarting != want {
+			t.Fatalf("crash=%v: %d Restarting events, want %d", crash, restarting, want)
+		}
 	}
 }
 

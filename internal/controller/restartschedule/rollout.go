@@ -121,7 +121,13 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		}
 		slot := formatSlot(p.ScheduledTime.Time)
 		current := restartedAt(obj)
-		if current != slot {
+		generation := obj.GetGeneration()
+		if patched, ok := r.patched.generation(rs.UID, key, slot); ok {
+			// An earlier reconcile patched it and left the record to this
+			// one; the cache may not show that patch yet.
+			generation = max(generation, patched)
+			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for the run scheduled at %s", key, slot)
+		} else if current != slot {
 			if ct, perr := time.Parse(time.RFC3339, current); perr == nil && ct.After(p.ScheduledTime.Time) {
 				skip(fmt.Sprintf("already restarted for the later scheduled time %s", current), obj)
 				continue
@@ -134,6 +140,9 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 				return ctrl.Result{}, fmt.Errorf("restarting %s: %w", key, err)
 			}
 			restartSkew.Observe(r.Clock.Now().Sub(p.ScheduledTime.Time).Seconds())
+			generation = obj.GetGeneration()
+			r.patched.remember(rs.UID, key, slot, generation)
+			s.patchedWorkloads = true
 			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for the run scheduled at %s", key, slot)
 		}
 		// Else the annotation already carries this slot: an earlier attempt
@@ -141,7 +150,7 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		// rollout instead of restarting again.
 		st.Pending = st.Pending[1:]
 		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime,
-			StartTime: metav1.NewTime(s.now), Generation: obj.GetGeneration()})
+			StartTime: metav1.NewTime(s.now), Generation: generation})
 		res = requeueIn(r.pollInterval())
 	}
 	return res, nil
