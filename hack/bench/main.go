@@ -39,7 +39,7 @@ func (c *config) size(full, quick int) int {
 	return full
 }
 
-var allItems = []string{"micro", "admission", "rollout", "podset", "restart", "webserver", "memory"}
+var allItems = []string{"micro", "admission", "rollout", "podset", "restart", "webserver", "memory", "scale"}
 
 func main() {
 	// The bench's own clients log nothing worth reading; without a logger
@@ -147,6 +147,9 @@ func run(ctx context.Context, cfg *config, r *report) (failed bool) {
 	}
 	if cfg.want("podset") {
 		step("podset (a) limited", func() error { return benchPodSetLimited(ctx, cfg, r) })
+	}
+	if cfg.want("scale") { // a cluster of its own, stopped before cluster B starts
+		step("scale", func() error { return benchScale(ctx, cfg, r) })
 	}
 	need := func(items ...string) bool {
 		for _, i := range items {

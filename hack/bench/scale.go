@@ -1,0 +1,236 @@
+package main
+
+// Item 8, scale: the manager with tens of thousands of pods on hundreds of
+// nodes. The cluster is etcd, kube-apiserver and kwok only: pods are created
+// bound to a node (no scheduler) and matched by one SidecarSet, so every
+// figure is Deckhand's own cost and not the control plane's.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+)
+
+// scaleStep is what one pod count measured.
+type scaleStep struct {
+	Pods         int       `json:"pods"`
+	CreateSecs   float64   `json:"createAndReadySeconds"`
+	SyncSecs     float64   `json:"startToSyncedSeconds"`
+	RSSBytes     int64     `json:"rssBytes"`
+	HeapAlloc    float64   `json:"liveHeapBytes"`
+	HeapInuse    float64   `json:"heapInuseBytes"`
+	AdmissionMs  []float64 `json:"oneClientCreateMs"`
+	ConvergeSecs float64   `json:"statusConvergenceSeconds"`
+	admission    []time.Duration
+}
+
+// scaleSizes: the node count and the pod counts measured, smallest first.
+func scaleSizes(cfg *config) (nodes int, steps []int) {
+	if cfg.quick {
+		return 5, []int{500, 1000}
+	}
+	return 500, []int{10000, 25000, 50000}
+}
+
+const (
+	scaleNS       = "scale"
+	scaleProbeNS  = "scale-probe"
+	scaleApp      = "scale"
+	scaleProbes   = 200
+	scaleSidecars = "scale-agent"
+)
+
+// benchScale: item 8.
+func benchScale(ctx context.Context, cfg *config, r *report) error {
+	nodes, steps := scaleSizes(cfg)
+	e, err := startEnv(ctx, cfg, "scale", localcluster.Options{FakeNodes: nodes}, nil)
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	for _, ns := range []string{scaleNS, scaleProbeNS} {
+		if err := e.namespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	// Paused: an image change then moves no pod, and what is timed is the
+	// controller recomputing the status of every matched pod.
+	ss := benchSidecarSet(scaleSidecars, scaleApp)
+	ss.Spec.UpdateStrategy.Paused = true
+	if err := e.c.Create(ctx, ss); err != nil {
+		return err
+	}
+	if err := waitInjecting(ctx, e); err != nil {
+		return err
+	}
+	tr, err := trackPods(ctx, e.cs, scaleNS)
+	if err != nil {
+		return err
+	}
+	defer tr.close()
+
+	var results []*scaleStep
+	created := 0
+	for i, n := range steps {
+		st := &scaleStep{Pods: n}
+		t0 := time.Now()
+		if err := runWorkers(n-created, 32, func(j int) error {
+			k := created + j
+			p := benchPod(scaleNS, fmt.Sprintf("pod-%06d", k), false)
+			p.Labels["app"] = scaleApp
+			p.Spec.NodeName = fmt.Sprintf("kwok-node-%d", k%nodes)
+			_, err := e.cs.CoreV1().Pods(scaleNS).Create(ctx, p, metav1.CreateOptions{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("creating pods up to %d: %w", n, err)
+		}
+		created = n
+		if _, err := tr.waitFor(ctx, t0, 60*time.Minute, fmt.Sprintf("%d pods Ready", n), func(_, ready int) bool { return ready >= n }); err != nil {
+			return err
+		}
+		st.CreateSecs = time.Since(t0).Seconds()
+		logf("[scale] %d pods on %d nodes Running and Ready after %s", n, nodes, secs(time.Since(t0)))
+		settle()
+
+		f, err := measureManager(ctx, cfg, e, fmt.Sprintf("heap-scale-%d", n), 0, nil)
+		if err != nil {
+			return err
+		}
+		st.SyncSecs, st.RSSBytes, st.HeapAlloc, st.HeapInuse = f.sync.Seconds(), f.rss, f.heapAlloc, f.heap
+		if st.admission, err = oneClientCreates(ctx, e); err != nil {
+			return err
+		}
+		for _, d := range st.admission {
+			st.AdmissionMs = append(st.AdmissionMs, msFloat(d))
+		}
+		conv, err := sidecarStatusConvergence(ctx, e, fmt.Sprintf("registry.example.com/logging/agent:%d", i+2), n)
+		if err != nil {
+			return err
+		}
+		st.ConvergeSecs = conv.Seconds()
+		logf("[scale] %d pods: one-client create p50 %s, p99 %s; status after an image change in %s",
+			n, ms(percentile(st.admission, 50)), ms(percentile(st.admission, 99)), secs(conv))
+		results = append(results, st)
+	}
+
+	var peer *managerFigures
+	skip, err := kruiseMissing(cfg)
+	if err != nil {
+		return err
+	}
+	if skip == "" {
+		if peer, err = measureKruise(ctx, cfg, e); err != nil {
+			return err
+		}
+	}
+	r.record("scale", results)
+	reportScale(r, results, nodes, peer, skip)
+	return nil
+}
+
+// waitInjecting waits until the webhook injects the SidecarSet into a
+// dry-run pod: the manager's cache holds it.
+func waitInjecting(ctx context.Context, e *env) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p := benchPod(scaleProbeNS, "probe", false)
+		p.Labels["app"] = scaleApp
+		if err := e.c.Create(ctx, p, client.DryRunAll); err != nil {
+			return false, nil
+		}
+		return len(p.Spec.Containers) == 3, nil
+	})
+}
+
+// oneClientCreates creates scaleProbes injected pods one at a time (no
+// node: they stay Pending) and deletes them again.
+func oneClientCreates(ctx context.Context, e *env) ([]time.Duration, error) {
+	lat := make([]time.Duration, 0, scaleProbes)
+	for i := range scaleProbes {
+		p := benchPod(scaleProbeNS, fmt.Sprintf("probe-%03d", i), false)
+		p.Labels["app"] = scaleApp
+		p.Spec.NodeName = ""
+		t := time.Now()
+		created, err := e.cs.CoreV1().Pods(scaleProbeNS).Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t))
+		if len(created.Spec.Containers) != 3 {
+			return nil, fmt.Errorf("probe pod %s was not injected (%d containers)", p.Name, len(created.Spec.Containers))
+		}
+	}
+	err := e.cs.CoreV1().Pods(scaleProbeNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	return lat, err
+}
+
+// sidecarStatusConvergence changes the paused SidecarSet's image and times
+// until its status describes the new revision for all n matched pods.
+func sidecarStatusConvergence(ctx context.Context, e *env, image string, n int) (time.Duration, error) {
+	ss := &deckhandv1alpha1.SidecarSet{}
+	if err := e.c.Get(ctx, client.ObjectKey{Name: scaleSidecars}, ss); err != nil {
+		return 0, err
+	}
+	before := ss.Status.LatestRevision
+	orig := ss.DeepCopy()
+	ss.Spec.Containers[0].Image = image
+	t0 := time.Now()
+	if err := e.c.Patch(ctx, ss, client.MergeFrom(orig)); err != nil {
+		return 0, err
+	}
+	gen := ss.Generation
+	var last deckhandv1alpha1.SidecarSetStatus
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cur := &deckhandv1alpha1.SidecarSet{}
+		if err := e.c.Get(ctx, client.ObjectKey{Name: scaleSidecars}, cur); err != nil {
+			return false, err
+		}
+		last = cur.Status
+		return last.ObservedGeneration >= gen && last.LatestRevision != before && int(last.MatchedPods) >= n && last.UpdatedPods == 0, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("SidecarSet status after the image change: %+v: %w", last, err)
+	}
+	return time.Since(t0), nil
+}
+
+func reportScale(r *report, steps []*scaleStep, nodes int, peer *managerFigures, skip string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "etcd, kube-apiserver and kwok with %d fake nodes (no scheduler, no kube-controller-manager: pods are created bound to a node, round robin, and kwok makes them Running and Ready). "+
+		"One SidecarSet matches every pod and injects its sidecar at creation; its rollout is paused. At each pod count: a fresh manager, measured as in item 3 (caches synced, RSS, live heap after a forced collection); "+
+		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included) and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
+		"(observedGeneration, latestRevision, matchedPods, updatedPods 0).\n\n", nodes, scaleProbes)
+	b.WriteString("| pods | create -> all Ready | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | status after an image change |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range steps {
+		fmt.Fprintf(&b, "| %d | %.1f s | %.2f s | %.1f MiB | %.1f MiB | %.1f MiB | %s | %s | %.2f s |\n", s.Pods, s.CreateSecs, s.SyncSecs,
+			mib(float64(s.RSSBytes)), mib(s.HeapAlloc), mib(s.HeapInuse), ms(percentile(s.admission, 50)), ms(percentile(s.admission, 99)), s.ConvergeSecs)
+	}
+	first, last := steps[0], steps[len(steps)-1]
+	perPod := (last.HeapAlloc - first.HeapAlloc) / float64(last.Pods-first.Pods)
+	flat := percentile(last.admission, 50).Seconds() / percentile(first.admission, 50).Seconds()
+	if peer != nil {
+		fmt.Fprintf(&b, "\nOpenKruise's kruise-manager on the same cluster with %d pods (Deckhand's manager stopped), measured the same way: caches synced %s, RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB.\n",
+			peer.pods, secs(peer.sync), mib(float64(peer.rss)), mib(peer.heapAlloc), mib(peer.heap))
+	} else {
+		fmt.Fprintf(&b, "\nOpenKruise not measured: %s\n", skip)
+	}
+	r.section("8. Scale", b.String())
+	r.target("8", fmt.Sprintf("live heap per cached pod, %d -> %d pods on %d nodes (marginal)", first.Pods, last.Pods, nodes), "<= 4 KB",
+		fmt.Sprintf("%.0f B", perPod), perPod <= 4000)
+	r.target("8", fmt.Sprintf("one-client create p50 (injected) at %d pods / at %d pods", last.Pods, first.Pods), "<= 1.2 (flat)",
+		fmt.Sprintf("%.2f (%s vs %s)", flat, ms(percentile(last.admission, 50)), ms(percentile(first.admission, 50))), flat <= 1.2)
+	r.info("8", fmt.Sprintf("manager at %d pods: RSS, live heap, start -> synced, status after an image change", last.Pods),
+		fmt.Sprintf("%.1f MiB, %.1f MiB, %.2f s, %.2f s", mib(float64(last.RSSBytes)), mib(last.HeapAlloc), last.SyncSecs, last.ConvergeSecs))
+	if peer != nil {
+		r.info("8", fmt.Sprintf("RSS at %d pods, Deckhand / OpenKruise", last.Pods),
+			fmt.Sprintf("%.2fx (%.1f MiB vs %.1f MiB)", float64(last.RSSBytes)/float64(peer.rss), mib(float64(last.RSSBytes)), mib(float64(peer.rss))))
+	}
+}
