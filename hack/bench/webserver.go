@@ -260,10 +260,10 @@ type burstRun struct {
 // burstTimeline records through an informer when each Deployment of a
 // namespace is first seen and first seen Available.
 type burstTimeline struct {
-	mu             sync.Mutex
+	mu              sync.Mutex
 	seen, available map[string]time.Time
-	factory        informers.SharedInformerFactory
-	stop           chan struct{}
+	factory         informers.SharedInformerFactory
+	stop            chan struct{}
 }
 
 func trackBurst(ctx context.Context, e *env, ns string) (*burstTimeline, error) {
