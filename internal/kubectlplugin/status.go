@@ -186,9 +186,9 @@ func printRevisions(out io.Writer, groups []revisionGroup) error {
 		return err
 	}
 	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "  REVISION\tPODS\t\tNAMES")
+	fmt.Fprintln(w, "  REVISION\tPODS\tNAMES")
 	for _, g := range groups {
-		fmt.Fprintf(w, "  %s\t%d\t(%s)\t%s\n", g.revision, len(g.pods), g.note, strings.Join(g.pods, ", "))
+		fmt.Fprintf(w, "  %s (%s)\t%d\t%s\n", g.revision, g.note, len(g.pods), strings.Join(g.pods, ", "))
 	}
 	return w.Flush()
 }
