@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,11 +26,7 @@ func newHistoryCommand(o *options) *cobra.Command {
 			if output != "" && output != "yaml" && output != "json" {
 				return fmt.Errorf("unknown output format %q: expected yaml or json", output)
 			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.client()
+			c, ns, err := o.namespacedClient()
 			if err != nil {
 				return err
 			}
@@ -77,20 +72,11 @@ func printHistory(out io.Writer, format string, history []deckhandv1alpha1.Resta
 		_, err = out.Write(b)
 		return err
 	}
-	if len(history) == 0 {
-		_, err := fmt.Fprintln(out, "No runs recorded.")
-		return err
+	rows := make([]string, len(history))
+	for i, r := range history {
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", timestamp(&r.ScheduledTime), orDash(r.Workload), r.Result, timestamp(r.StartTime), timestamp(r.CompletionTime), r.Message)
 	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "SCHEDULED\tWORKLOAD\tRESULT\tSTARTED\tCOMPLETED\tMESSAGE")
-	for _, r := range history {
-		workload := r.Workload
-		if workload == "" {
-			workload = "-"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", timestamp(&r.ScheduledTime), workload, r.Result, timestamp(r.StartTime), timestamp(r.CompletionTime), r.Message)
-	}
-	return w.Flush()
+	return printTable(out, "No runs recorded.", "SCHEDULED\tWORKLOAD\tRESULT\tSTARTED\tCOMPLETED\tMESSAGE", rows)
 }
 
 // timestamp renders a time as RFC 3339 in UTC, "-" when unset.

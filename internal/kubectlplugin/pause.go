@@ -74,15 +74,13 @@ func mergePatch(path []string, v any) ([]byte, error) {
 // setPaused sets the pause switch of the object with a JSON merge patch,
 // which touches that one field only, and says what changed.
 func (o *options) setPaused(ctx context.Context, k kind, name string, pause bool) error {
-	c, err := o.client()
+	c, ns, err := o.namespacedClient()
 	if err != nil {
 		return err
 	}
-	key := client.ObjectKey{Name: name}
-	if k != kindSidecarSet { // SidecarSets are cluster-scoped
-		if key.Namespace, err = o.namespace(); err != nil {
-			return err
-		}
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	if k == kindSidecarSet { // cluster-scoped
+		key.Namespace = ""
 	}
 	t := pauseTargetOf(k)
 	if err := c.Get(ctx, key, t.obj); err != nil {

@@ -21,11 +21,7 @@ to a new token; the RestartSchedule controller starts one run per token.`,
 		Example: "  kubectl deckhand restart-now nightly -n shop\n  kubectl deckhand restart-now nightly --token before-maintenance",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.client()
+			c, ns, err := o.namespacedClient()
 			if err != nil {
 				return err
 			}

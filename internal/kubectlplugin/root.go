@@ -2,26 +2,19 @@ package kubectlplugin
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/cli-runtime/pkg/printers"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
-
-// scheme knows the core types and Deckhand's.
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(deckhandv1alpha1.AddToScheme(s))
-	return s
-}()
 
 // options are what every subcommand shares: the kubeconfig flags and the
 // output streams.
@@ -30,13 +23,43 @@ type options struct {
 	streams     genericiooptions.IOStreams
 }
 
-// client returns a client for the cluster the kubeconfig flags name.
+// client returns a client for the cluster the kubeconfig flags name; its
+// scheme knows the core types and Deckhand's.
 func (o *options) client() (client.Client, error) {
 	cfg, err := o.configFlags.ToRESTConfig()
 	if err != nil {
 		return nil, err
 	}
-	return client.New(cfg, client.Options{Scheme: scheme})
+	s, types := runtime.NewScheme(), runtime.NewSchemeBuilder(clientgoscheme.AddToScheme, deckhandv1alpha1.AddToScheme)
+	if err := types.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return client.New(cfg, client.Options{Scheme: s})
+}
+
+// namespacedClient returns a client and the namespace to work in.
+func (o *options) namespacedClient() (client.Client, string, error) {
+	ns, err := o.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := o.client()
+	return c, ns, err
+}
+
+// printTable prints rows (cells separated by tabs) under header as aligned
+// columns, or empty alone when there are no rows.
+func printTable(out io.Writer, empty, header string, rows []string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(out, empty)
+		return err
+	}
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintln(w, header)
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
+	return w.Flush()
 }
 
 // namespace is -n, else the kubeconfig context's namespace, else "default".

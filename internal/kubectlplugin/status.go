@@ -29,16 +29,12 @@ func newStatusCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := o.client()
+			c, ns, err := o.namespacedClient()
 			if err != nil {
 				return err
 			}
 			if k == kindSidecarSet {
 				return sidecarSetStatus(cmd.Context(), c, o.streams.Out, args[1])
-			}
-			ns, err := o.namespace()
-			if err != nil {
-				return err
 			}
 			return podSetStatus(cmd.Context(), c, o.streams.Out, ns, args[1])
 		},
@@ -181,16 +177,11 @@ func groupByRevision(byRevision map[string][]string, update, current string) []r
 
 func printRevisions(out io.Writer, groups []revisionGroup) error {
 	fmt.Fprintln(out, "\nPods by revision:")
-	if len(groups) == 0 {
-		_, err := fmt.Fprintln(out, "  (no pods)")
-		return err
+	rows := make([]string, len(groups))
+	for i, g := range groups {
+		rows[i] = fmt.Sprintf("  %s (%s)\t%d\t%s", g.revision, g.note, len(g.pods), strings.Join(g.pods, ", "))
 	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "  REVISION\tPODS\tNAMES")
-	for _, g := range groups {
-		fmt.Fprintf(w, "  %s (%s)\t%d\t%s\n", g.revision, g.note, len(g.pods), strings.Join(g.pods, ", "))
-	}
-	return w.Flush()
+	return printTable(out, "  (no pods)", "  REVISION\tPODS\tNAMES", rows)
 }
 
 // printConditions prints every condition, the summary ones (Ready,
@@ -199,10 +190,6 @@ func printConditions(out io.Writer, generation, observed int64, conds []metav1.C
 	fmt.Fprintln(out, "\nConditions:")
 	if observed != generation {
 		fmt.Fprintf(out, "  (status is for generation %d; the spec is at generation %d)\n", observed, generation)
-	}
-	if len(conds) == 0 {
-		_, err := fmt.Fprintln(out, "  (none)")
-		return err
 	}
 	order := map[string]int{deckhandv1alpha1.ReadyCondition: 0, deckhandv1alpha1.ReconcilingCondition: 1, deckhandv1alpha1.StalledCondition: 2}
 	sorted := append([]metav1.Condition(nil), conds...)
@@ -217,12 +204,11 @@ func printConditions(out io.Writer, generation, observed int64, conds []metav1.C
 		}
 		return oi < oj
 	})
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tMESSAGE")
-	for _, c := range sorted {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	rows := make([]string, len(sorted))
+	for i, c := range sorted {
+		rows[i] = fmt.Sprintf("  %s\t%s\t%s\t%s", c.Type, c.Status, c.Reason, c.Message)
 	}
-	return w.Flush()
+	return printTable(out, "  (none)", "  TYPE\tSTATUS\tREASON\tMESSAGE", rows)
 }
 
 func pausedWord(paused bool, otherwise string) string {

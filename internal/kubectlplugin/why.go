@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/printers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,11 +32,7 @@ owner and, for a PodSet's pod, the PodSet revision the pod runs.`,
 		Example: "  kubectl deckhand why web-7f9c5 -n shop",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := o.namespace()
-			if err != nil {
-				return err
-			}
-			c, err := o.client()
+			c, ns, err := o.namespacedClient()
 			if err != nil {
 				return err
 			}
@@ -276,14 +271,9 @@ func describeOwner(pod *corev1.Pod, ps *deckhandv1alpha1.PodSet) string {
 
 func printWhy(out io.Writer, rep whyReport) error {
 	fmt.Fprintf(out, "Pod:    %s\nOwner:  %s\n\n", rep.Pod, rep.Owner)
-	if len(rep.Verdicts) == 0 {
-		_, err := fmt.Fprintln(out, "No SidecarSets exist.")
-		return err
+	rows := make([]string, len(rep.Verdicts))
+	for i, v := range rep.Verdicts {
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s", v.SidecarSet, yesNo(v.Matches), yesNo(v.Injected), v.Why)
 	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintln(w, "SIDECARSET\tSELECTS\tINJECTED\tWHY")
-	for _, v := range rep.Verdicts {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", v.SidecarSet, yesNo(v.Matches), yesNo(v.Injected), v.Why)
-	}
-	return w.Flush()
+	return printTable(out, "No SidecarSets exist.", "SIDECARSET\tSELECTS\tINJECTED\tWHY", rows)
 }
