@@ -149,6 +149,10 @@ LDFLAGS := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REV
 build: ## Build the manager binary into bin/deckhand (version stamped: bin/deckhand --version).
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/deckhand ./cmd/deckhand
 
+.PHONY: plugin
+plugin: ## Build the kubectl plugin into bin/kubectl-deckhand (version stamped: kubectl deckhand version); see docs/kubectl-plugin.md.
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-deckhand ./cmd/kubectl-deckhand
+
 .PHONY: docker-build
 docker-build: ## Build the manager image $(IMG) (multi-stage, static binary, distroless nonroot).
 	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(IMG) .

@@ -1,0 +1,233 @@
+package kubectlplugin
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+func newStatusCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status (sidecarset|scs|podset|pset) NAME",
+		Short: "Show a SidecarSet's or PodSet's rollout: counts, revisions, the pods on each revision, conditions",
+		Example: "  kubectl deckhand status scs log-agent\n" +
+			"  kubectl deckhand status pset web -n shop",
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			k, err := parseKind(args[0], kindSidecarSet, kindPodSet)
+			if err != nil {
+				return err
+			}
+			c, ns, err := o.namespacedClient()
+			if err != nil {
+				return err
+			}
+			if k == kindSidecarSet {
+				return sidecarSetStatus(cmd.Context(), c, o.streams.Out, args[1])
+			}
+			return podSetStatus(cmd.Context(), c, o.streams.Out, ns, args[1])
+		},
+	}
+}
+
+// revisionGroup is the pods that run one revision.
+type revisionGroup struct {
+	revision string
+	note     string
+	pods     []string
+}
+
+func sidecarSetStatus(ctx context.Context, c client.Client, out io.Writer, name string) error {
+	s := &deckhandv1alpha1.SidecarSet{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, s); err != nil {
+		return err
+	}
+	pods, err := selectedPods(ctx, c, s.Spec.Namespace, s.Spec.Selector)
+	if err != nil {
+		return err
+	}
+	// The injected pods are those whose record names the SidecarSet; the
+	// revision is the one the record holds for it.
+	byRevision := map[string][]string{}
+	for i := range pods {
+		rec := sidecarcontrol.ReadPodRecord(pods[i].Annotations)
+		if !rec.Has(name) {
+			continue
+		}
+		hash, _ := rec.Revisions(name)
+		byRevision[hash] = append(byRevision[hash], pods[i].Namespace+"/"+pods[i].Name)
+	}
+	st := &s.Status
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintf(w, "SidecarSet:\t%s\n", s.Name)
+	fmt.Fprintf(w, "Revision:\t%s\n", orDash(st.LatestRevision))
+	fmt.Fprintf(w, "Rollout:\t%s\n", pausedWord(s.Spec.UpdateStrategy.Paused, string(s.Spec.UpdateStrategy.Type)))
+	fmt.Fprintf(w, "Injection:\t%s\n", pausedWord(s.Spec.InjectionStrategy.Paused, "active"))
+	fmt.Fprintf(w, "Pods:\tmatched %d, updated %d, ready %d, updated and ready %d, not injected %d, not updatable %d\n",
+		st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods, st.NotInjectedPods, st.NotUpdatablePods)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := printRevisions(out, groupByRevision(byRevision, st.LatestRevision, "")); err != nil {
+		return err
+	}
+	return printConditions(out, s.Generation, st.ObservedGeneration, st.Conditions)
+}
+
+func podSetStatus(ctx context.Context, c client.Client, out io.Writer, ns, name string) error {
+	p := &deckhandv1alpha1.PodSet{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		return err
+	}
+	pods, err := selectedPods(ctx, c, ns, p.Spec.Selector)
+	if err != nil {
+		return err
+	}
+	byRevision := map[string][]string{}
+	for i := range pods {
+		if !metav1.IsControlledBy(&pods[i], p) {
+			continue
+		}
+		rev := pods[i].Labels[deckhandv1alpha1.PodSetRevisionLabel]
+		byRevision[rev] = append(byRevision[rev], pods[i].Name)
+	}
+	st := &p.Status
+	desired := int32(1)
+	if p.Spec.Replicas != nil {
+		desired = *p.Spec.Replicas
+	}
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintf(w, "PodSet:\t%s/%s\n", p.Namespace, p.Name)
+	fmt.Fprintf(w, "Revision:\tupdate %s, current %s\n", orDash(st.UpdateRevision), orDash(st.CurrentRevision))
+	fmt.Fprintf(w, "Paused:\t%s\n", yesNo(p.Spec.Paused))
+	fmt.Fprintf(w, "Replicas:\tdesired %d, current %d, updated %d, ready %d, available %d, terminating %d\n",
+		desired, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := printRevisions(out, groupByRevision(byRevision, st.UpdateRevision, st.CurrentRevision)); err != nil {
+		return err
+	}
+	return printConditions(out, p.Generation, st.ObservedGeneration, st.Conditions)
+}
+
+// selectedPods lists the pods selector matches, in namespace ns or, when
+// ns is empty, in every namespace.
+func selectedPods(ctx context.Context, c client.Client, ns string, selector *metav1.LabelSelector) ([]corev1.Pod, error) {
+	sel, err := metav1.LabelSelectorAsSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// groupByRevision orders the groups: the update revision first, then the
+// current one, then the others by name.
+func groupByRevision(byRevision map[string][]string, update, current string) []revisionGroup {
+	groups := make([]revisionGroup, 0, len(byRevision))
+	for rev, pods := range byRevision {
+		sort.Strings(pods)
+		g := revisionGroup{revision: rev, pods: pods}
+		switch {
+		case rev == "":
+			g.revision, g.note = "-", "no revision recorded"
+		case rev == update && current != "" && current != update:
+			g.note = "update revision"
+		case rev == update:
+			g.note = "latest"
+		case rev == current:
+			g.note = "current revision"
+		default:
+			g.note = "old"
+		}
+		groups = append(groups, g)
+	}
+	rank := func(g revisionGroup) int {
+		switch g.note {
+		case "latest", "update revision":
+			return 0
+		case "current revision":
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if ri, rj := rank(groups[i]), rank(groups[j]); ri != rj {
+			return ri < rj
+		}
+		return groups[i].revision < groups[j].revision
+	})
+	return groups
+}
+
+func printRevisions(out io.Writer, groups []revisionGroup) error {
+	fmt.Fprintln(out, "\nPods by revision:")
+	rows := make([]string, len(groups))
+	for i, g := range groups {
+		rows[i] = fmt.Sprintf("  %s (%s)\t%d\t%s", g.revision, g.note, len(g.pods), strings.Join(g.pods, ", "))
+	}
+	return printTable(out, "  (no pods)", "  REVISION\tPODS\tNAMES", rows)
+}
+
+// printConditions prints every condition, the summary ones (Ready,
+// Reconciling, Stalled) first.
+func printConditions(out io.Writer, generation, observed int64, conds []metav1.Condition) error {
+	fmt.Fprintln(out, "\nConditions:")
+	if observed != generation {
+		fmt.Fprintf(out, "  (status is for generation %d; the spec is at generation %d)\n", observed, generation)
+	}
+	order := map[string]int{deckhandv1alpha1.ReadyCondition: 0, deckhandv1alpha1.ReconcilingCondition: 1, deckhandv1alpha1.StalledCondition: 2}
+	sorted := append([]metav1.Condition(nil), conds...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		oi, ok := order[sorted[i].Type]
+		if !ok {
+			oi = len(order)
+		}
+		oj, ok := order[sorted[j].Type]
+		if !ok {
+			oj = len(order)
+		}
+		return oi < oj
+	})
+	rows := make([]string, len(sorted))
+	for i, c := range sorted {
+		rows[i] = fmt.Sprintf("  %s\t%s\t%s\t%s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return printTable(out, "  (none)", "  TYPE\tSTATUS\tREASON\tMESSAGE", rows)
+}
+
+func pausedWord(paused bool, otherwise string) string {
+	if paused {
+		return "paused"
+	}
+	return orDash(otherwise)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
