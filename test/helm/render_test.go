@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,13 +24,17 @@ var helmLabels = []string{
 	"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version",
 }
 
+// findRoot finds the repository once for every test of the package.
+var findRoot = sync.OnceValues(localcluster.RepoRoot)
+
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := localcluster.RepoRoot()
-	if err != nil {
+	if root, err := findRoot(); err == nil {
+		return root
+	} else {
 		t.Fatal(err)
+		return ""
 	}
-	return root
 }
 
 // helmBinary is bin/helm, built by `make helm` from hack/helm.
