@@ -51,7 +51,7 @@ run: k8s-binaries build ## Start a local control plane, install Deckhand, run it
 	@exec $(BIN)/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
 
 .PHONY: test
-test: k8s-binaries build promcheck ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
+test: k8s-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
 .PHONY: promcheck
@@ -111,6 +111,28 @@ stress: k8s-binaries build ## Long fault tests: 300-pod PodSet, >= 20 SIGKILLs p
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests from the markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	@$(MAKE) --no-print-directory chart-sync
+
+# The chart's copies of config/: its CRDs, the generated manager roles and
+# webhook configurations, the user roles and the monitoring bundle, which its
+# templates read with .Files.Get. Copies, never edited by hand, so the chart
+# cannot drift from config/ (test/helm checks both).
+CHART := charts/deckhand
+CHART_RBAC_FILES := role.yaml apps_editor_role.yaml apps_viewer_role.yaml sidecarset_admin_role.yaml sidecarset_viewer_role.yaml
+CHART_MONITORING_FILES := scraper.yaml servicemonitor.yaml prometheusrule.yaml grafana-dashboard.json
+
+.PHONY: chart-sync
+chart-sync: ## Copy the CRDs, generated roles and webhooks, user roles and monitoring bundle from config/ into charts/deckhand.
+	@rm -rf $(CHART)/crds $(CHART)/files
+	@mkdir -p $(CHART)/crds $(CHART)/files/rbac $(CHART)/files/webhook $(CHART)/files/monitoring
+	@cp config/crd/bases/*.yaml $(CHART)/crds/
+	@cp $(addprefix config/rbac/,$(CHART_RBAC_FILES)) $(CHART)/files/rbac/
+	@cp config/webhook/manifests.yaml $(CHART)/files/webhook/
+	@cp $(addprefix config/monitoring/,$(CHART_MONITORING_FILES)) $(CHART)/files/monitoring/
+
+.PHONY: helm
+helm: ## Build bin/helm (hack/helm, from the Go module proxy) for the chart's tests.
+	@mkdir -p $(BIN); cd hack/helm && go build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
@@ -127,8 +149,8 @@ vet: ## go vet the tree.
 .PHONY: verify
 verify: k8s-binaries $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Regenerate code and manifests and fail on drift; gofmt, go vet, module checks, golangci-lint.
 	@$(MAKE) --no-print-directory manifests generate build-installer >/dev/null
-	@drift=$$(git status --porcelain -- api config dist); if [ -n "$$drift" ]; then \
-		echo "generated files differ from the committed ones (run make manifests generate build-installer and commit):"; echo "$$drift"; git --no-pager diff --stat -- api config dist; exit 1; fi
+	@drift=$$(git status --porcelain -- api config dist charts); if [ -n "$$drift" ]; then \
+		echo "generated files differ from the committed ones (run make manifests generate build-installer and commit):"; echo "$$drift"; git --no-pager diff --stat -- api config dist charts; exit 1; fi
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@$(MAKE) --no-print-directory lint
 	$(GOLANGCI_LINT) run ./...

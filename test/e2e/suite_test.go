@@ -11,13 +11,9 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
@@ -118,14 +114,14 @@ func runSuite(m *testing.M, s *testutil.Suite) int {
 	if suite.webhookPort, err = localcluster.FreePort(); err != nil {
 		return fail("%v", err)
 	}
-	if err := pointWebhooksAt(ctx, "https://localhost:"+strconv.Itoa(suite.webhookPort)); err != nil {
+	if err := cluster.PointWebhooksAt(ctx, "https://localhost:"+strconv.Itoa(suite.webhookPort), "e2e"); err != nil {
 		return fail("pointing the webhooks at the host: %v", err)
 	}
 
 	// 3. The manager's identity: a token for its ServiceAccount from the
 	//    TokenRequest API, in a kubeconfig of its own.
 	saKubeconfig := filepath.Join(work, "deckhand-sa.kubeconfig")
-	if err := writeServiceAccountKubeconfig(ctx, saKubeconfig); err != nil {
+	if _, err := cluster.WriteServiceAccountKubeconfig(ctx, saKubeconfig, systemNamespace, managerSA, 2*time.Hour); err != nil {
 		return fail("service-account kubeconfig: %v", err)
 	}
 	if suite.saConfig, err = clientcmd.BuildConfigFromFlags("", saKubeconfig); err != nil {
@@ -236,55 +232,4 @@ func objectVersions(ctx context.Context) (map[string]string, error) {
 	}
 	suite.install.manifestObjectCount = len(versions)
 	return versions, nil
-}
-
-// pointWebhooksAt replaces the Service reference of every webhook in
-// Deckhand's two configurations by base+path.
-func pointWebhooksAt(ctx context.Context, base string) error {
-	api := suite.clientset.AdmissionregistrationV1()
-	m, err := api.MutatingWebhookConfigurations().Get(ctx, mutatingConfig, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	v, err := api.ValidatingWebhookConfigurations().Get(ctx, validatingConfig, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	for i := range m.Webhooks {
-		if err := pointAt(base, m.Webhooks[i].Name, &m.Webhooks[i].ClientConfig); err != nil {
-			return err
-		}
-	}
-	for i := range v.Webhooks {
-		if err := pointAt(base, v.Webhooks[i].Name, &v.Webhooks[i].ClientConfig); err != nil {
-			return err
-		}
-	}
-	if _, err := api.MutatingWebhookConfigurations().Update(ctx, m, metav1.UpdateOptions{FieldManager: "e2e"}); err != nil {
-		return err
-	}
-	_, err = api.ValidatingWebhookConfigurations().Update(ctx, v, metav1.UpdateOptions{FieldManager: "e2e"})
-	return err
-}
-
-// pointAt makes the webhook's client config call base+path instead of its
-// Service.
-func pointAt(base, webhook string, cc *admissionregistrationv1.WebhookClientConfig) error {
-	if cc.Service == nil || cc.Service.Path == nil {
-		return fmt.Errorf("webhook %s has no Service path", webhook)
-	}
-	cc.URL, cc.Service = ptr.To(base+*cc.Service.Path), nil
-	return nil
-}
-
-// writeServiceAccountKubeconfig asks the TokenRequest API for a token of
-// deckhand-system/deckhand-controller-manager and writes a kubeconfig with it.
-func writeServiceAccountKubeconfig(ctx context.Context, path string) error {
-	tok, err := suite.clientset.CoreV1().ServiceAccounts(systemNamespace).CreateToken(ctx, managerSA,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](2 * 3600)}},
-		metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	return suite.cluster.WriteKubeconfig(path, "system:serviceaccount:"+systemNamespace+":"+managerSA, tok.Status.Token)
 }

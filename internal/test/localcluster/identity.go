@@ -7,13 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 )
 
 // The manager's identity as config/default installs it.
@@ -73,16 +71,10 @@ func (c *Cluster) InstallManagerIdentity(ctx context.Context, root string) (*Man
 		return c.identity, nil
 	}
 
-	tok, err := c.clientset.CoreV1().ServiceAccounts(ManagerNamespace).CreateToken(ctx, ManagerServiceAccount,
-		// Long enough for any `make run` session.
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](30 * 24 * 3600)}},
-		metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("token for %s/%s: %w", ManagerNamespace, ManagerServiceAccount, err)
-	}
-	user := "system:serviceaccount:" + ManagerNamespace + ":" + ManagerServiceAccount
 	path := filepath.Join(c.dir, "deckhand-sa.kubeconfig")
-	if err := writeKubeconfig(path, c.APIServerURL, c.CAPEM, user, tok.Status.Token); err != nil {
+	// Long enough for any `make run` session.
+	user, err := c.WriteServiceAccountKubeconfig(ctx, path, ManagerNamespace, ManagerServiceAccount, 30*24*time.Hour)
+	if err != nil {
 		return nil, err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)

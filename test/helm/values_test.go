@@ -1,0 +1,276 @@
+package helm
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+type rendered map[string]*unstructured.Unstructured
+
+func (r rendered) get(t *testing.T, key string) *unstructured.Unstructured {
+	t.Helper()
+	obj, ok := r[key]
+	if !ok {
+		t.Fatalf("%s not rendered", key)
+	}
+	return obj
+}
+
+func nested(t *testing.T, obj *unstructured.Unstructured, fields ...string) any {
+	t.Helper()
+	v, _, err := unstructured.NestedFieldNoCopy(obj.Object, fields...)
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(fields, "."), err)
+	}
+	return v
+}
+
+// manager returns the manager container of the rendered Deployment.
+func manager(t *testing.T, r rendered, ns string) map[string]any {
+	t.Helper()
+	containers := nested(t, r.get(t, "Deployment/"+ns+"/deckhand-controller-manager"), "spec", "template", "spec", "containers").([]any)
+	return containers[0].(map[string]any)
+}
+
+func env(t *testing.T, r rendered, ns, name string) (string, bool) {
+	t.Helper()
+	for _, e := range manager(t, r, ns)["env"].([]any) {
+		if e := e.(map[string]any); e["name"] == name {
+			v, _ := e["value"].(string)
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func args(t *testing.T, r rendered, ns string) []string {
+	t.Helper()
+	var out []string
+	for _, a := range manager(t, r, ns)["args"].([]any) {
+		out = append(out, a.(string))
+	}
+	return out
+}
+
+func podWebhook(t *testing.T, r rendered) map[string]any {
+	t.Helper()
+	for _, h := range nested(t, r.get(t, "MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration"), "webhooks").([]any) {
+		if h := h.(map[string]any); h["name"] == "msidecarset-pod.apps.deckhand.dev" {
+			return h
+		}
+	}
+	t.Fatal("no pod webhook rendered")
+	return nil
+}
+
+// TestValues renders the chart with each combination of values docs/helm.md
+// describes and checks its effect on the rendered objects.
+func TestValues(t *testing.T) {
+	const ns = "deckhand-system"
+	podSpec := func(t *testing.T, r rendered) map[string]any {
+		return nested(t, r.get(t, "Deployment/"+ns+"/deckhand-controller-manager"), "spec", "template", "spec").(map[string]any)
+	}
+	cases := []struct {
+		name  string
+		ns    string
+		set   []string
+		check func(t *testing.T, r rendered)
+	}{{
+		name: "defaults",
+		check: func(t *testing.T, r rendered) {
+			if v, _ := env(t, r, ns, "GOMEMLIMIT"); v != "460MiB" {
+				t.Errorf("GOMEMLIMIT %q, want 460MiB (90%% of 512Mi)", v)
+			}
+			if !slices.Contains(args(t, r, ns), "--cert-management=self") {
+				t.Errorf("args %v lack --cert-management=self", args(t, r, ns))
+			}
+			if img := manager(t, r, ns)["image"]; img != "ghcr.io/deckhand-dev/deckhand:0.1.0-dev" {
+				t.Errorf("image %v, want the appVersion tag", img)
+			}
+			for k := range r {
+				if strings.Contains(k, "monitoring.coreos.com") || strings.HasPrefix(k, "ConfigMap/") || strings.HasPrefix(k, "Certificate/") {
+					t.Errorf("%s rendered by default", k)
+				}
+			}
+		},
+	}, {
+		name: "other namespace",
+		ns:   "platform-ops",
+		check: func(t *testing.T, r rendered) {
+			const other = "platform-ops"
+			r.get(t, "Deployment/"+other+"/deckhand-controller-manager")
+			r.get(t, "Secret/"+other+"/deckhand-webhook-server-cert")
+			sel := podWebhook(t, r)["namespaceSelector"].(map[string]any)["matchExpressions"].([]any)[0].(map[string]any)["values"].([]any)
+			if !slices.Equal(sel, []any{"kube-system", other}) {
+				t.Errorf("pod webhook excludes %v, want kube-system and %s", sel, other)
+			}
+			svc := podWebhook(t, r)["clientConfig"].(map[string]any)["service"].(map[string]any)
+			if svc["namespace"] != other {
+				t.Errorf("webhook Service namespace %v", svc["namespace"])
+			}
+			subjects := nested(t, r.get(t, "ClusterRoleBinding/deckhand-manager-rolebinding"), "subjects").([]any)
+			if subjects[0].(map[string]any)["namespace"] != other {
+				t.Errorf("manager ClusterRoleBinding subject %v", subjects[0])
+			}
+		},
+	}, {
+		name: "namespace value",
+		set:  []string{"namespace=team-a"},
+		check: func(t *testing.T, r rendered) {
+			r.get(t, "Deployment/team-a/deckhand-controller-manager")
+			r.get(t, "Role/team-a/deckhand-leader-election-role")
+		},
+	}, {
+		name: "certManager.enabled",
+		set:  []string{"certManager.enabled=true"},
+		check: func(t *testing.T, r rendered) {
+			for _, k := range []string{"Issuer/" + ns + "/deckhand-selfsigned-issuer", "Certificate/" + ns + "/deckhand-ca", "Issuer/" + ns + "/deckhand-ca-issuer"} {
+				r.get(t, k)
+			}
+			dns := nested(t, r.get(t, "Certificate/"+ns+"/deckhand-serving-cert"), "spec", "dnsNames").([]any)
+			if !slices.Equal(dns, []any{"deckhand-webhook-service." + ns + ".svc", "deckhand-webhook-service." + ns + ".svc.cluster.local"}) {
+				t.Errorf("dnsNames %v", dns)
+			}
+			for _, k := range []string{"MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration", "ValidatingWebhookConfiguration/deckhand-validating-webhook-configuration"} {
+				if a := r.get(t, k).GetAnnotations()["cert-manager.io/inject-ca-from"]; a != ns+"/deckhand-serving-cert" {
+					t.Errorf("%s inject-ca-from %q", k, a)
+				}
+			}
+			if !slices.Contains(args(t, r, ns), "--cert-management=external") {
+				t.Errorf("args %v lack --cert-management=external", args(t, r, ns))
+			}
+			vol := podSpec(t, r)["volumes"].([]any)[0].(map[string]any)
+			if vol["secret"] == nil {
+				t.Errorf("webhook-certs volume %v is not the Secret", vol)
+			}
+			for _, k := range []string{"Secret/" + ns + "/deckhand-webhook-server-cert", "Role/" + ns + "/deckhand-manager-role", "RoleBinding/" + ns + "/deckhand-manager-rolebinding"} {
+				if _, ok := r[k]; ok {
+					t.Errorf("%s rendered with cert-manager", k)
+				}
+			}
+		},
+	}, {
+		name: "monitoring all on",
+		set:  []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true"},
+		check: func(t *testing.T, r rendered) {
+			r.get(t, "ServiceMonitor/"+ns+"/deckhand-controller-manager")
+			r.get(t, "PrometheusRule/"+ns+"/deckhand")
+			r.get(t, "ServiceAccount/"+ns+"/deckhand-metrics-scraper")
+			r.get(t, "Secret/"+ns+"/deckhand-metrics-scraper-token")
+			subjects := nested(t, r.get(t, "ClusterRoleBinding/deckhand-metrics-scraper"), "subjects").([]any)
+			if subjects[0].(map[string]any)["namespace"] != ns {
+				t.Errorf("scraper binding subject %v", subjects[0])
+			}
+			cm := r.get(t, "ConfigMap/"+ns+"/deckhand-grafana-dashboard")
+			if cm.GetLabels()["grafana_dashboard"] != "1" {
+				t.Errorf("dashboard labels %v", cm.GetLabels())
+			}
+			if d, _ := nested(t, cm, "data", "deckhand.json").(string); !strings.Contains(d, `"uid": "deckhand"`) {
+				t.Error("dashboard ConfigMap lacks the dashboard")
+			}
+		},
+	}, {
+		name: "resources without memory limit",
+		set:  []string{"resources.limits.memory=null"},
+		check: func(t *testing.T, r rendered) {
+			if v, ok := env(t, r, ns, "GOMEMLIMIT"); ok {
+				t.Errorf("GOMEMLIMIT %q without a memory limit", v)
+			}
+		},
+	}, {
+		name: "memory limit in Gi",
+		set:  []string{"resources.limits.memory=1Gi"},
+		check: func(t *testing.T, r rendered) {
+			if v, _ := env(t, r, ns, "GOMEMLIMIT"); v != "921MiB" {
+				t.Errorf("GOMEMLIMIT %q, want 921MiB", v)
+			}
+		},
+	}, {
+		name: "goMemLimit explicit",
+		set:  []string{"goMemLimit=300MiB"},
+		check: func(t *testing.T, r rendered) {
+			if v, _ := env(t, r, ns, "GOMEMLIMIT"); v != "300MiB" {
+				t.Errorf("GOMEMLIMIT %q, want 300MiB", v)
+			}
+		},
+	}, {
+		name: "failurePolicy Fail",
+		set:  []string{"webhook.failurePolicy=Fail"},
+		check: func(t *testing.T, r rendered) {
+			if p := podWebhook(t, r)["failurePolicy"]; p != "Fail" {
+				t.Errorf("pod webhook failurePolicy %v", p)
+			}
+		},
+	}, {
+		name: "scheduling",
+		set: []string{"nodeSelector.pool=system", "tolerations[0].key=dedicated", "tolerations[0].operator=Exists",
+			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=zone",
+			"affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists",
+			"priorityClassName=system-cluster-critical"},
+		check: func(t *testing.T, r rendered) {
+			spec := podSpec(t, r)
+			if spec["nodeSelector"].(map[string]any)["pool"] != "system" {
+				t.Errorf("nodeSelector %v", spec["nodeSelector"])
+			}
+			if spec["tolerations"].([]any)[0].(map[string]any)["key"] != "dedicated" {
+				t.Errorf("tolerations %v", spec["tolerations"])
+			}
+			aff := spec["affinity"].(map[string]any)
+			if aff["nodeAffinity"] == nil || aff["podAntiAffinity"] != nil {
+				t.Errorf("affinity %v, want the value's (replacing the default)", aff)
+			}
+			if spec["priorityClassName"] != "system-cluster-critical" {
+				t.Errorf("priorityClassName %v", spec["priorityClassName"])
+			}
+		},
+	}, {
+		name: "image, pull secrets, pod metadata, replicas, leader election",
+		set: []string{"image.repository=registry.example/deckhand", "image.tag=v9", "image.pullPolicy=Always",
+			"imagePullSecrets[0].name=regcred", "podAnnotations.team=platform", "podLabels.tier=ops", "replicas=3",
+			"leaderElection.leaseDuration=30s", "leaderElection.renewDeadline=20s", "leaderElection.retryPeriod=2s"},
+		check: func(t *testing.T, r rendered) {
+			c := manager(t, r, ns)
+			if c["image"] != "registry.example/deckhand:v9" || c["imagePullPolicy"] != "Always" {
+				t.Errorf("image %v pull policy %v", c["image"], c["imagePullPolicy"])
+			}
+			spec := podSpec(t, r)
+			if spec["imagePullSecrets"].([]any)[0].(map[string]any)["name"] != "regcred" {
+				t.Errorf("imagePullSecrets %v", spec["imagePullSecrets"])
+			}
+			d := r.get(t, "Deployment/"+ns+"/deckhand-controller-manager")
+			if nested(t, d, "spec", "replicas") != int64(3) {
+				t.Errorf("replicas %v", nested(t, d, "spec", "replicas"))
+			}
+			meta := nested(t, d, "spec", "template", "metadata").(map[string]any)
+			if meta["annotations"].(map[string]any)["team"] != "platform" || meta["labels"].(map[string]any)["tier"] != "ops" {
+				t.Errorf("pod metadata %v", meta)
+			}
+			for _, want := range []string{"--leader-elect", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=2s"} {
+				if !slices.Contains(args(t, r, ns), want) {
+					t.Errorf("args %v lack %s", args(t, r, ns), want)
+				}
+			}
+		},
+	}, {
+		name: "leader election off",
+		set:  []string{"leaderElection.enabled=false", "replicas=1"},
+		check: func(t *testing.T, r rendered) {
+			if !slices.Contains(args(t, r, ns), "--leader-elect=false") {
+				t.Errorf("args %v lack --leader-elect=false", args(t, r, ns))
+			}
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := tc.ns
+			if n == "" {
+				n = ns
+			}
+			tc.check(t, render(t, n, tc.set...))
+		})
+	}
+}
