@@ -194,6 +194,17 @@ docker-buildx: ## Build and push the multi-arch manager image $(IMG) for $(PLATF
 docker-push: ## Push the manager image $(IMG).
 	$(CONTAINER_TOOL) push $(IMG)
 
+##@ Release
+
+# Where `make release` writes, and the platforms of the kubectl plugin.
+RELEASE_DIR ?= dist/$(VERSION)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: release
+release: $(KUBECTL_DEP) helm ## Write the release artefacts of VERSION=vX.Y.Z into dist/vX.Y.Z/: install.yaml pinned to the image tag, the Helm chart, the kubectl plugin per platform, the krew manifest, SHA256SUMS.
+	@VERSION='$(VERSION)' OUT='$(abspath $(RELEASE_DIR))' IMG_NAME='$(BASE_IMG_NAME)' HELM='$(BIN)/helm' KUBECTL='$(KUBECTL)' \
+		PLATFORMS='$(RELEASE_PLATFORMS)' REVISION='$(REVISION)' LDFLAGS_PKG='$(VERSION_PKG)' ./hack/release.sh
+
 ##@ Deployment (against the current kubeconfig)
 
 .PHONY: build-installer
