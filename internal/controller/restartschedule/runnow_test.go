@@ -21,6 +21,16 @@ func (h *harness) runNow(token string) {
 	}
 }
 
+// runNowAndReconcile sets the run-now token of "s", reconciles it and
+// returns the restarted-at value of the Deployment web and the schedule's
+// status.
+func (h *harness) runNowAndReconcile(token string) (string, deckhandv1alpha1.RestartScheduleStatus) {
+	h.t.Helper()
+	h.runNow(token)
+	h.reconcile("s")
+	return h.restartedAt("web"), h.rs("s").Status
+}
+
 // A run-now token starts one run at once, recorded with trigger RunNow and
 // restarted-at set to the run's start time; the same token again does
 // nothing, a new one runs again.
@@ -29,12 +39,10 @@ func TestUnitRunNow(t *testing.T) {
 	h.reconcile("s")
 	h.drainEvents()
 
-	h.runNow("first")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T10:40:00Z" {
+	got, st := h.runNowAndReconcile("first")
+	if got != "2026-01-01T10:40:00Z" {
 		t.Fatalf("restarted-at %q after run-now, want the run's start time", got)
 	}
-	st := h.rs("s").Status
 	if st.LastRunNowToken != "first" || len(st.Active) != 1 || st.Active[0].Trigger != deckhandv1alpha1.RestartTriggerRunNow {
 		t.Fatalf("after run-now: token %q, active %+v", st.LastRunNowToken, st.Active)
 	}
@@ -57,9 +65,7 @@ func TestUnitRunNow(t *testing.T) {
 		t.Fatalf("a handled token ran again: %v", results(h.rs("s")))
 	}
 
-	h.runNow("second")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T10:42:00Z" {
+	if got, _ := h.runNowAndReconcile("second"); got != "2026-01-01T10:42:00Z" {
 		t.Fatalf("restarted-at %q after a new token", got)
 	}
 }
@@ -104,12 +110,10 @@ func TestUnitRunNowSuspendedAndForbid(t *testing.T) {
 		rs.Spec.Suspend = true
 	}), deployment("web", nil))
 	h.reconcile("s")
-	h.runNow("while-suspended")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "" {
+	got, st := h.runNowAndReconcile("while-suspended")
+	if got != "" {
 		t.Fatalf("suspended schedule restarted: %q", got)
 	}
-	st := h.rs("s").Status
 	if st.LastRunNowToken != "while-suspended" || len(st.History) != 1 || st.History[0].Result != deckhandv1alpha1.RestartSkipped {
 		t.Fatalf("suspended run-now: %+v", st)
 	}
@@ -129,16 +133,12 @@ func TestUnitRunNowSuspendedAndForbid(t *testing.T) {
 		t.Fatalf("a refused token ran on resume: %q", got)
 	}
 
-	h.runNow("a")
-	h.reconcile("s")
+	h.runNowAndReconcile("a")
 	h.rollingOut("web")
 	h.set("2026-01-01T10:42:00Z")
-	h.runNow("b")
-	h.reconcile("s")
-	if got := h.restartedAt("web"); got != "2026-01-01T10:41:00Z" {
+	if got, st = h.runNowAndReconcile("b"); got != "2026-01-01T10:41:00Z" {
 		t.Fatalf("Forbid: restarted-at %q, want the first run's", got)
 	}
-	st = h.rs("s").Status
 	if st.LastRunNowToken != "b" || st.History[0].Result != deckhandv1alpha1.RestartSkipped || st.History[0].Trigger != deckhandv1alpha1.RestartTriggerRunNow {
 		t.Fatalf("Forbid: token %q, history %+v", st.LastRunNowToken, st.History)
 	}
