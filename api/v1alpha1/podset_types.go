@@ -145,7 +145,11 @@ type PodSetSpec struct {
 	// Paused stops the rollout of template changes where it is, as
 	// `kubectl rollout pause` does for a Deployment: pods already on the new
 	// template stay there, no other pod is updated or replaced until it is
-	// cleared. Scaling goes on while paused.
+	// cleared (an in-place update already under way finishes). Scaling and
+	// adoption go on while paused: new pods are created from the current
+	// template, and a scale-down removes old-revision pods first. While a
+	// rollout is held back, Progressing is Unknown with reason Paused and
+	// Ready is False with reason UpdatePaused.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
 }
@@ -225,6 +229,7 @@ type PodSetStatus struct {
 // +kubebuilder:printcolumn:name="Updated",type=integer,JSONPath=".status.updatedReplicas",description="Number of pods on the current template"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the PodSet has reached its spec: the status of its Ready condition"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the PodSet is or is not Ready"
+// +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=".spec.paused",priority=1,description="Whether the rollout of template changes is paused"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=".metadata.creationTimestamp"
 type PodSet struct {
 	metav1.TypeMeta `json:",inline"`

@@ -32,7 +32,14 @@ const (
 	// RestartScheduleRunNowAnnotation on a RestartSchedule asks for one run
 	// to start at once, outside the schedule. Its value is a token chosen by
 	// the user (`kubectl deckhand restart-now` writes a timestamp): each new
-	// token starts one run, a token already run does nothing.
+	// token starts one run, a token already handled (status.lastRunNowToken)
+	// does nothing. The run is the one a scheduled time starts (targets,
+	// maxConcurrent, concurrencyPolicy, history, Events), its history
+	// entries say trigger RunNow, and the restarted-at value it writes is
+	// the run's start time. While suspended the token is refused and
+	// recorded as handled. On a workload that carries
+	// RestartScheduleAnnotation it is copied to the generated
+	// RestartSchedule.
 	RestartScheduleRunNowAnnotation = "apps.deckhand.dev/run-now"
 	// RestartScheduleGeneratedLabel marks a RestartSchedule generated from a
 	// workload's RestartScheduleAnnotation (value "true").
@@ -50,6 +57,17 @@ const (
 	RestartForbid RestartConcurrencyPolicy = "Forbid"
 	// RestartReplace abandons the previous run and restarts again.
 	RestartReplace RestartConcurrencyPolicy = "Replace"
+)
+
+// RestartTrigger says what started a run.
+// +kubebuilder:validation:Enum=Schedule;RunNow
+type RestartTrigger string
+
+const (
+	// RestartTriggerSchedule: a scheduled time of spec.schedule.
+	RestartTriggerSchedule RestartTrigger = "Schedule"
+	// RestartTriggerRunNow: a new token in RestartScheduleRunNowAnnotation.
+	RestartTriggerRunNow RestartTrigger = "RunNow"
 )
 
 // RestartResult is the outcome of one restart of one workload.
@@ -189,8 +207,12 @@ type RestartActive struct {
 	Kind string `json:"kind"`
 	// name of the workload.
 	Name string `json:"name"`
-	// scheduledTime is the schedule slot this restart belongs to.
+	// scheduledTime is the schedule slot this restart belongs to; for a
+	// run-now run, the run's start time.
 	ScheduledTime metav1.Time `json:"scheduledTime"`
+	// trigger is what started the run: Schedule (also when unset) or RunNow.
+	// +optional
+	Trigger RestartTrigger `json:"trigger,omitempty"`
 	// startTime is when the workload was patched.
 	StartTime metav1.Time `json:"startTime"`
 	// generation is the workload's metadata.generation after the restart
@@ -207,14 +229,22 @@ type RestartPending struct {
 	Kind string `json:"kind"`
 	// name of the workload.
 	Name string `json:"name"`
-	// scheduledTime is the schedule slot this restart belongs to.
+	// scheduledTime is the schedule slot this restart belongs to; for a
+	// run-now run, the run's start time.
 	ScheduledTime metav1.Time `json:"scheduledTime"`
+	// trigger is what started the run: Schedule (also when unset) or RunNow.
+	// +optional
+	Trigger RestartTrigger `json:"trigger,omitempty"`
 }
 
 // RestartRecord is one entry of the run history.
 type RestartRecord struct {
-	// scheduledTime is the schedule slot of the run.
+	// scheduledTime is the schedule slot of the run; for a run-now run, the
+	// run's start time (the restarted-at value it writes).
 	ScheduledTime metav1.Time `json:"scheduledTime"`
+	// trigger is what started the run: Schedule (also when unset) or RunNow.
+	// +optional
+	Trigger RestartTrigger `json:"trigger,omitempty"`
 	// workload is "Kind/name" of the restarted workload, empty when the
 	// entry is about the whole run (Missed, or Skipped before any workload
 	// was chosen).
@@ -255,6 +285,13 @@ type RestartScheduleStatus struct {
 	// firing retroactively.
 	// +optional
 	HandledThrough *metav1.Time `json:"handledThrough,omitempty"`
+	// lastRunNowToken is the last value of the apps.deckhand.dev/run-now
+	// annotation handled (run, skipped or refused). It is written, with the
+	// run's workloads in pending and their start time, before any workload is
+	// restarted, so that neither a repeated token nor a restarted manager
+	// runs it again.
+	// +optional
+	LastRunNowToken string `json:"lastRunNowToken,omitempty"`
 	// observedSchedule is the "schedule|timeZone" handledThrough refers to; a
 	// change means the schedule was edited.
 	// +optional

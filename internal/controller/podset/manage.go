@@ -42,6 +42,7 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 		replicas:    replicas,
 		terminating: len(s.terminating),
 		strategy:    resolveStrategy(s.ps.Spec.UpdateStrategy, replicas),
+		paused:      s.ps.Spec.Paused,
 		now:         now,
 	}
 	for _, p := range s.pods {

@@ -72,7 +72,9 @@ type planInput struct {
 	pods        []podView
 	terminating int
 	strategy    strategy
-	now         time.Time
+	// paused: spec.paused; no old-revision pod is updated or replaced.
+	paused bool
+	now    time.Time
 }
 
 // plan is what one sync does: create pods, delete pods, patch images.
@@ -90,6 +92,10 @@ type plan struct {
 // Without a rollout in progress it is exactly a ReplicaSet: create or delete
 // the difference to spec.replicas (at most burstReplicas per sync), deleting
 // in upstream's order.
+//
+// While paused, a pending rollout is left where it is and the PodSet only
+// scales, as a ReplicaSet; a scale-down takes old-revision pods first, as
+// during a rollout, because that moves no pod to another template.
 //
 // During a RollingUpdate rollout (more than partition old-revision pods):
 //   - the PodSet may hold spec.replicas + surge pods, where surge is
@@ -115,11 +121,13 @@ func planSync(in planInput) plan {
 		oldToUpdate = max(0, len(old)-in.strategy.partition)
 	}
 
-	if oldToUpdate == 0 {
+	if oldToUpdate == 0 || in.paused {
 		diff := active - in.replicas
 		switch {
 		case diff < 0:
 			p.create = min(-diff, burstReplicas)
+		case diff > 0 && oldToUpdate > 0:
+			p.delete = oldFirst(in.pods, all, in.now)[:min(diff, burstReplicas)]
 		case diff > 0:
 			victims := append([]*corev1.Pod(nil), all...)
 			sortForDeletion(victims, all, in.now)
@@ -155,19 +163,8 @@ func planSync(in planInput) plan {
 	target := in.replicas + min(in.strategy.maxSurge, recreate)
 
 	if active > target {
-		// Scale down during a rollout: old pods go first, each group in
-		// upstream's order.
-		oldSorted := append([]*corev1.Pod(nil), old...)
-		sortForDeletion(oldSorted, all, in.now)
-		var newer []*corev1.Pod
-		for _, v := range in.pods {
-			if v.updated {
-				newer = append(newer, v.pod)
-			}
-		}
-		sortForDeletion(newer, all, in.now)
-		victims := append(oldSorted, newer...)
-		p.delete = victims[:min(active-target, burstReplicas)]
+		// Scale down during a rollout: old pods go first.
+		p.delete = oldFirst(in.pods, all, in.now)[:min(active-target, burstReplicas)]
 		return p
 	}
 	if room := target - active - in.terminating; room > 0 {
@@ -190,4 +187,20 @@ func planSync(in planInput) plan {
 		}
 	}
 	return p
+}
+
+// oldFirst orders pods for a scale-down while old-revision pods remain: old
+// pods go first, each group in upstream's deletion order.
+func oldFirst(pods []podView, all []*corev1.Pod, now time.Time) []*corev1.Pod {
+	var old, newer []*corev1.Pod
+	for _, v := range pods {
+		if v.updated {
+			newer = append(newer, v.pod)
+		} else {
+			old = append(old, v.pod)
+		}
+	}
+	sortForDeletion(old, all, now)
+	sortForDeletion(newer, all, now)
+	return append(old, newer...)
 }

@@ -2,15 +2,19 @@ package podset_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
@@ -193,4 +197,92 @@ func TestSummaryThroughARollout(t *testing.T) {
 
 	mergePatch(t, ps, `{"spec":{"template":{"spec":{"nodeSelector":null}}}}`)
 	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
+}
+
+// TestPause pauses a rollout halfway (a partition stops it at 3 of 6 pods,
+// then one patch pauses the PodSet and lifts the partition), and checks
+// that once the controller has observed the paused generation, reconciles
+// driven by a scale-up and a scale-down move no old pod to the new
+// template; new pods come from the current template and a scale-down takes
+// old pods first. Resuming finishes the rollout.
+func TestPause(t *testing.T) {
+	ps := createPodSet(t, "pause", 6, func(ps *deckhandv1alpha1.PodSet) {
+		ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(1))
+		ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+		ps.Spec.UpdateStrategy.Partition = ptr.To[int32](3)
+	})
+	waitConverged(t, ps, 6, 2*time.Minute)
+	mergePatch(t, ps, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"`+pauseImage+`","env":[{"name":"V","value":"2"}]}]}}}}`)
+	health.Wait(t, env.Client, ps, 2*time.Minute, health.IsReady(podset.ReasonComplete))
+	if ps.Status.UpdatedReplicas != 3 {
+		t.Fatalf("partition 3 of 6 left %d pods updated, want 3", ps.Status.UpdatedReplicas)
+	}
+
+	mergePatch(t, ps, `{"spec":{"paused":true,"updateStrategy":{"partition":0}}}`)
+	health.Wait(t, env.Client, ps, time.Minute, health.IsPaused(podset.ReasonUpdatePaused))
+	progressing := meta.FindStatusCondition(ps.Status.Conditions, deckhandv1alpha1.PodSetProgressingCondition)
+	if progressing == nil || progressing.Status != metav1.ConditionUnknown || progressing.Reason != podset.ReasonPaused {
+		t.Fatalf("Progressing while paused: %+v, want Unknown/%s", progressing, podset.ReasonPaused)
+	}
+	// The status of the paused generation was written after a sync that read
+	// it: from here on, every sync sees paused.
+	old := oldPods(t, ps)
+	if len(old) != 3 {
+		t.Fatalf("%d old-revision pods when paused, want 3", len(old))
+	}
+
+	// Scale up: two more reconciles' worth of work, new pods on the current
+	// template, no old pod touched.
+	setReplicas(t, ps, 8)
+	waitPausedAt(t, ps, 8, 5)
+	if got := oldPods(t, ps); !maps.Equal(got, old) {
+		t.Fatalf("old pods after a scale-up while paused: %v, want %v unchanged", got, old)
+	}
+
+	// Scale down by one: an old pod goes first; the others stay old.
+	setReplicas(t, ps, 7)
+	waitPausedAt(t, ps, 7, 5)
+	got := oldPods(t, ps)
+	if len(got) != 2 {
+		t.Fatalf("old pods after a scale-down while paused: %v, want 2 of %v", got, old)
+	}
+	for name, uid := range got {
+		if old[name] != uid {
+			t.Fatalf("old pod %s (uid %s) was not old when paused (%v)", name, uid, old)
+		}
+	}
+
+	mergePatch(t, ps, `{"spec":{"paused":false}}`)
+	waitRolledOut(t, ps, 7)
+	health.Wait(t, env.Client, ps, time.Minute, health.IsReady(podset.ReasonComplete))
+}
+
+// oldPods maps the active pods of ps not on its updateRevision (as the
+// status last read says it) to their UIDs.
+func oldPods(t *testing.T, ps *deckhandv1alpha1.PodSet) map[string]types.UID {
+	t.Helper()
+	out := map[string]types.UID{}
+	for _, p := range mustOwned(t, ps) {
+		if p.DeletionTimestamp == nil && p.Labels[deckhandv1alpha1.PodSetRevisionLabel] != ps.Status.UpdateRevision {
+			out[p.Name] = p.UID
+		}
+	}
+	return out
+}
+
+// waitPausedAt waits until the paused PodSet's status, for its current
+// generation, counts n available pods of which updated are on the current
+// template, with nothing terminating, and reports the paused rollout.
+func waitPausedAt(t *testing.T, ps *deckhandv1alpha1.PodSet, n, updated int32) {
+	t.Helper()
+	cur := waitPodSet(t, ps, 2*time.Minute, fmt.Sprintf("the paused PodSet settles at %d pods, %d updated", n, updated),
+		func(cur *deckhandv1alpha1.PodSet, pods []corev1.Pod) (bool, string) {
+			st := cur.Status
+			return st.ObservedGeneration == cur.Generation && len(pods) == int(n) && st.Replicas == n &&
+					st.AvailableReplicas == n && st.UpdatedReplicas == updated && st.TerminatingReplicas == 0,
+				fmt.Sprintf("generation %d observed %d, pods %d, status replicas %d available %d updated %d terminating %d",
+					cur.Generation, st.ObservedGeneration, len(pods), st.Replicas, st.AvailableReplicas, st.UpdatedReplicas, st.TerminatingReplicas)
+		})
+	health.Wait(t, env.Client, cur, time.Minute, health.IsPaused(podset.ReasonUpdatePaused))
+	ps.Status = cur.Status
 }

@@ -26,6 +26,10 @@ const (
 	ReasonUpdating                   = "Updating"
 	ReasonWaitingForOnDelete         = "WaitingForOnDelete"
 	ReasonComplete                   = "Complete"
+	// ReasonPaused: spec.paused holds back a rollout of the template that
+	// has not reached every pod it would replace. Progressing is Unknown
+	// with it, as for a paused Deployment (DeploymentPaused).
+	ReasonPaused = "Paused"
 
 	// Reasons of the summary conditions Ready, Reconciling and Stalled. A
 	// Ready PodSet has the reason of its Progressing condition, Complete or
@@ -36,6 +40,12 @@ const (
 	// ReasonPodsNotReady: the pods are there, on the current template as far
 	// as the strategy goes, but some are not available yet.
 	ReasonPodsNotReady = "PodsNotReady"
+	// ReasonUpdatePaused: spec.paused holds back a pending rollout. Ready is
+	// False (the pods are not all on the template) with neither Reconciling
+	// (nothing moves until the user resumes) nor Stalled (nothing is
+	// broken), the same verdict and reason as a paused SidecarSet rollout:
+	// Argo CD reports Suspended, kstatus InProgress.
+	ReasonUpdatePaused = "UpdatePaused"
 	// ReasonReplicaFailure: pods could not be created or deleted (the
 	// ReplicaFailure condition says why, e.g. a ResourceQuota).
 	ReasonReplicaFailure = "ReplicaFailure"
@@ -135,6 +145,10 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	case oldCount > 0 && onDelete:
 		progressing.Reason = ReasonWaitingForOnDelete
 		progressing.Message = fmt.Sprintf("%d pods on old revisions are replaced when deleted", oldCount)
+	case oldCount > partition && ps.Spec.Paused:
+		progressing.Status = metav1.ConditionUnknown
+		progressing.Reason = ReasonPaused
+		progressing.Message = fmt.Sprintf("rollout paused: %d of %d pods updated to revision %s", updated, replicas, s.revision)
 	case oldCount > partition:
 		progressing.Reason = ReasonUpdating
 		progressing.Message = fmt.Sprintf("%d of %d pods updated to revision %s", updated, replicas, s.revision)
@@ -155,7 +169,8 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 		// A sync that acted without failing clears an earlier failure.
 		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition)
 	}
-	conditions.Set(&st.Conditions, ps.Generation, now, summarize(&st, replicas, progressing, !onDelete && oldCount > partition))
+	replacing := !onDelete && !ps.Spec.Paused && oldCount > partition
+	conditions.Set(&st.Conditions, ps.Generation, now, summarize(&st, replicas, progressing, replacing))
 	return st, requeue
 }
 
@@ -166,7 +181,9 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 // treat a StatefulSet.
 //
 // replacing is true while pods on old revisions remain that the strategy
-// replaces itself.
+// replaces itself and the PodSet is not paused. A paused rollout is Waiting:
+// not Ready, but not Reconciling either, because nothing moves until the
+// user resumes it; scaling while paused is Reconciling as ever.
 func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing metav1.Condition, replacing bool) conditions.Summary {
 	if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetReplicaFailureCondition); c != nil && c.Status == metav1.ConditionTrue {
 		return conditions.Summary{State: conditions.Stalled, Reason: ReasonReplicaFailure, Message: c.Reason + ": " + c.Message}
@@ -176,6 +193,8 @@ func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing me
 		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRolloutInProgress, Message: progressing.Message}
 	case progressing.Reason == ReasonUpdating:
 		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonPodsNotReady, Message: progressing.Message}
+	case progressing.Reason == ReasonPaused:
+		return conditions.Summary{State: conditions.Waiting, Reason: ReasonUpdatePaused, Message: progressing.Message}
 	case st.AvailableReplicas < replicas:
 		return conditions.Summary{State: conditions.Waiting, Reason: ReasonPodsNotReady,
 			Message: fmt.Sprintf("%d of %d pods available", st.AvailableReplicas, replicas)}

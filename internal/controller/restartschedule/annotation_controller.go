@@ -195,7 +195,9 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 	if tz, ok := ann[deckhandv1alpha1.RestartTimeZoneAnnotation]; ok {
 		rs.Spec.TimeZone = strings.TrimSpace(tz)
 	}
-	if rs.Spec.Schedule != before.Spec.Schedule || rs.Spec.TimeZone != before.Spec.TimeZone {
+	copyRunNow(obj, rs)
+	if rs.Spec.Schedule != before.Spec.Schedule || rs.Spec.TimeZone != before.Spec.TimeZone ||
+		runNowToken(rs.Annotations) != runNowToken(before.Annotations) {
 		if err := r.Client.Patch(ctx, rs, client.MergeFrom(before), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 			if r.refused(obj, rs, "update", rs.Name, err) {
 				return reconcile.Result{}, nil
@@ -287,7 +289,7 @@ func (r *AnnotationReconciler) generate(obj client.Object, kind, value string, l
 	spec.Target = deckhandv1alpha1.RestartTarget{
 		TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: kind, Name: obj.GetName()},
 	}
-	return &deckhandv1alpha1.RestartSchedule{
+	rs := &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      generatedName(obj.GetName(), kind),
 			Namespace: obj.GetNamespace(),
@@ -309,6 +311,23 @@ func (r *AnnotationReconciler) generate(obj client.Object, kind, value string, l
 		},
 		Spec: spec,
 	}
+	copyRunNow(obj, rs)
+	return rs
+}
+
+// copyRunNow copies the workload's run-now token, if any, to its generated
+// RestartSchedule, where the RestartSchedule controller runs it. Removing it
+// from the workload leaves the schedule's copy alone: a token that ran stays
+// recorded as handled either way.
+func copyRunNow(obj client.Object, rs *deckhandv1alpha1.RestartSchedule) {
+	token := runNowToken(obj.GetAnnotations())
+	if token == "" || token == runNowToken(rs.Annotations) {
+		return
+	}
+	if rs.Annotations == nil {
+		rs.Annotations = map[string]string{}
+	}
+	rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowAnnotation] = token
 }
 
 // setMarker sets (value non-nil) or removes the generated marker annotation

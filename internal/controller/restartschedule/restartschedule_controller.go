@@ -82,9 +82,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads); err != nil {
 		return err
 	}
-	// Status writes are our own; a schedule reacts to spec changes and
-	// otherwise wakes itself at its next fire time.
-	b := reconcileutil.NewController(mgr, "restartschedule", Workers, &deckhandv1alpha1.RestartSchedule{}, predicate.GenerationChangedPredicate{})
+	// Status writes are our own; a schedule reacts to spec changes and to a
+	// new run-now token, and otherwise wakes itself at its next fire time.
+	b := reconcileutil.NewController(mgr, "restartschedule", Workers, &deckhandv1alpha1.RestartSchedule{},
+		predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, runNowChanged))
 	for _, kind := range workloadKinds {
 		obj, _ := newWorkload(kind)
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.schedulesFollowing(kind)))
@@ -145,6 +146,9 @@ type scope struct {
 	// patchedWorkloads is set when this reconcile restarted a workload:
 	// its status is then written by the next one (statusAfterPatchDelay).
 	patchedWorkloads bool
+	// holdStarts is set when this reconcile queued a run-now run: its start
+	// time must be in the status before any workload is patched with it.
+	holdStarts bool
 }
 
 type pendingEvent struct {
@@ -176,7 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig := rs.DeepCopy()
 	s := &scope{rs: rs, now: r.Clock.Now()}
 
-	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.startPending, r.summarize)
+	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.summarize)
 	if err == nil && s.patchedWorkloads {
 		return ctrl.Result{RequeueAfter: statusAfterPatchDelay}, nil
 	}

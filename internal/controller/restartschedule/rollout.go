@@ -42,7 +42,7 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 	var errs []error
 	for _, a := range st.Active {
 		start := a.StartTime
-		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Workload: workloadKey(a.Kind, a.Name), StartTime: &start}
+		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Trigger: a.Trigger, Workload: workloadKey(a.Kind, a.Name), StartTime: &start}
 		obj, err := newWorkload(a.Kind)
 		if err == nil {
 			err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.rs.Namespace, Name: a.Name}, obj)
@@ -65,7 +65,7 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 			s.record(rec)
 			t := metav1.NewTime(s.now)
 			st.LastSuccessfulTime = &t
-			s.event(obj, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s restarted for the run scheduled at %s: %s", rec.Workload, formatSlot(a.ScheduledTime.Time), msg)
+			s.event(obj, corev1.EventTypeNormal, ReasonRestarted, "Restart", "%s restarted for %s: %s", rec.Workload, describeRun(a.ScheduledTime.Time, a.Trigger), msg)
 		case state == rolloutFailed:
 			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, msg
 			s.record(rec)
@@ -88,7 +88,7 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 // are rolling out.
 func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rs, st := s.rs, &s.rs.Status
-	if rs.Spec.Suspend {
+	if rs.Spec.Suspend || s.holdStarts {
 		return ctrl.Result{}, nil
 	}
 	limit := int(rs.Spec.MaxConcurrent)
@@ -101,7 +101,7 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		key := workloadKey(p.Kind, p.Name)
 		skip := func(msg string, related runtime.Object) {
 			st.Pending = st.Pending[1:]
-			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: msg})
+			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: msg})
 			s.event(related, corev1.EventTypeNormal, ReasonRestartSkipped, "Restart", "%s: %s", key, msg)
 		}
 		obj, err := newWorkload(p.Kind)
@@ -126,7 +126,7 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 			// An earlier reconcile patched it and left the record to this
 			// one; the cache may not show that patch yet.
 			generation = max(generation, patched)
-			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for the run scheduled at %s", key, slot)
+			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for %s", key, describeRun(p.ScheduledTime.Time, p.Trigger))
 		} else if current != slot {
 			if ct, perr := time.Parse(time.RFC3339, current); perr == nil && ct.After(p.ScheduledTime.Time) {
 				skip(fmt.Sprintf("already restarted for the later scheduled time %s", current), obj)
@@ -143,13 +143,13 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 			generation = obj.GetGeneration()
 			r.patched.remember(rs.UID, key, slot, generation)
 			s.patchedWorkloads = true
-			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for the run scheduled at %s", key, slot)
+			s.event(obj, corev1.EventTypeNormal, ReasonRestarting, "Restart", "restarting %s for %s", key, describeRun(p.ScheduledTime.Time, p.Trigger))
 		}
 		// Else the annotation already carries this slot: an earlier attempt
 		// patched it (crash, conflict, another replica). Follow that
 		// rollout instead of restarting again.
 		st.Pending = st.Pending[1:]
-		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime,
+		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime, Trigger: p.Trigger,
 			StartTime: metav1.NewTime(s.now), Generation: generation})
 		res = requeueIn(r.pollInterval())
 	}

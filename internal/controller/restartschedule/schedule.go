@@ -101,7 +101,7 @@ func abandonLateRun(s *scope) {
 		key := workloadKey(p.Kind, p.Name)
 		missed = append(missed, key)
 		slot = p.ScheduledTime.Time
-		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: key, Result: deckhandv1alpha1.RestartMissed,
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartMissed,
 			Message: fmt.Sprintf("not started: the run was suspended and resumed %s after its scheduled time, more than startingDeadlineSeconds (%ds)",
 				late.Truncate(time.Second), *secs)})
 	}
@@ -157,20 +157,8 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}
 	st.HandledThrough = &slot
 	st.LastScheduleTime = &slot
-	if len(st.Active)+len(st.Pending) > 0 { // concurrencyPolicy Replace
-		msg := fmt.Sprintf("superseded by the run scheduled at %s (concurrencyPolicy Replace)", formatSlot(plan.Slot))
-		for _, a := range st.Active {
-			start := a.StartTime
-			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Workload: workloadKey(a.Kind, a.Name), StartTime: &start,
-				Result: deckhandv1alpha1.RestartFailed, Message: "rollout not complete when " + msg})
-		}
-		for _, p := range st.Pending {
-			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Workload: workloadKey(p.Kind, p.Name),
-				Result: deckhandv1alpha1.RestartSkipped, Message: "not started: " + msg})
-		}
-		s.event(nil, corev1.EventTypeNormal, ReasonRunReplaced, "Schedule", "the previous run was still rolling out; %s", msg)
-		st.Active, st.Pending = nil, nil
-	}
+	// concurrencyPolicy Replace (Forbid returned above).
+	replaceRun(s, fmt.Sprintf("superseded by the run scheduled at %s (concurrencyPolicy Replace)", formatSlot(plan.Slot)))
 	if len(targets) == 0 {
 		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartSkipped,
 			Message: "no Deployment, StatefulSet or DaemonSet matches spec.target.selector"})
