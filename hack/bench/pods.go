@@ -122,3 +122,27 @@ func runWorkers(n, w int, fn func(i int) error) error {
 	wg.Wait()
 	return first
 }
+
+// deploymentWatch is a Deployment informer on one namespace.
+type deploymentWatch struct {
+	factory informers.SharedInformerFactory
+	stop    chan struct{}
+}
+
+// watchDeployments starts an informer on the Deployments of ns that calls h,
+// and waits until it has synced.
+func watchDeployments(ctx context.Context, e *env, ns string, h toolscache.ResourceEventHandler) (*deploymentWatch, error) {
+	w := &deploymentWatch{stop: make(chan struct{}), factory: informers.NewSharedInformerFactoryWithOptions(e.cs, 0, informers.WithNamespace(ns))}
+	inf := w.factory.Apps().V1().Deployments().Informer()
+	if _, err := inf.AddEventHandler(h); err != nil {
+		return nil, err
+	}
+	w.factory.Start(w.stop)
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		w.close()
+		return nil, fmt.Errorf("deployment informer for %s did not sync", ns)
+	}
+	return w, nil
+}
+
+func (w *deploymentWatch) close() { close(w.stop); w.factory.Shutdown() }

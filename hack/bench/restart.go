@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,15 +42,13 @@ type restartTracker struct {
 	first   map[string]time.Time
 	changes map[string]int
 	value   map[string]string
-	factory informers.SharedInformerFactory
-	stop    chan struct{}
+	*deploymentWatch
 }
 
 func trackRestarts(ctx context.Context, e *env, ns string) (*restartTracker, error) {
-	t := &restartTracker{first: map[string]time.Time{}, changes: map[string]int{}, value: map[string]string{}, stop: make(chan struct{}),
-		factory: informers.NewSharedInformerFactoryWithOptions(e.cs, 0, informers.WithNamespace(ns))}
-	inf := t.factory.Apps().V1().Deployments().Informer()
-	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(o, nw any) {
+	t := &restartTracker{first: map[string]time.Time{}, changes: map[string]int{}, value: map[string]string{}}
+	var err error
+	t.deploymentWatch, err = watchDeployments(ctx, e, ns, toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(o, nw any) {
 		now := time.Now()
 		od, ok1 := o.(*appsv1.Deployment)
 		nd, ok2 := nw.(*appsv1.Deployment)
@@ -73,15 +70,8 @@ func trackRestarts(ctx context.Context, e *env, ns string) (*restartTracker, err
 	if err != nil {
 		return nil, err
 	}
-	t.factory.Start(t.stop)
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.close()
-		return nil, fmt.Errorf("deployment informer for %s did not sync", ns)
-	}
 	return t, nil
 }
-
-func (t *restartTracker) close() { close(t.stop); t.factory.Shutdown() }
 
 func (t *restartTracker) seen() int {
 	t.mu.Lock()

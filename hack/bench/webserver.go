@@ -262,13 +262,11 @@ type burstRun struct {
 type burstTimeline struct {
 	mu              sync.Mutex
 	seen, available map[string]time.Time
-	factory         informers.SharedInformerFactory
-	stop            chan struct{}
+	*deploymentWatch
 }
 
 func trackBurst(ctx context.Context, e *env, ns string) (*burstTimeline, error) {
-	t := &burstTimeline{seen: map[string]time.Time{}, available: map[string]time.Time{}, stop: make(chan struct{}),
-		factory: informers.NewSharedInformerFactoryWithOptions(e.cs, 0, informers.WithNamespace(ns))}
+	t := &burstTimeline{seen: map[string]time.Time{}, available: map[string]time.Time{}}
 	record := func(o any) {
 		d, ok := o.(*appsv1.Deployment)
 		if !ok {
@@ -284,19 +282,12 @@ func trackBurst(ctx context.Context, e *env, ns string) (*burstTimeline, error) 
 			t.available[d.Name] = now
 		}
 	}
-	inf := t.factory.Apps().V1().Deployments().Informer()
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }}); err != nil {
+	var err error
+	if t.deploymentWatch, err = watchDeployments(ctx, e, ns, toolscache.ResourceEventHandlerFuncs{AddFunc: record, UpdateFunc: func(_, o any) { record(o) }}); err != nil {
 		return nil, err
-	}
-	t.factory.Start(t.stop)
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		t.close()
-		return nil, fmt.Errorf("deployment informer for %s did not sync", ns)
 	}
 	return t, nil
 }
-
-func (t *burstTimeline) close() { close(t.stop); t.factory.Shutdown() }
 
 // durations returns, in milliseconds, each Deployment's first sighting
 // after start and the time from then until it was Available.

@@ -70,7 +70,7 @@ func TestInstallYAML(t *testing.T) {
 	// configurations were re-pointed at the host and must stay so.)
 	ctx := tctx(t)
 	doc := ""
-	for _, d := range strings.Split(readFile(t, suite.installer), "\n---\n") {
+	for _, d := range strings.Split(testutil.ReadFile(t, suite.installer), "\n---\n") {
 		if strings.Contains(d, "kind: Secret\n") && strings.Contains(d, "name: "+certSecret+"\n") {
 			doc = d
 		}
@@ -89,15 +89,6 @@ func TestInstallYAML(t *testing.T) {
 	if strings.TrimSpace(out) == "" {
 		t.Error("re-applying dist/install.yaml would empty the certificate Secret")
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 // TestManagerIdentityIsRefusedWhatItMustNotDo: the manager's own identity

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 const version = "v0.0.0-test.1"
@@ -36,7 +37,7 @@ func TestRelease(t *testing.T) {
 		t.Fatalf("make release: %v\n%s", err, b)
 	}
 
-	install := read(t, filepath.Join(out, "install.yaml"))
+	install := testutil.ReadFile(t, filepath.Join(out, "install.yaml"))
 	if !strings.Contains(install, "image: ghcr.io/deckhand-dev/deckhand:"+version+"\n") {
 		t.Errorf("install.yaml does not pin the image to %s", version)
 	}
@@ -62,12 +63,12 @@ func TestRelease(t *testing.T) {
 	}
 	tarFile(t, archive, "LICENSE")
 
-	krew := read(t, filepath.Join(out, "deckhand.yaml"))
+	krew := testutil.ReadFile(t, filepath.Join(out, "deckhand.yaml"))
 	if !strings.Contains(krew, "version: "+version) || strings.Contains(krew, "{{") {
 		t.Errorf("the krew manifest is not filled in:\n%s", krew)
 	}
 
-	sums := read(t, filepath.Join(out, "SHA256SUMS"))
+	sums := testutil.ReadFile(t, filepath.Join(out, "SHA256SUMS"))
 	entries, err := os.ReadDir(out)
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestRelease(t *testing.T) {
 		if e.Name() == "SHA256SUMS" {
 			continue
 		}
-		sum := sha256.Sum256([]byte(read(t, filepath.Join(out, e.Name()))))
+		sum := sha256.Sum256([]byte(testutil.ReadFile(t, filepath.Join(out, e.Name()))))
 		if line := hex.EncodeToString(sum[:]) + "  " + e.Name(); !strings.Contains(sums, line+"\n") {
 			t.Errorf("SHA256SUMS lacks %q", line)
 		}
@@ -108,15 +109,6 @@ func TestReleaseRefusesABadVersion(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("%s was written", out)
 	}
-}
-
-func read(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // tarFile returns the content of name in the gzipped tar archive.

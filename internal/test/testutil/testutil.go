@@ -7,6 +7,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +89,14 @@ func Create(ctx context.Context, t testing.TB, c client.Client, obj client.Objec
 	if err := c.Create(ctx, obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 	}
+}
+
+// ReadFile returns the file's content and fails t if it cannot be read.
+func ReadFile(t testing.TB, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
