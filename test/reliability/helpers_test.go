@@ -61,8 +61,7 @@ type chaos struct {
 }
 
 // startChaos kills the manager every minGap..maxGap (uniformly random),
-// keeps it down 0..500ms, restarts it and waits until it is ready and
-// holds the leader lease (at most the lease duration after the kill), until
+// keeps it down 0..500ms, restarts it and waits until it is ready, until
 // stopped or maxKills (0: no limit) is reached.
 func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos {
 	t.Helper()
@@ -78,19 +77,10 @@ func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos
 			case <-time.After(gap):
 			}
 			start := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			killed, _ := leaseHolder(ctx)
 			suite.deckhand.Kill()
 			time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			err := suite.deckhand.Restart(ctx)
-			if err == nil {
-				// The next kill hits a manager whose controllers run: the
-				// new process has taken the lease over from the dead one.
-				err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-					h, err := leaseHolder(ctx)
-					return err == nil && h != "" && h != killed, nil
-				})
-			}
 			cancel()
 			c.mu.Lock()
 			c.kills++

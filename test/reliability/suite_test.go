@@ -84,20 +84,11 @@ func runSuite(m *testing.M) int {
 	}
 	// The certificates are the harness's (LocalWebhookCerts), so the
 	// manager runs with --cert-management=external (StartDeckhand's
-	// default). Leader election is on, as the shipped Deployment runs it,
-	// with a short lease so that a SIGKILLed manager's controllers are back
-	// within seconds (leader failover has a test of its own at the default
-	// lease).
-	//
-	// NOTE: the lease is what keeps "never more pods than replicas" across a
-	// SIGKILL. A create the dead process sent just before it died can reach
-	// etcd after a new process has listed the pods; without leader election
-	// the new process would count short and create too many (a stress run
-	// saw 301-303 pods of 300). The new process first waits for the dead
-	// one's lease to expire, by which time every such create has landed.
+	// default). Leader election is off for the main manager so that a
+	// SIGKILLed one comes back at once (leader failover has a test of its own).
 	suite.deckhand, err = cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
 		Binary: suite.bin, WebhookPort: suite.port, CertDir: suite.certDir,
-		Args: suiteLeaderElection,
+		Args: []string{"--leader-elect=false"},
 	})
 	if err != nil {
 		return fail("%v", err)
@@ -131,17 +122,6 @@ func ensureDeckhand(t *testing.T) {
 			t.Fatalf("restarting deckhand: %v", err)
 		}
 	}
-}
-
-// suiteLeaderElection are the suite manager's leader-election flags: a
-// restarted manager waits at most the lease duration for the lease of the
-// one killed; the renew deadline outlasts the API server restart test's
-// outage.
-var suiteLeaderElection = []string{
-	"--leader-elect=true",
-	"--leader-election-lease-duration=8s",
-	"--leader-election-renew-deadline=6s",
-	"--leader-election-retry-period=1s",
 }
 
 // figures collects the numbers docs/reliability.md records. They are
