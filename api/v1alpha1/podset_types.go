@@ -32,6 +32,20 @@ const (
 	// scale-down: pods with a lower cost are deleted first.
 	PodDeletionCostAnnotation = "controller.kubernetes.io/pod-deletion-cost"
 
+	// PodSetRollbackToAnnotation, set on a PodSet by a user, asks the
+	// controller to roll the template back: its value is a revision number
+	// (the .revision of a ControllerRevision of the PodSet), a
+	// ControllerRevision name, a revision hash, or "previous" (the newest
+	// revision whose template differs from the current one). The controller
+	// copies that revision's template into spec.template and removes the
+	// annotation in one write.
+	PodSetRollbackToAnnotation = "apps.deckhand.dev/rollback-to"
+
+	// PodSetNameLabel is set on every ControllerRevision a PodSet creates;
+	// its value is the PodSet's name (`kubectl get controllerrevisions -l
+	// apps.deckhand.dev/podset=web`).
+	PodSetNameLabel = "apps.deckhand.dev/podset"
+
 	// PodSetAvailableCondition is True when at least
 	// spec.replicas - maxUnavailable pods are available.
 	PodSetAvailableCondition = "Available"
@@ -43,6 +57,21 @@ const (
 	// create (reason FailedCreate) or delete (reason FailedDelete) pods. It
 	// is removed on the next sync that succeeds.
 	PodSetReplicaFailureCondition = "ReplicaFailure"
+)
+
+// PodSetPodReplacement names how a rolling update removes a pod it
+// recreates from the new template.
+// +kubebuilder:validation:Enum=Delete;Evict
+type PodSetPodReplacement string
+
+const (
+	// DeletePodSetPodReplacement deletes the pod, within maxUnavailable, as
+	// a Deployment's rollout scales down its old ReplicaSet.
+	DeletePodSetPodReplacement PodSetPodReplacement = "Delete"
+	// EvictPodSetPodReplacement evicts the pod through the Eviction API, so
+	// that PodDisruptionBudgets are honoured: an eviction the API server
+	// refuses (429) is retried later, never forced.
+	EvictPodSetPodReplacement PodSetPodReplacement = "Evict"
 )
 
 // PodSetUpdateStrategyType names how a PodSet replaces pods after its
@@ -105,9 +134,20 @@ type PodSetUpdateStrategy struct {
 	// +kubebuilder:default=true
 	// +optional
 	InPlaceIfPossible *bool `json:"inPlaceIfPossible,omitempty"`
+
+	// PodReplacement is how a rolling update removes a pod it recreates:
+	// Delete (the default) or Evict, through the Eviction API, which
+	// honours PodDisruptionBudgets: a refused eviction waits and is retried,
+	// and status.disruptionBlockedPods names the pods waiting. Scale-downs
+	// always delete, as a ReplicaSet's do; in-place updates are not
+	// evictions.
+	// +kubebuilder:default=Delete
+	// +optional
+	PodReplacement PodSetPodReplacement `json:"podReplacement,omitempty"`
 }
 
 // PodSetSpec is the desired state of a PodSet.
+// +kubebuilder:validation:XValidation:rule="!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds",message="must be greater than minReadySeconds",fieldPath=".progressDeadlineSeconds"
 // +kubebuilder:validation:XValidation:rule="!has(self.template.spec.restartPolicy) || self.template.spec.restartPolicy == 'Always'",message="only \"Always\" is supported",fieldPath=".template.spec.restartPolicy"
 type PodSetSpec struct {
 	// Replicas is the number of pods the PodSet keeps running. Defaults to 1.
@@ -152,6 +192,25 @@ type PodSetSpec struct {
 	// Ready is False with reason UpdatePaused.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a rollout or scaling may go
+	// without progress (a pod created, updated or becoming available, an old
+	// pod removed) before Progressing turns False with reason
+	// ProgressDeadlineExceeded, as for a Deployment. The PodSet keeps
+	// trying; the condition only reports it. A paused PodSet does not time
+	// out. Defaults to 600; must be greater than minReadySeconds.
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// RevisionHistoryLimit is how many ControllerRevisions of old templates
+	// the PodSet keeps for rollback, besides those of the current template
+	// and of templates pods still run. Defaults to 10.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // PodSetStatus is the observed state of a PodSet.
@@ -195,14 +254,37 @@ type PodSetStatus struct {
 	Selector string `json:"selector,omitempty"`
 
 	// CurrentRevision is the revision every pod had when the last rollout
-	// completed. It becomes updateRevision once every pod is updated.
+	// completed. It becomes updateRevision once every pod is updated. Its
+	// ControllerRevision is named <podset>-<currentRevision>.
 	// +optional
 	CurrentRevision string `json:"currentRevision,omitempty"`
 
 	// UpdateRevision is the hash of the current template; pods created or
 	// updated from it carry it in the apps.deckhand.dev/podset-revision label.
+	// Its ControllerRevision, holding the template, is named
+	// <podset>-<updateRevision>.
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
+
+	// CollisionCount counts the hash collisions met when naming
+	// ControllerRevisions (a revision of the same name with another
+	// template, or not the PodSet's); it enters the revision hash so that
+	// the next name differs, as for a StatefulSet.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// LastProgressTime is when the rollout or scaling last made progress;
+	// Progressing turns False (ProgressDeadlineExceeded) when it is older
+	// than spec.progressDeadlineSeconds.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
+	// DisruptionBlockedPods names the pods whose eviction (podReplacement:
+	// Evict) a PodDisruptionBudget refused on the last attempt; they are
+	// retried later.
+	// +optional
+	// +listType=set
+	DisruptionBlockedPods []string `json:"disruptionBlockedPods,omitempty"`
 
 	// ObservedGeneration is the metadata.generation this status describes.
 	// +optional

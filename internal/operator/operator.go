@@ -7,11 +7,15 @@ package operator
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	podsetctrl "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	restartschedulectrl "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
@@ -36,6 +40,15 @@ func DefaultOptions() Options {
 	return Options{DefaultRestartSchedule: "0 3 * * *"}
 }
 
+// podSetRevisions selects the ControllerRevisions PodSets create.
+var podSetRevisions = func() labels.Selector {
+	req, err := labels.NewRequirement(deckhandv1alpha1.PodSetNameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
+
 // CacheOptions is the informer-cache configuration every Deckhand manager uses.
 func CacheOptions() cache.Options {
 	// Controllers never read managedFields; dropping them from every cached
@@ -43,7 +56,12 @@ func CacheOptions() cache.Options {
 	// are trimmed to the fields the controllers read (internal/podcache).
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: podcache.Trim}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Transform: podcache.Trim},
+			// Only the PodSets' own revisions: StatefulSets and DaemonSets
+			// keep theirs in the same kind, which Deckhand never reads.
+			&appsv1.ControllerRevision{}: {Label: podSetRevisions},
+		},
 	}
 }
 

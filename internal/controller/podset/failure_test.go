@@ -153,7 +153,14 @@ func setQuotaPods(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 // contains text.
 func waitWarningEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, reason, text string) {
 	t.Helper()
-	eventually(t, time.Minute, fmt.Sprintf("a Warning %s Event about PodSet %s mentioning %q", reason, ps.Name, text), func(ctx context.Context) (bool, string, error) {
+	waitEvent(t, ps, corev1.EventTypeWarning, reason, text)
+}
+
+// waitEvent waits for an Event of type typ with reason about ps whose note
+// contains text.
+func waitEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, typ, reason, text string) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("a %s %s Event about PodSet %s mentioning %q", typ, reason, ps.Name, text), func(ctx context.Context) (bool, string, error) {
 		list, err := env.Clientset.EventsV1().Events(ps.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, "", err
@@ -164,7 +171,7 @@ func waitWarningEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, reason, text st
 				continue
 			}
 			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
-			if e.Type == corev1.EventTypeWarning && e.Reason == reason && strings.Contains(e.Note, text) {
+			if e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text) {
 				return true, "", nil
 			}
 		}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,7 +78,95 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 			errs = append(errs, err)
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	var res ctrl.Result
+	if len(pl.evict) > 0 {
+		if err := r.evictPods(ctx, s, pl.evict); err != nil {
+			errs = append(errs, err)
+		}
+		if len(s.blocked) > 0 {
+			// A PodDisruptionBudget's status changes without a pod event
+			// the PodSet would see (its disruption controller recomputes
+			// it after the pods change): ask again later.
+			res.RequeueAfter = evictionRetryInterval
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// evictionRetryInterval is how long a sync whose evictions a
+// PodDisruptionBudget refused waits before trying again.
+const evictionRetryInterval = 5 * time.Second
+
+// evictPods evicts pods through the Eviction API, expecting each deletion
+// by key first. An eviction the API server refuses because of a
+// PodDisruptionBudget (429 Too Many Requests) is not an error: the pod is
+// recorded in s.blocked and tried again by a later sync; nothing is ever
+// forced. The eviction is UID-preconditioned, as deletes are.
+func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod) error {
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = podKey(p)
+	}
+	r.Expectations.ExpectDeletions(s.key, keys...)
+	s.wrote = true
+	var done podEventBatch
+	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulEvict, "Evict", "Evicted", "")
+	var errs []error
+	s.blocked = map[string]string{}
+	for _, p := range pods {
+		uid := p.UID
+		ev := &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
+		err := r.Client.SubResource("eviction").Create(ctx, p, ev)
+		podOps.WithLabelValues("evict", result(err)).Inc()
+		if err == nil {
+			done.add(p)
+			continue
+		}
+		r.Expectations.DeletionObserved(s.key, podKey(p))
+		switch {
+		case apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			s.blocked[p.Name] = disruptionMessage(err)
+		default:
+			r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedEvict, "Evict", "Error evicting: %v", err)
+			errs = append(errs, err)
+		}
+	}
+	if len(s.blocked) > 0 {
+		names := make([]string, 0, len(s.blocked))
+		for n := range s.blocked {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		r.Recorder.Eventf(s.ps, nil, corev1.EventTypeNormal, ReasonEvictionBlocked, "Evict",
+			"Eviction of %d pod(s) refused, retried later: %s: %s", len(names), strings.Join(names, ", "), s.blocked[names[0]])
+	}
+	if len(errs) > 0 {
+		s.failure = &metav1.Condition{
+			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
+			Reason: ReasonFailedEvict, Message: errs[0].Error(),
+		}
+		return fmt.Errorf("evicting pods: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// disruptionMessage is the API server's reason for refusing an eviction:
+// the DisruptionBudget cause names the budget ("The disruption budget web
+// needs 2 healthy pods and has 2 currently"), else the error itself.
+func disruptionMessage(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil {
+			for _, c := range d.Causes {
+				if c.Type == policyv1.DisruptionBudgetCause {
+					return c.Message
+				}
+			}
+		}
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 // newPod builds a pod from the template: generateName "<podset>-", the

@@ -18,6 +18,8 @@ type strategy struct {
 	maxSurge       int
 	maxUnavailable int
 	partition      int
+	// evict: podReplacement Evict; replaced pods are evicted, not deleted.
+	evict bool
 }
 
 // resolveStrategy resolves percentages as Deployments do: maxSurge rounds up,
@@ -49,6 +51,7 @@ func resolveStrategy(s deckhandv1alpha1.PodSetUpdateStrategy, replicas int) stra
 		maxSurge:       surge,
 		maxUnavailable: unavail,
 	}
+	out.evict = s.PodReplacement == deckhandv1alpha1.EvictPodSetPodReplacement
 	if s.Partition != nil && *s.Partition > 0 {
 		out.partition = int(*s.Partition)
 	}
@@ -82,6 +85,10 @@ type plan struct {
 	create  int
 	delete  []*corev1.Pod
 	inPlace []*corev1.Pod
+	// evict are old pods replaced through the Eviction API (podReplacement
+	// Evict); delete then holds only scale-down victims and, with Delete,
+	// replaced pods.
+	evict []*corev1.Pod
 	// rolling is true while old-revision pods remain to be updated.
 	rolling bool
 }
@@ -180,9 +187,13 @@ func planSync(in planInput) plan {
 			}
 			budget--
 		}
-		if in.strategy.inPlace && v.inPlaceOK {
+		switch {
+		case in.strategy.inPlace && v.inPlaceOK:
 			p.inPlace = append(p.inPlace, c)
-		} else if len(p.delete) < burstReplicas {
+		case len(p.delete)+len(p.evict) >= burstReplicas:
+		case in.strategy.evict:
+			p.evict = append(p.evict, c)
+		default:
 			p.delete = append(p.delete, c)
 		}
 	}

@@ -3,6 +3,7 @@ package podset
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,15 @@ const (
 	ReasonSuccessfulUpdate = "SuccessfulUpdate"
 	// ReasonFailedUpdate is recorded when an in-place image update fails.
 	ReasonFailedUpdate = "FailedUpdate"
+	// ReasonSuccessfulEvict is recorded for pods a rollout evicted
+	// (podReplacement Evict).
+	ReasonSuccessfulEvict = "SuccessfulEvict"
+	// ReasonFailedEvict is recorded when an eviction fails for another
+	// reason than a PodDisruptionBudget.
+	ReasonFailedEvict = "FailedEvict"
+	// ReasonEvictionBlocked is recorded when a PodDisruptionBudget refused
+	// evictions; they are retried later.
+	ReasonEvictionBlocked = "EvictionBlocked"
 )
 
 // Reconciler reconciles PodSets.
@@ -59,14 +69,20 @@ type Reconciler struct {
 
 	// podReader lists pods: PodCache or the manager's client.
 	podReader client.Reader
+	// revisionNumbers remembers the revision numbers this process gave.
+	revisionNumbers revisionCounter
 }
 
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
+// The controller writes a PodSet's spec only to consume the rollback-to
+// annotation (a JSON patch that sets the template and removes it).
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=patch
 // Owner references with blockOwnerDeletion (set on every pod) need update on
 // the owner's finalizers where OwnerReferencesPermissionEnforcement is on.
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller with mgr.
@@ -95,6 +111,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.podReader = r.Client
 		b = b.Watches(&corev1.Pod{}, podHandler)
 	}
+	// A ControllerRevision deleted by someone else is recreated by the
+	// next sync.
+	b = b.Owns(&appsv1.ControllerRevision{})
 	return b.Complete(r)
 }
 
@@ -116,6 +135,14 @@ type scope struct {
 	// rolling is true while old-revision pods remain to be updated.
 	rolling bool
 	wrote   bool
+	// revisions are the ControllerRevisions the PodSet controls, oldest
+	// first; nil when they could not be listed.
+	revisions []*appsv1.ControllerRevision
+	// collisionCount is status.collisionCount as this sync settled it.
+	collisionCount *int32
+	// blocked names the pods whose eviction a PodDisruptionBudget refused
+	// in this sync, with the API server's reason.
+	blocked map[string]string
 }
 
 // Reconcile brings one PodSet's pods to its spec and writes its status.
@@ -137,19 +164,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Only a new spec can fix it.
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
+	// A rollback rewrites the template: nothing else is done on the spec
+	// it replaces; the patch's own watch event starts the next sync.
+	if done, err := r.rollback(ctx, ps); done || err != nil {
+		return ctrl.Result{}, err
+	}
 	s := &scope{
-		ps:       ps,
-		key:      key,
-		selector: sel,
-		revision: Revision(&ps.Spec.Template),
-		inPlace:  InPlaceHash(&ps.Spec.Template),
+		ps:             ps,
+		key:            key,
+		selector:       sel,
+		collisionCount: ps.Status.CollisionCount,
+		revision:       RevisionWithCollisions(&ps.Spec.Template, ps.Status.CollisionCount),
+		inPlace:        InPlaceHash(&ps.Spec.Template),
 	}
 
 	res, err := reconcileutil.Run(ctx, s,
 		// Pods are created and deleted only from a complete claim: a failed
 		// list or adoption leaves s.pods short, and acting on it would
-		// create pods the PodSet already has.
-		reconcileutil.StopOnError(r.claimPods, r.managePods),
+		// create pods the PodSet already has. No pod is created or updated
+		// to a revision whose template is not stored first, so that every
+		// revision a pod runs can be rolled back to.
+		reconcileutil.StopOnError(r.syncRevisions, r.claimPods, r.managePods),
+		r.truncateHistory,
 		r.updateStatus,
 	)
 	if err != nil {

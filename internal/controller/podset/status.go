@@ -25,7 +25,13 @@ const (
 	ReasonScaling                    = "Scaling"
 	ReasonUpdating                   = "Updating"
 	ReasonWaitingForOnDelete         = "WaitingForOnDelete"
-	ReasonComplete                   = "Complete"
+	// ReasonComplete: every pod is on the current template, as far as the
+	// strategy goes, and available (a Deployment's NewReplicaSetAvailable).
+	ReasonComplete = "Complete"
+	// ReasonProgressDeadlineExceeded: a rollout or scaling made no progress
+	// for spec.progressDeadlineSeconds. Progressing is False with it, as for
+	// a Deployment, and the PodSet is Stalled; the controller keeps trying.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// ReasonPaused: spec.paused holds back a rollout of the template that
 	// has not reached every pod it would replace. Progressing is Unknown
 	// with it, as for a paused Deployment (DeploymentPaused).
@@ -52,7 +58,9 @@ const (
 )
 
 // computeStatus derives the status from the owned pods. It also returns how
-// long until a Ready pod becomes available (minReadySeconds), 0 if none.
+// long until the status may change with no event to say so: a Ready pod
+// becoming available (minReadySeconds) or the progress deadline passing;
+// 0 if never.
 func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time.Duration) {
 	ps := s.ps
 	st := *ps.Status.DeepCopy()
@@ -98,6 +106,15 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	}
 	st.Selector = s.selector.String()
 	st.UpdateRevision = s.revision
+	st.CollisionCount = s.collisionCount
+	if s.synced {
+		// Only a sync that could evict knows what waits on a budget.
+		st.DisruptionBlockedPods = nil
+		for name := range s.blocked {
+			st.DisruptionBlockedPods = append(st.DisruptionBlockedPods, name)
+		}
+		sort.Strings(st.DisruptionBlockedPods)
+	}
 	if len(oldRevisions) == 0 {
 		st.CurrentRevision = s.revision
 	} else if st.CurrentRevision == "" || st.CurrentRevision == s.revision {
@@ -159,6 +176,20 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 		progressing.Reason = ReasonComplete
 		progressing.Message = fmt.Sprintf("%d pods on revision %s are available", updated, s.revision)
 	}
+	if n := len(st.DisruptionBlockedPods); n > 0 && progressing.Reason == ReasonUpdating {
+		progressing.Message += fmt.Sprintf("; %d pod(s) waiting on a PodDisruptionBudget", n)
+	}
+	inProgress := progressing.Reason == ReasonScaling || progressing.Reason == ReasonUpdating
+	timedOut, untilDeadline := trackProgress(&ps.Status, &st, ps.Generation, replicas, inProgress,
+		progressDeadline(ps), now)
+	if timedOut {
+		progressing.Status = metav1.ConditionFalse
+		progressing.Message = fmt.Sprintf("no progress for more than %ds: %s", int64(progressDeadline(ps)/time.Second), progressing.Message)
+		progressing.Reason = ReasonProgressDeadlineExceeded
+	}
+	if untilDeadline > 0 && (requeue == 0 || untilDeadline < requeue) {
+		requeue = untilDeadline
+	}
 	meta.SetStatusCondition(&st.Conditions, progressing)
 
 	if s.failure != nil {
@@ -172,6 +203,66 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	replacing := !onDelete && !ps.Spec.Paused && oldCount > partition
 	conditions.Set(&st.Conditions, ps.Generation, now, summarize(&st, replicas, progressing, replacing))
 	return st, requeue
+}
+
+// defaultProgressDeadline applies when spec.progressDeadlineSeconds is unset
+// (the CRD defaults it; objects stored before the field existed may lack
+// it), as for a Deployment.
+const defaultProgressDeadline = 600 * time.Second
+
+func progressDeadline(ps *deckhandv1alpha1.PodSet) time.Duration {
+	if d := ps.Spec.ProgressDeadlineSeconds; d != nil && *d > 0 {
+		return time.Duration(*d) * time.Second
+	}
+	return defaultProgressDeadline
+}
+
+// trackProgress sets next.LastProgressTime and tells whether the rollout or
+// scaling under way (inProgress) has gone longer than deadline without
+// progress, and otherwise how long until it would have. It is pure: time
+// comes in as now.
+//
+// Progress is what a Deployment counts (DeploymentProgressing): more pods
+// updated, ready or available, fewer pods on old revisions, and, for
+// scaling, fewer terminating pods or a replica count nearer spec.replicas;
+// also any new generation or update revision, and the start of a rollout
+// (no LastProgressTime yet). LastProgressTime is cleared when nothing is in
+// progress: when complete, waiting for OnDelete, or paused, so that a paused
+// PodSet never times out and its deadline starts afresh on resume, as a
+// Deployment's does.
+func trackProgress(prev, next *deckhandv1alpha1.PodSetStatus, generation int64, replicas int32, inProgress bool,
+	deadline time.Duration, now time.Time) (timedOut bool, untilDeadline time.Duration) {
+	if !inProgress {
+		next.LastProgressTime = nil
+		return false, 0
+	}
+	oldPods := func(st *deckhandv1alpha1.PodSetStatus) int32 { return st.Replicas - st.UpdatedReplicas }
+	dist := func(n int32) int32 {
+		if n > replicas {
+			return n - replicas
+		}
+		return replicas - n
+	}
+	progressed := prev.LastProgressTime == nil ||
+		prev.ObservedGeneration != generation ||
+		prev.UpdateRevision != next.UpdateRevision ||
+		next.UpdatedReplicas > prev.UpdatedReplicas ||
+		next.ReadyReplicas > prev.ReadyReplicas ||
+		next.AvailableReplicas > prev.AvailableReplicas ||
+		oldPods(next) < oldPods(prev) ||
+		next.TerminatingReplicas < prev.TerminatingReplicas ||
+		dist(next.Replicas) < dist(prev.Replicas)
+	if progressed {
+		t := metav1.NewTime(now)
+		next.LastProgressTime = &t
+	} else {
+		next.LastProgressTime = prev.LastProgressTime
+	}
+	left := next.LastProgressTime.Add(deadline).Sub(now)
+	if left <= 0 {
+		return true, 0
+	}
+	return false, left
 }
 
 // summarize reaches the verdict of the summary conditions from the status
@@ -189,6 +280,8 @@ func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing me
 		return conditions.Summary{State: conditions.Stalled, Reason: ReasonReplicaFailure, Message: c.Reason + ": " + c.Message}
 	}
 	switch {
+	case progressing.Reason == ReasonProgressDeadlineExceeded:
+		return conditions.Summary{State: conditions.Stalled, Reason: ReasonProgressDeadlineExceeded, Message: progressing.Message}
 	case progressing.Reason == ReasonScaling || replacing:
 		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRolloutInProgress, Message: progressing.Message}
 	case progressing.Reason == ReasonUpdating:

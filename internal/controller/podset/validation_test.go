@@ -45,8 +45,15 @@ func TestValidation(t *testing.T) {
 		"negative maxSurge": {func(ps *deckhandv1alpha1.PodSet) {
 			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(-1))
 		}, "spec.updateStrategy.maxSurge"},
-		"unknown strategy":   {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Sometimes" }, "spec.updateStrategy.type"},
-		"negative partition": {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Partition = ptr.To[int32](-1) }, "spec.updateStrategy.partition"},
+		"unknown strategy":       {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Sometimes" }, "spec.updateStrategy.type"},
+		"negative partition":     {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Partition = ptr.To[int32](-1) }, "spec.updateStrategy.partition"},
+		"unknown podReplacement": {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.PodReplacement = "Drain" }, "spec.updateStrategy.podReplacement"},
+		"progressDeadlineSeconds not above minReadySeconds": {func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.MinReadySeconds = 60
+			ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](60)
+		}, "spec.progressDeadlineSeconds"},
+		"zero progressDeadlineSeconds":  {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](0) }, "spec.progressDeadlineSeconds"},
+		"negative revisionHistoryLimit": {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.RevisionHistoryLimit = ptr.To[int32](-1) }, "spec.revisionHistoryLimit"},
 		"restartPolicy Never": {func(ps *deckhandv1alpha1.PodSet) {
 			ps.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 		}, "spec.template.spec.restartPolicy"},
@@ -84,8 +91,11 @@ func TestValidation(t *testing.T) {
 		ps := newPodSet(ns, "valid", 0)
 		mustCreate(t, ps)
 		if ps.Spec.UpdateStrategy.Type != deckhandv1alpha1.RollingUpdatePodSetStrategyType ||
-			ps.Spec.UpdateStrategy.MaxSurge.String() != "25%" || !ptr.Deref(ps.Spec.UpdateStrategy.InPlaceIfPossible, false) {
-			t.Fatalf("defaults not applied: %+v", ps.Spec.UpdateStrategy)
+			ps.Spec.UpdateStrategy.MaxSurge.String() != "25%" || !ptr.Deref(ps.Spec.UpdateStrategy.InPlaceIfPossible, false) ||
+			ps.Spec.UpdateStrategy.PodReplacement != deckhandv1alpha1.DeletePodSetPodReplacement ||
+			ptr.Deref(ps.Spec.ProgressDeadlineSeconds, 0) != 600 || ptr.Deref(ps.Spec.RevisionHistoryLimit, -1) != 10 {
+			t.Fatalf("defaults not applied: %+v, progressDeadlineSeconds %v, revisionHistoryLimit %v",
+				ps.Spec.UpdateStrategy, ps.Spec.ProgressDeadlineSeconds, ps.Spec.RevisionHistoryLimit)
 		}
 	})
 

@@ -74,6 +74,18 @@ func validate(old, ps *deckhandv1alpha1.PodSet) field.ErrorList {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*ps.Spec.Replicas), spec.Child("replicas"))...)
 	}
 	errs = append(errs, apivalidation.ValidateNonnegativeField(int64(ps.Spec.MinReadySeconds), spec.Child("minReadySeconds"))...)
+	if d := ps.Spec.ProgressDeadlineSeconds; d != nil {
+		p := spec.Child("progressDeadlineSeconds")
+		switch {
+		case *d <= 0:
+			errs = append(errs, field.Invalid(p, *d, "must be greater than 0"))
+		case *d <= ps.Spec.MinReadySeconds:
+			errs = append(errs, field.Invalid(p, *d, "must be greater than minReadySeconds"))
+		}
+	}
+	if l := ps.Spec.RevisionHistoryLimit; l != nil {
+		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*l), spec.Child("revisionHistoryLimit"))...)
+	}
 
 	selPath := spec.Child("selector")
 	if ps.Spec.Selector == nil {
@@ -123,6 +135,12 @@ func validateStrategy(s deckhandv1alpha1.PodSetUpdateStrategy, p *field.Path) fi
 	}
 	if s.Partition != nil {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*s.Partition), p.Child("partition"))...)
+	}
+	switch s.PodReplacement {
+	case "", deckhandv1alpha1.DeletePodSetPodReplacement, deckhandv1alpha1.EvictPodSetPodReplacement:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("podReplacement"), s.PodReplacement, []string{
+			string(deckhandv1alpha1.DeletePodSetPodReplacement), string(deckhandv1alpha1.EvictPodSetPodReplacement)}))
 	}
 	return errs
 }

@@ -56,8 +56,17 @@ func TestValidate(t *testing.T) {
 		"unavailable over 100%": {mut: func(ps *deckhandv1alpha1.PodSet) {
 			ps.Spec.UpdateStrategy.MaxUnavailable = is(intstr.FromString("101%"))
 		}, field: "spec.updateStrategy.maxUnavailable"},
-		"negative partition": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Partition = ptr.To[int32](-2) }, field: "spec.updateStrategy.partition"},
-		"unknown type":       {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Blue" }, field: "spec.updateStrategy.type"},
+		"negative partition":  {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Partition = ptr.To[int32](-2) }, field: "spec.updateStrategy.partition"},
+		"unknown type":        {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Blue" }, field: "spec.updateStrategy.type"},
+		"unknown replacement": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.PodReplacement = "Drain" }, field: "spec.updateStrategy.podReplacement"},
+		"evict is fine":       {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.PodReplacement = "Evict" }},
+		"zero deadline":       {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](0) }, field: "spec.progressDeadlineSeconds"},
+		"deadline not above minReadySeconds": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.MinReadySeconds = 30
+			ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](30)
+		}, field: "spec.progressDeadlineSeconds"},
+		"negative history limit":     {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.RevisionHistoryLimit = ptr.To[int32](-1) }, field: "spec.revisionHistoryLimit"},
+		"zero history limit is fine": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.RevisionHistoryLimit = ptr.To[int32](0) }},
 		"selector changed": {
 			old: func(ps *deckhandv1alpha1.PodSet) {
 				ps.Spec.Selector.MatchLabels = map[string]string{"app": "web", "x": "y"}

@@ -1,0 +1,419 @@
+package podset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Event reasons of the revision history.
+const (
+	// ReasonRolledBack: the rollback-to annotation was consumed and the
+	// template of the named revision copied into spec.template.
+	ReasonRolledBack = "RolledBack"
+	// ReasonRollbackRevisionNotFound: the rollback-to annotation named no
+	// revision the PodSet keeps; the annotation was removed.
+	ReasonRollbackRevisionNotFound = "RollbackRevisionNotFound"
+	// ReasonRollbackTemplateUnchanged: the named revision's template is the
+	// current one; the annotation was removed.
+	ReasonRollbackTemplateUnchanged = "RollbackTemplateUnchanged"
+	// ReasonRevisionCollision: a ControllerRevision of the revision's name
+	// exists with another template or another owner; collisionCount goes up.
+	ReasonRevisionCollision = "RevisionCollision"
+)
+
+// rollbackPrevious is the rollback-to value that names the revision before
+// the current template.
+const rollbackPrevious = "previous"
+
+// defaultRevisionHistoryLimit applies when spec.revisionHistoryLimit is
+// unset (the CRD defaults it; objects stored before the field existed may
+// lack it).
+const defaultRevisionHistoryLimit = 10
+
+// RevisionWithCollisions is Revision with the collision count folded in,
+// as StatefulSet's controller.ComputeHash does. With no collision it is
+// Revision itself, so the revisions (and pod labels) of PodSets that never
+// met a collision do not change.
+func RevisionWithCollisions(t *corev1.PodTemplateSpec, collisionCount *int32) string {
+	if collisionCount == nil || *collisionCount == 0 {
+		return Revision(t)
+	}
+	return hashJSON(struct {
+		Template       *corev1.PodTemplateSpec `json:"template"`
+		CollisionCount int32                   `json:"collisionCount"`
+	}{t, *collisionCount})
+}
+
+// RevisionName is the name of the ControllerRevision that holds a PodSet's
+// revision: <podset>-<revision>, as a StatefulSet names its own. The PodSet
+// name is shortened if needed to keep the name a valid object name.
+func RevisionName(podSet, revision string) string {
+	const maxLen = 253
+	if len(podSet)+1+len(revision) > maxLen {
+		podSet = podSet[:maxLen-1-len(revision)]
+	}
+	return podSet + "-" + revision
+}
+
+// revisionData is the content of a ControllerRevision: the template, in the
+// shape of the PodSet (a patch of it), as StatefulSet stores its revisions.
+type revisionData struct {
+	Spec struct {
+		Template corev1.PodTemplateSpec `json:"template"`
+	} `json:"spec"`
+}
+
+func encodeRevision(t *corev1.PodTemplateSpec) ([]byte, error) {
+	var d revisionData
+	d.Spec.Template = *t
+	return json.Marshal(d)
+}
+
+// revisionTemplate decodes the template a ControllerRevision holds.
+func revisionTemplate(cr *appsv1.ControllerRevision) (*corev1.PodTemplateSpec, error) {
+	var d revisionData
+	if err := json.Unmarshal(cr.Data.Raw, &d); err != nil {
+		return nil, fmt.Errorf("ControllerRevision %s: %w", cr.Name, err)
+	}
+	return &d.Spec.Template, nil
+}
+
+// revisionInfo is what the pure parts of the history need of a
+// ControllerRevision.
+type revisionInfo struct {
+	name string
+	// hash is the revision (the pod label value, collisions included).
+	hash   string
+	number int64
+	// template is nil when the data could not be decoded.
+	template *corev1.PodTemplateSpec
+}
+
+func infoOf(cr *appsv1.ControllerRevision) revisionInfo {
+	t, _ := revisionTemplate(cr)
+	return revisionInfo{name: cr.Name, hash: cr.Labels[deckhandv1alpha1.PodSetRevisionLabel], number: cr.Revision, template: t}
+}
+
+// revisionCounter remembers, per PodSet, the highest revision number this
+// process gave a ControllerRevision, so that a sync whose cache does not
+// show the previous sync's new ControllerRevision yet does not give the
+// same number twice. After a restart the cache starts from a full list,
+// which shows every earlier one.
+type revisionCounter struct {
+	mu   sync.Mutex
+	last map[types.UID]int64
+}
+
+func (c *revisionCounter) max(uid types.UID, seen int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(seen, c.last[uid])
+}
+
+func (c *revisionCounter) record(uid types.UID, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.last == nil {
+		c.last = map[types.UID]int64{}
+	}
+	c.last[uid] = max(c.last[uid], n)
+}
+
+// listRevisions returns the ControllerRevisions the PodSet controls, from
+// the cache, oldest revision first.
+func (r *Reconciler) listRevisions(ctx context.Context, ps *deckhandv1alpha1.PodSet) ([]*appsv1.ControllerRevision, error) {
+	var list appsv1.ControllerRevisionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ps.Namespace),
+		client.MatchingLabels{deckhandv1alpha1.PodSetNameLabel: ps.Name}); err != nil {
+		return nil, fmt.Errorf("listing ControllerRevisions: %w", err)
+	}
+	var out []*appsv1.ControllerRevision
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if ref := metav1.GetControllerOfNoCopy(cr); ref != nil && ref.UID == ps.UID {
+			out = append(out, cr)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
+	return out, nil
+}
+
+// syncRevisions makes sure the current template has a ControllerRevision,
+// numbered after every other revision of the PodSet, and settles the
+// revision hash (s.revision) and the collision count. A ControllerRevision
+// of the hash's name that holds another template, or that the PodSet does
+// not control, is a collision: the count goes up and the hash changes, as
+// for a StatefulSet. The count is persisted with the status at the end of
+// the sync; a crash before that meets the same collision again and counts
+// it again, which gives the same answer.
+func (r *Reconciler) syncRevisions(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.ps.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	revs, err := r.listRevisions(ctx, s.ps)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.revisions = revs
+	tmpl := &s.ps.Spec.Template
+	count := s.collisionCount
+	for range 100 {
+		hash := RevisionWithCollisions(tmpl, count)
+		name := RevisionName(s.ps.Name, hash)
+		var existing *appsv1.ControllerRevision
+		for _, cr := range revs {
+			if cr.Name == name {
+				existing = cr
+			}
+		}
+		if existing == nil {
+			existing, err = r.createRevision(ctx, s, name, hash, revs)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		if existing != nil {
+			if t, err := revisionTemplate(existing); err == nil && apiequality.Semantic.DeepEqual(*t, *tmpl) {
+				s.revision = hash
+				s.collisionCount = count
+				return ctrl.Result{}, r.renumber(ctx, s, existing, revs)
+			}
+		}
+		r.Recorder.Eventf(s.ps, nil, corev1.EventTypeWarning, ReasonRevisionCollision, "SyncRevision",
+			"ControllerRevision %s exists with another template or owner; collisionCount goes up", name)
+		next := int32(1)
+		if count != nil {
+			next = *count + 1
+		}
+		count = &next
+	}
+	return ctrl.Result{}, fmt.Errorf("no free ControllerRevision name after 100 collisions")
+}
+
+// createRevision creates the ControllerRevision of the current template. It
+// returns the ControllerRevision of that name, ours or not, when one exists
+// already (the cache had not shown it, or it is a collision), and nil when
+// the name is taken by one the PodSet does not control.
+func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash string, revs []*appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
+	data, err := encodeRevision(&s.ps.Spec.Template)
+	if err != nil {
+		return nil, err
+	}
+	var highest int64
+	for _, cr := range revs {
+		highest = max(highest, cr.Revision)
+	}
+	number := r.revisionNumbers.max(s.ps.UID, highest) + 1
+	cr := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      name,
+			Namespace: s.ps.Namespace,
+			Labels: map[string]string{
+				deckhandv1alpha1.PodSetNameLabel:     s.ps.Name,
+				deckhandv1alpha1.PodSetRevisionLabel: hash,
+			},
+			OwnerReferences: []metav1.OwnerReference{controllerRef(s.ps)},
+		},
+		Data:     runtime.RawExtension{Raw: data},
+		Revision: number,
+	}
+	err = r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
+	if err == nil {
+		r.revisionNumbers.record(s.ps.UID, number)
+		return cr, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ControllerRevision %s: %w", name, err)
+	}
+	// Read it past the cache: it may be ours, created by an earlier sync
+	// the cache has not caught up with.
+	got := &appsv1.ControllerRevision{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.ps.Namespace, Name: name}, got); err != nil {
+		return nil, fmt.Errorf("reading ControllerRevision %s: %w", name, err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.ps.UID {
+		return nil, nil
+	}
+	r.revisionNumbers.record(s.ps.UID, got.Revision)
+	return got, nil
+}
+
+// renumber gives the current template's ControllerRevision the highest
+// number when the template came back to an earlier revision (a rollback
+// or a revert), as a Deployment's rollback makes the old ReplicaSet's
+// revision the newest.
+func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.ControllerRevision, revs []*appsv1.ControllerRevision) error {
+	var others int64
+	for _, cr := range revs {
+		if cr.Name != cur.Name {
+			others = max(others, cr.Revision)
+		}
+	}
+	others = r.revisionNumbers.max(s.ps.UID, others)
+	if cur.Revision > others {
+		return nil
+	}
+	number := others + 1
+	patch := fmt.Appendf(nil, `{"revision":%d}`, number)
+	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
+	}
+	r.revisionNumbers.record(s.ps.UID, number)
+	return nil
+}
+
+// revisionsToPrune picks the ControllerRevisions to delete: of those no pod
+// runs and that are neither the update nor the current revision, all but
+// the limit newest. revs is sorted oldest first.
+func revisionsToPrune(revs []revisionInfo, inUse map[string]bool, limit int) []revisionInfo {
+	var idle []revisionInfo
+	for _, r := range revs {
+		if !inUse[r.hash] {
+			idle = append(idle, r)
+		}
+	}
+	if len(idle) <= limit {
+		return nil
+	}
+	return idle[:len(idle)-limit]
+}
+
+// truncateHistory deletes the ControllerRevisions beyond
+// revisionHistoryLimit that no pod uses. It runs after the pods are
+// claimed, so that it knows every revision a pod still runs.
+func (r *Reconciler) truncateHistory(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.ps.DeletionTimestamp != nil || s.revisions == nil {
+		return ctrl.Result{}, nil
+	}
+	limit := defaultRevisionHistoryLimit
+	if l := s.ps.Spec.RevisionHistoryLimit; l != nil {
+		limit = int(*l)
+	}
+	inUse := map[string]bool{s.revision: true, s.ps.Status.CurrentRevision: true}
+	for _, p := range append(append([]*corev1.Pod(nil), s.pods...), s.terminating...) {
+		inUse[p.Labels[deckhandv1alpha1.PodSetRevisionLabel]] = true
+	}
+	infos := make([]revisionInfo, len(s.revisions))
+	byName := map[string]*appsv1.ControllerRevision{}
+	for i, cr := range s.revisions {
+		infos[i] = infoOf(cr)
+		byName[cr.Name] = cr
+	}
+	for _, victim := range revisionsToPrune(infos, inUse, limit) {
+		cr := byName[victim.name]
+		uid := cr.UID
+		if err := r.Client.Delete(ctx, cr, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting ControllerRevision %s: %w", cr.Name, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// resolveRollback finds the revision a rollback-to value names: a number
+// (the ControllerRevision's revision), a ControllerRevision name, a
+// revision hash, or "previous": the newest revision whose template differs
+// from the current one. It returns nil if none matches.
+func resolveRollback(value string, revs []revisionInfo, current *corev1.PodTemplateSpec) *revisionInfo {
+	var found *revisionInfo
+	n, numErr := strconv.ParseInt(value, 10, 64)
+	for i := range revs {
+		r := &revs[i]
+		if r.template == nil {
+			continue
+		}
+		switch {
+		case value == rollbackPrevious:
+			if !apiequality.Semantic.DeepEqual(*r.template, *current) && (found == nil || r.number > found.number) {
+				found = r
+			}
+		case numErr == nil:
+			if r.number == n {
+				return r
+			}
+		case r.name == value || r.hash == value:
+			return r
+		}
+	}
+	return found
+}
+
+// rollbackPatch is the JSON patch that consumes the rollback-to
+// annotation: it applies only if the annotation still has the value the
+// controller resolved ("test"), and sets the template (when template is
+// not nil) and removes the annotation in the same write, so a crash
+// leaves either both done or neither.
+func rollbackPatch(value string, template *corev1.PodTemplateSpec) ([]byte, error) {
+	const path = "/metadata/annotations/apps.deckhand.dev~1rollback-to"
+	ops := []map[string]any{
+		{"op": "test", "path": path, "value": value},
+		{"op": "remove", "path": path},
+	}
+	if template != nil {
+		ops = append(ops, map[string]any{"op": "replace", "path": "/spec/template", "value": template})
+	}
+	return json.Marshal(ops)
+}
+
+// rollback consumes the rollback-to annotation, if set. It reports whether
+// it wrote the PodSet; the sync then ends, and the write's own event starts
+// the next one.
+func (r *Reconciler) rollback(ctx context.Context, ps *deckhandv1alpha1.PodSet) (bool, error) {
+	value, ok := ps.Annotations[deckhandv1alpha1.PodSetRollbackToAnnotation]
+	if !ok || ps.DeletionTimestamp != nil {
+		return false, nil
+	}
+	revs, err := r.listRevisions(ctx, ps)
+	if err != nil {
+		return false, err
+	}
+	infos := make([]revisionInfo, len(revs))
+	for i, cr := range revs {
+		infos[i] = infoOf(cr)
+	}
+	target := resolveRollback(value, infos, &ps.Spec.Template)
+	var tmpl *corev1.PodTemplateSpec
+	unchanged := target != nil && apiequality.Semantic.DeepEqual(*target.template, ps.Spec.Template)
+	if target != nil && !unchanged {
+		tmpl = target.template
+	}
+	patch, err := rollbackPatch(value, tmpl)
+	if err != nil {
+		return false, err
+	}
+	if err := r.Client.Patch(ctx, ps, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		// A failed "test" (the annotation changed or went since the cache
+		// showed it) lands here too: the next sync reads it again.
+		return true, fmt.Errorf("consuming %s=%s: %w", deckhandv1alpha1.PodSetRollbackToAnnotation, value, err)
+	}
+	switch {
+	case target == nil:
+		r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, ReasonRollbackRevisionNotFound, "Rollback",
+			"Unable to find revision %q to roll back to; annotation %s removed", value, deckhandv1alpha1.PodSetRollbackToAnnotation)
+	case unchanged:
+		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, ReasonRollbackTemplateUnchanged, "Rollback",
+			"The template of revision %d (%s) is the current one; nothing to roll back", target.number, target.name)
+	default:
+		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, ReasonRolledBack, "Rollback",
+			"Rolled back to revision %d (%s)", target.number, target.name)
+	}
+	return true, nil
+}
