@@ -111,28 +111,40 @@ func infoOf(cr *appsv1.ControllerRevision) revisionInfo {
 }
 
 // revisionCounter remembers, per PodSet, the highest revision number this
-// process gave a ControllerRevision, so that a sync whose cache does not
-// show the previous sync's new ControllerRevision yet does not give the
-// same number twice. After a restart the cache starts from a full list,
-// which shows every earlier one.
+// process gave a ControllerRevision and to which, so that a sync whose
+// cache does not show the previous sync's write yet does not give the same
+// number twice. After a restart the cache starts from a full list, which
+// shows every earlier one.
 type revisionCounter struct {
 	mu   sync.Mutex
-	last map[types.UID]int64
+	last map[types.UID]givenNumber
 }
 
-func (c *revisionCounter) max(uid types.UID, seen int64) int64 {
+type givenNumber struct {
+	name   string
+	number int64
+}
+
+// max returns the higher of seen and the last number given to another
+// ControllerRevision than name.
+func (c *revisionCounter) max(uid types.UID, name string, seen int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return max(seen, c.last[uid])
+	if g, ok := c.last[uid]; ok && g.name != name {
+		return max(seen, g.number)
+	}
+	return seen
 }
 
-func (c *revisionCounter) record(uid types.UID, n int64) {
+func (c *revisionCounter) record(uid types.UID, name string, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil {
-		c.last = map[types.UID]int64{}
+		c.last = map[types.UID]givenNumber{}
 	}
-	c.last[uid] = max(c.last[uid], n)
+	if n >= c.last[uid].number {
+		c.last[uid] = givenNumber{name: name, number: n}
+	}
 }
 
 // listRevisions returns the ControllerRevisions the PodSet controls, from
@@ -219,7 +231,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	for _, cr := range revs {
 		highest = max(highest, cr.Revision)
 	}
-	number := r.revisionNumbers.max(s.ps.UID, highest) + 1
+	number := r.revisionNumbers.max(s.ps.UID, name, highest) + 1
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -235,7 +247,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	}
 	err = r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
 	if err == nil {
-		r.revisionNumbers.record(s.ps.UID, number)
+		r.revisionNumbers.record(s.ps.UID, name, number)
 		return cr, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -250,7 +262,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.ps.UID {
 		return nil, nil
 	}
-	r.revisionNumbers.record(s.ps.UID, got.Revision)
+	r.revisionNumbers.record(s.ps.UID, name, got.Revision)
 	return got, nil
 }
 
@@ -265,7 +277,7 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 			others = max(others, cr.Revision)
 		}
 	}
-	others = r.revisionNumbers.max(s.ps.UID, others)
+	others = r.revisionNumbers.max(s.ps.UID, cur.Name, others)
 	if cur.Revision > others {
 		return nil
 	}
@@ -274,7 +286,7 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
 	}
-	r.revisionNumbers.record(s.ps.UID, number)
+	r.revisionNumbers.record(s.ps.UID, cur.Name, number)
 	return nil
 }
 

@@ -209,9 +209,10 @@ func TestPlanEvicts(t *testing.T) {
 	}
 	// In-place updates are not evictions.
 	in.strategy.inPlace = true
+	in.strategy.maxUnavailable = 3
 	got = planSync(in)
-	if len(got.inPlace) != 1 || len(got.evict) != 1 {
-		t.Fatalf("inPlace %v, evict %v; want one of each", names(got.inPlace), names(got.evict))
+	if len(got.inPlace) != 1 || len(got.evict) != 2 {
+		t.Fatalf("inPlace %v, evict %v; want old-c in place, the others evicted", names(got.inPlace), names(got.evict))
 	}
 	// A scale-down during a rollout deletes, as a ReplicaSet would.
 	in.replicas = 1
