@@ -316,7 +316,7 @@ func TestPodSetWalkthrough(t *testing.T) {
 		}
 	}
 
-	w.runUntil(t, "kubectl delete namespace")
+	w.runUntil(t, `{"spec":{"paused":true}}`)
 	var ps deckhandv1alpha1.PodSet
 	get(t, &ps, ns, name)
 	if s := ps.Status; s.ObservedGeneration != ps.Generation || s.Replicas != 5 || s.UpdatedReplicas != 5 || s.ReadyReplicas != 5 {
@@ -331,8 +331,79 @@ func TestPodSetWalkthrough(t *testing.T) {
 			t.Errorf("pod %s: container status %+v; want nginx:1.28, ready", p.Name, s)
 		}
 	}
+	rolledOut := ps.Status.UpdateRevision
+
+	// Paused, the template change reaches no pod.
+	w.runUntil(t, `{"spec":{"paused":false}}`)
+	get(t, &ps, ns, name)
+	if s := ps.Status; !ps.Spec.Paused || s.ObservedGeneration != ps.Generation || s.UpdatedReplicas != 0 || s.Replicas != 5 ||
+		s.UpdateRevision == rolledOut {
+		t.Errorf("paused PodSet: paused %v, observedGeneration %d (generation %d), replicas %d, updated %d, updateRevision %s (was %s); want 0 of 5 updated to a new revision",
+			ps.Spec.Paused, s.ObservedGeneration, ps.Generation, s.Replicas, s.UpdatedReplicas, s.UpdateRevision, rolledOut)
+	}
+	if paused := podUIDs(t, ns, web); !maps.Equal(beforeImage, paused) {
+		t.Errorf("a template change while paused replaced pods:\nbefore %v\nafter  %v", beforeImage, paused)
+	}
+	for _, p := range listPods(t, ns, web) {
+		if v := envOf(p, "web", "GREETING"); v != "hello" {
+			t.Errorf("pod %s: GREETING=%q while paused, want the old hello", p.Name, v)
+		}
+	}
+
+	// Resumed, the rollout finishes; then the rollback returns to hello.
+	w.runUntil(t, "apps.deckhand.dev/rollback-to=previous")
+	for _, p := range listPods(t, ns, web) {
+		if v := envOf(p, "web", "GREETING"); v != "bonjour" {
+			t.Errorf("pod %s: GREETING=%q after the resume, want bonjour", p.Name, v)
+		}
+	}
+
+	w.runUntil(t, "kubectl delete namespace")
+	get(t, &ps, ns, name)
+	if s := ps.Status; s.ObservedGeneration != ps.Generation || s.Replicas != 5 || s.UpdatedReplicas != 5 || s.ReadyReplicas != 5 ||
+		s.UpdateRevision != rolledOut {
+		t.Errorf("after the rollback: observedGeneration %d (generation %d), replicas %d, updated %d, ready %d, updateRevision %s; want 5 of 5 on %s",
+			s.ObservedGeneration, ps.Generation, s.Replicas, s.UpdatedReplicas, s.ReadyReplicas, s.UpdateRevision, rolledOut)
+	}
+	if _, ok := ps.Annotations[deckhandv1alpha1.PodSetRollbackToAnnotation]; ok {
+		t.Errorf("the rollback-to annotation is still there: %v", ps.Annotations)
+	}
+	for _, p := range listPods(t, ns, web) {
+		if v := envOf(p, "web", "GREETING"); v != "hello" || p.Labels[deckhandv1alpha1.PodSetRevisionLabel] != rolledOut {
+			t.Errorf("pod %s: GREETING=%q, revision %s after the rollback; want hello on %s", p.Name, v, p.Labels[deckhandv1alpha1.PodSetRevisionLabel], rolledOut)
+		}
+	}
+	var revs appsv1.ControllerRevisionList
+	if err := suite.client.List(context.Background(), &revs, client.InNamespace(ns), client.MatchingLabels{deckhandv1alpha1.PodSetNameLabel: name}); err != nil {
+		t.Fatal(err)
+	}
+	var newest appsv1.ControllerRevision
+	for _, cr := range revs.Items {
+		if cr.Revision > newest.Revision {
+			newest = cr
+		}
+	}
+	if len(revs.Items) != 4 || newest.Revision != 5 || newest.Name != name+"-"+rolledOut {
+		t.Errorf("ControllerRevisions: %d, newest %s (revision %d); want 4 templates, the rolled-back one renumbered 5 as %s-%s",
+			len(revs.Items), newest.Name, newest.Revision, name, rolledOut)
+	}
 
 	w.runRest(t)
+}
+
+// envOf is the value of the variable name in container c of pod p.
+func envOf(p corev1.Pod, c, name string) string {
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name != c {
+			continue
+		}
+		for _, e := range ctr.Env {
+			if e.Name == name {
+				return e.Value
+			}
+		}
+	}
+	return ""
 }
 
 func TestWebServerWalkthrough(t *testing.T) {
