@@ -211,6 +211,30 @@ func TestRestartNow(t *testing.T) {
 	wantContains(t, out, "(token "+token+")")
 }
 
+func TestRollback(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	ps := testutil.PodSet(ns, "web", 1, map[string]string{"app": "web"}, corev1.Container{Name: "app", Image: "registry.example/app:1"})
+	testutil.Create(ctx, t, e.Client, ps)
+	annotation := func() string {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+			t.Fatal(err)
+		}
+		return ps.Annotations[deckhandv1alpha1.PodSetRollbackToAnnotation]
+	}
+
+	out := kubectlDeckhand(ctx, t, "rollback", "podset", ps.Name, "-n", ns)
+	wantContains(t, out, "podset/web rollback to the previous revision requested")
+	if got := annotation(); got != "previous" {
+		t.Errorf("annotation = %q, want previous", got)
+	}
+	out = kubectlDeckhand(ctx, t, "rollback", "pset", ps.Name, "-n", ns, "--to-revision", "3")
+	wantContains(t, out, "podset/web rollback to revision 3 requested")
+	if got := annotation(); got != "3" {
+		t.Errorf("annotation = %q, want 3", got)
+	}
+}
+
 func TestHistory(t *testing.T) {
 	e, ctx := cluster(t)
 	ns := e.Namespace(t)

@@ -89,6 +89,7 @@ did not get its sidecars, and pauses, resumes or triggers Deckhand's objects.`,
 		newPauseCommand(o, false),
 		newWhyCommand(o),
 		newRestartNowCommand(o),
+		newRollbackCommand(o),
 		newHistoryCommand(o),
 		newVersionCommand(o),
 	)
