@@ -117,34 +117,45 @@ func infoOf(cr *appsv1.ControllerRevision) revisionInfo {
 // shows every earlier one.
 type revisionCounter struct {
 	mu   sync.Mutex
-	last map[types.UID]givenNumber
+	last map[string]givenNumber
 }
 
+// givenNumber is the last number given for one PodSet (key), to which
+// ControllerRevision; uid tells a PodSet from an earlier one of the same
+// name.
 type givenNumber struct {
+	uid    types.UID
 	name   string
 	number int64
 }
 
 // max returns the higher of seen and the last number given to another
-// ControllerRevision than name.
-func (c *revisionCounter) max(uid types.UID, name string, seen int64) int64 {
+// ControllerRevision than name of the PodSet key with uid.
+func (c *revisionCounter) max(key string, uid types.UID, name string, seen int64) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if g, ok := c.last[uid]; ok && g.name != name {
+	if g, ok := c.last[key]; ok && g.uid == uid && g.name != name {
 		return max(seen, g.number)
 	}
 	return seen
 }
 
-func (c *revisionCounter) record(uid types.UID, name string, n int64) {
+func (c *revisionCounter) record(key string, uid types.UID, name string, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.last == nil {
-		c.last = map[types.UID]givenNumber{}
+		c.last = map[string]givenNumber{}
 	}
-	if n >= c.last[uid].number {
-		c.last[uid] = givenNumber{name: name, number: n}
+	if g := c.last[key]; g.uid != uid || n >= g.number {
+		c.last[key] = givenNumber{uid: uid, name: name, number: n}
 	}
+}
+
+// forget drops what is known of a PodSet that is gone.
+func (c *revisionCounter) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.last, key)
 }
 
 // listRevisions returns the ControllerRevisions the PodSet controls, from
@@ -231,7 +242,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	for _, cr := range revs {
 		highest = max(highest, cr.Revision)
 	}
-	number := r.revisionNumbers.max(s.ps.UID, name, highest) + 1
+	number := r.revisionNumbers.max(s.key, s.ps.UID, name, highest) + 1
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -247,7 +258,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	}
 	err = r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
 	if err == nil {
-		r.revisionNumbers.record(s.ps.UID, name, number)
+		r.revisionNumbers.record(s.key, s.ps.UID, name, number)
 		return cr, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -262,7 +273,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.ps.UID {
 		return nil, nil
 	}
-	r.revisionNumbers.record(s.ps.UID, name, got.Revision)
+	r.revisionNumbers.record(s.key, s.ps.UID, name, got.Revision)
 	return got, nil
 }
 
@@ -277,7 +288,7 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 			others = max(others, cr.Revision)
 		}
 	}
-	others = r.revisionNumbers.max(s.ps.UID, cur.Name, others)
+	others = r.revisionNumbers.max(s.key, s.ps.UID, cur.Name, others)
 	if cur.Revision > others {
 		return nil
 	}
@@ -286,7 +297,7 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
 	}
-	r.revisionNumbers.record(s.ps.UID, cur.Name, number)
+	r.revisionNumbers.record(s.key, s.ps.UID, cur.Name, number)
 	return nil
 }
 
@@ -383,8 +394,10 @@ func rollbackPatch(value string, template *corev1.PodTemplateSpec) ([]byte, erro
 }
 
 // rollback consumes the rollback-to annotation, if set. It reports whether
-// it wrote the PodSet; the sync then ends, and the write's own event starts
-// the next one.
+// it wrote the PodSet (or found it gone); the sync then ends, and the
+// write's own event starts the next one. When it could not write, the sync
+// goes on with the current template: a rollback that keeps failing must
+// not stop the PodSet from keeping its pods.
 func (r *Reconciler) rollback(ctx context.Context, ps *deckhandv1alpha1.PodSet) (bool, error) {
 	value, ok := ps.Annotations[deckhandv1alpha1.PodSetRollbackToAnnotation]
 	if !ok || ps.DeletionTimestamp != nil {
@@ -413,8 +426,10 @@ func (r *Reconciler) rollback(ctx context.Context, ps *deckhandv1alpha1.PodSet) 
 			return true, nil
 		}
 		// A failed "test" (the annotation changed or went since the cache
-		// showed it) lands here too: the next sync reads it again.
-		return true, fmt.Errorf("consuming %s=%s: %w", deckhandv1alpha1.PodSetRollbackToAnnotation, value, err)
+		// showed it) lands here too, as does a refusal of the webhook: the
+		// sync goes on with the current template and the next one tries
+		// again.
+		return false, fmt.Errorf("consuming %s=%s: %w", deckhandv1alpha1.PodSetRollbackToAnnotation, value, err)
 	}
 	switch {
 	case target == nil:

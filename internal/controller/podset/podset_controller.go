@@ -2,6 +2,7 @@ package podset
 
 import (
 	"context"
+	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -155,6 +156,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// The owner is gone: forget its expectations; the garbage
 			// collector removes its pods.
 			r.Expectations.Delete(key)
+			r.revisionNumbers.forget(key)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -166,8 +168,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// A rollback rewrites the template: nothing else is done on the spec
 	// it replaces; the patch's own watch event starts the next sync.
-	if done, err := r.rollback(ctx, ps); done || err != nil {
-		return ctrl.Result{}, err
+	done, rollbackErr := r.rollback(ctx, ps)
+	if done {
+		return ctrl.Result{}, nil
 	}
 	s := &scope{
 		ps:             ps,
@@ -188,10 +191,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.truncateHistory,
 		r.updateStatus,
 	)
-	if err != nil {
+	if err = errors.Join(rollbackErr, err); err != nil {
 		logger.V(1).Info("sync failed", "podset", klog.KObj(ps), "error", err)
+		return ctrl.Result{}, err
 	}
-	return res, err
+	return res, nil
 }
 
 // isPodSetRef reports whether ref points at a PodSet.
