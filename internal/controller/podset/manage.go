@@ -117,7 +117,11 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 		uid := p.UID
 		ev := &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
 		err := r.Client.SubResource("eviction").Create(ctx, p, ev)
-		podOps.WithLabelValues("evict", result(err)).Inc()
+		outcome := result(err)
+		if apierrors.IsTooManyRequests(err) {
+			outcome = "blocked"
+		}
+		podOps.WithLabelValues("evict", outcome).Inc()
 		if err == nil {
 			done.add(p)
 			continue

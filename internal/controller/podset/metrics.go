@@ -5,7 +5,7 @@ import "github.com/deckhand-dev/deckhand/internal/reconcileutil"
 var metrics = reconcileutil.NewMetrics("podset")
 
 // podOps counts the pod writes of the PodSet controller.
-var podOps = metrics.CounterVec("pod_operations_total", "Pod writes by the PodSet controller, by operation (create, delete, inplace_update, adopt, release) and result (success, error).", "operation", "result")
+var podOps = metrics.CounterVec("pod_operations_total", "Pod writes by the PodSet controller, by operation (create, delete, evict, inplace_update, adopt, release) and result (success, error, or blocked: an eviction a PodDisruptionBudget refused).", "operation", "result")
 
 // skippedSyncs counts syncs that did not act because expectations were not
 // yet met (the cache lagged the controller's own writes).
