@@ -136,19 +136,19 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	minAvailable := max(int(replicas)-maxUnavailable, 0)
 	if int(available) >= minAvailable {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition,
+			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition, ObservedGeneration: ps.Generation,
 			Reason:  ReasonMinimumReplicasAvailable,
 			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 		})
 	} else {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionFalse, LastTransitionTime: transition,
+			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionFalse, LastTransitionTime: transition, ObservedGeneration: ps.Generation,
 			Reason:  ReasonMinimumReplicasUnavailable,
 			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 		})
 	}
 
-	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetProgressingCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition}
+	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetProgressingCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition, ObservedGeneration: ps.Generation}
 	onDelete := ps.Spec.UpdateStrategy.Type == deckhandv1alpha1.OnDeletePodSetStrategyType
 	partition := int32(0)
 	if ps.Spec.UpdateStrategy.Partition != nil {
