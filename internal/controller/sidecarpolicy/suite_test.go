@@ -19,6 +19,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/operator"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/sidecarpolicy"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
@@ -52,7 +53,12 @@ func TestMain(m *testing.M) {
 				opts.PolicyAPIServed = new(bool)
 			}
 			if webhooksOnly.Load() {
-				return sidecarsetwebhook.SetupWebhookWithManager(mgr)
+				lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+				if err != nil {
+					return err
+				}
+				lister.SetModes(sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode, PolicyServed: policyAPIServed.Load()})
+				return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
 			}
 			return operator.Setup(mgr, opts)
 		},
