@@ -2,6 +2,7 @@ package sidecarpolicy_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,5 +242,31 @@ func TestPolicyModeFallsBackToTheWebhook(t *testing.T) {
 	}
 	if _, _, err := getPolicy(ctxT(t), s.Name); !apierrors.IsNotFound(err) {
 		t.Fatalf("in the fallback a policy exists (err %v)", err)
+	}
+}
+
+// TestPolicyPeersMayNotShareVolumeOrSecretNames: two Policy-mode
+// SidecarSets that can select the same pods cannot share a volume or pull
+// secret name; in Webhook mode they can.
+func TestPolicyPeersMayNotShareVolumeOrSecretNames(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := ctxT(t)
+	vol := corev1.Volume{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	a := policySet("peer-a-"+ns[len(ns)-5:], ns, "a:1")
+	a.Spec.Volumes = []corev1.Volume{vol}
+	a.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	createSidecarSet(t, a)
+	waitCached(t, a.Name, 1)
+	b := policySet("peer-b-"+ns[len(ns)-5:], ns, "b:1")
+	b.Spec.Containers[0].Name = "other"
+	b.Spec.Volumes = []corev1.Volume{vol}
+	b.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+	err := env.Client.Create(ctx, b.DeepCopy(), client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), "spec.volumes[0].name") || !strings.Contains(err.Error(), "spec.imagePullSecrets[0].name") {
+		t.Fatalf("a second Policy-mode SidecarSet sharing a volume and a pull secret name was not refused naming both fields: %v", err)
+	}
+	b.Spec.InjectionMode = deckhandv1alpha1.WebhookInjection
+	if err := env.Client.Create(ctx, b.DeepCopy(), client.DryRunAll); err != nil {
+		t.Fatalf("in Webhook mode the same SidecarSet was refused: %v", err)
 	}
 }
