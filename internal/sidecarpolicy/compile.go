@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -399,17 +400,10 @@ func (c *compiler) patch() string {
 			continue
 		}
 		op(fmt.Sprintf("!has(object.spec.%s) && %s > 0", l.field, l.newVar), q(l.path), "[]")
-		// A name listed twice is added once, as by the webhook.
-		seen := map[string]bool{}
+		// A name listed twice is added once (its first entry), as by the webhook.
 		for i := len(l.items) - 1; i >= 0; i-- {
 			it := l.items[i]
-			first := !seen[it.name]
-			for j := 0; j < i; j++ {
-				if l.items[j].name == it.name {
-					first = false
-				}
-			}
-			if !first {
+			if slices.ContainsFunc(l.items[:i], func(o sidecarLit) bool { return o.name == it.name }) {
 				continue
 			}
 			op(fmt.Sprintf("!(%s in variables.%s)", q(it.name), l.present), fmt.Sprintf("%s + '/' + string(variables.%s.size() - %s)", q(l.path), l.present, l.high), it.value)
