@@ -40,6 +40,10 @@ import (
 //     SidecarSet's entry replaced. A record that is not in the webhook's
 //     exact form reads as empty.
 //
+// A pod without a record takes a shorter path (freshCondition): nothing has
+// been injected yet, so every item's place is known when compiling, and
+// the API server evaluates none of the variables above.
+//
 // Exact for pods created without an injection record (every pod a workload
 // controller creates from a template). A pod created carrying one that
 // names a peer (a copy of an injected pod) may get its sidecars in another
@@ -416,7 +420,72 @@ func (c *compiler) patch() string {
 	op("true", esc(deckhandv1alpha1.SidecarSetInjectedAnnotation), "variables.newEntries.map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
 	op("true", esc(deckhandv1alpha1.SidecarSetHashAnnotation), "'{' + variables.newEntries.join(',') + '}'")
 	op("true", esc(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), "'{' + variables.newEntriesWI.join(',') + '}'")
-	return "variables.skip ? [] :\n" + strings.Join(ops, " +\n")
+	full := "variables.skip ? [] :\n" + strings.Join(ops, " +\n")
+	return fmt.Sprintf("%s ?\n(%s) :\n(%s)", freshCondition, c.freshPatch(bi, ai, bc, ac), full)
+}
+
+// freshCondition: the pod carries no injection record, the common case (a
+// pod a workload controller creates from its template). Then no peer has
+// injected anything yet, every sidecar name the pod has is the pod's own
+// (so any clash keeps the SidecarSet out), and every item of the
+// SidecarSet goes at a place known when compiling: the fresh patch needs
+// none of the variables that parse the record or count peers, which is
+// what the API server spends its time on per pod.
+var freshCondition = fmt.Sprintf("!has(object.metadata.annotations) || !(%s in object.metadata.annotations || %s in object.metadata.annotations)",
+	q(deckhandv1alpha1.SidecarSetHashAnnotation), q(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation))
+
+// freshPatch is the patch for a pod without a record (freshCondition).
+func (c *compiler) freshPatch(bi, ai, bc, ac []sidecarLit) string {
+	var ops []string
+	add := func(path, value string) {
+		ops = append(ops, fmt.Sprintf("[JSONPatch{op: 'add', path: %s, value: %s}]", path, value))
+	}
+	addIf := func(cond, path, value string) {
+		ops = append(ops, fmt.Sprintf("(%s ? [JSONPatch{op: 'add', path: %s, value: %s}] : [])", cond, path, value))
+	}
+	names := strList(c.names)
+	clash := fmt.Sprintf("(has(object.spec.containers) && object.spec.containers.exists(x, x.name in %[1]s)) || (has(object.spec.initContainers) && object.spec.initContainers.exists(x, x.name in %[1]s))", names)
+	for _, l := range []struct {
+		field         string
+		before, after []sidecarLit
+	}{{"initContainers", bi, ai}, {"containers", bc, ac}} {
+		if len(l.before)+len(l.after) == 0 {
+			continue
+		}
+		path := "/spec/" + l.field
+		addIf(fmt.Sprintf("!has(object.spec.%s)", l.field), q(path), "[]")
+		for i := len(l.before) - 1; i >= 0; i-- {
+			add(q(path+"/0"), l.before[i].value)
+		}
+		for i := range l.after {
+			add(q(path+"/-"), l.after[i].value)
+		}
+	}
+	for _, l := range []struct {
+		field string
+		items []sidecarLit
+	}{
+		{"volumes", c.items(len(c.s.Spec.Volumes), func(i int) (string, any) { return c.s.Spec.Volumes[i].Name, &c.s.Spec.Volumes[i] })},
+		{"imagePullSecrets", c.items(len(c.s.Spec.ImagePullSecrets), func(i int) (string, any) { return c.s.Spec.ImagePullSecrets[i].Name, &c.s.Spec.ImagePullSecrets[i] })},
+	} {
+		if len(l.items) == 0 {
+			continue
+		}
+		path := "/spec/" + l.field
+		addIf(fmt.Sprintf("!has(object.spec.%s)", l.field), q(path), "[]")
+		for i, it := range l.items {
+			if slices.ContainsFunc(l.items[:i], func(o sidecarLit) bool { return o.name == it.name }) {
+				continue // a name listed twice is added once
+			}
+			addIf(fmt.Sprintf("!has(object.spec.%[1]s) || !object.spec.%[1]s.exists(x, x.name == %[2]s)", l.field, q(it.name)), q(path+"/-"), it.value)
+		}
+	}
+	addIf("!has(object.metadata.annotations)", q("/metadata/annotations"), "dyn({})")
+	esc := func(k string) string { return q("/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")) }
+	add(esc(deckhandv1alpha1.SidecarSetInjectedAnnotation), q(c.s.Name))
+	add(esc(deckhandv1alpha1.SidecarSetHashAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s","containers":[%s]}}`, c.s.Name, c.hash, quotedJoin(c.names))))
+	add(esc(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s"}}`, c.s.Name, c.wi)))
+	return fmt.Sprintf("(%s) ? [] :\n", clash) + strings.Join(ops, " +\n")
 }
 
 func suffix(field string) string {
