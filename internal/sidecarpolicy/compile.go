@@ -481,7 +481,9 @@ func (c *compiler) freshPatch(bi, ai, bc, ac []sidecarLit) string {
 		}
 	}
 	addIf("!has(object.metadata.annotations)", q("/metadata/annotations"), "dyn({})")
-	esc := func(k string) string { return q("/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")) }
+	esc := func(k string) string {
+		return q("/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
+	}
 	add(esc(deckhandv1alpha1.SidecarSetInjectedAnnotation), q(c.s.Name))
 	add(esc(deckhandv1alpha1.SidecarSetHashAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s","containers":[%s]}}`, c.s.Name, c.hash, quotedJoin(c.names))))
 	add(esc(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s"}}`, c.s.Name, c.wi)))
