@@ -414,12 +414,9 @@ func (c *compiler) patch() string {
 		}
 	}
 	op("!has(object.metadata.annotations)", q("/metadata/annotations"), "dyn({})")
-	esc := func(k string) string {
-		return q("/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
-	}
-	op("true", esc(deckhandv1alpha1.SidecarSetInjectedAnnotation), "variables.newEntries.map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
-	op("true", esc(deckhandv1alpha1.SidecarSetHashAnnotation), "'{' + variables.newEntries.join(',') + '}'")
-	op("true", esc(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), "'{' + variables.newEntriesWI.join(',') + '}'")
+	op("true", annotationPath(deckhandv1alpha1.SidecarSetInjectedAnnotation), "variables.newEntries.map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
+	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashAnnotation), "'{' + variables.newEntries.join(',') + '}'")
+	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), "'{' + variables.newEntriesWI.join(',') + '}'")
 	full := "variables.skip ? [] :\n" + strings.Join(ops, " +\n")
 	return fmt.Sprintf("%s ?\n(%s) :\n(%s)", freshCondition, c.freshPatch(bi, ai, bc, ac), full)
 }
@@ -481,13 +478,15 @@ func (c *compiler) freshPatch(bi, ai, bc, ac []sidecarLit) string {
 		}
 	}
 	addIf("!has(object.metadata.annotations)", q("/metadata/annotations"), "dyn({})")
-	esc := func(k string) string {
-		return q("/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
-	}
-	add(esc(deckhandv1alpha1.SidecarSetInjectedAnnotation), q(c.s.Name))
-	add(esc(deckhandv1alpha1.SidecarSetHashAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s","containers":[%s]}}`, c.s.Name, c.hash, quotedJoin(c.names))))
-	add(esc(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s"}}`, c.s.Name, c.wi)))
+	add(annotationPath(deckhandv1alpha1.SidecarSetInjectedAnnotation), q(c.s.Name))
+	add(annotationPath(deckhandv1alpha1.SidecarSetHashAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s","containers":[%s]}}`, c.s.Name, c.hash, quotedJoin(c.names))))
+	add(annotationPath(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s"}}`, c.s.Name, c.wi)))
 	return fmt.Sprintf("(%s) ? [] :\n", clash) + strings.Join(ops, " +\n")
+}
+
+// annotationPath is the JSON patch path (a CEL literal) of annotation k.
+func annotationPath(k string) string {
+	return q("/metadata/annotations/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
 }
 
 func suffix(field string) string {
