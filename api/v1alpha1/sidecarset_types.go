@@ -100,6 +100,20 @@ type SidecarContainer struct {
 	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
 }
 
+// InjectionMode says who injects a SidecarSet's sidecars into new pods.
+// +kubebuilder:validation:Enum=Webhook;Policy
+type InjectionMode string
+
+const (
+	// WebhookInjection: Deckhand's pod mutating webhook injects the pod.
+	WebhookInjection InjectionMode = "Webhook"
+	// PolicyInjection: the API server injects the pod itself, applying a
+	// MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, Kubernetes
+	// 1.36 and later) that Deckhand compiles from the SidecarSet. Pods are
+	// injected while Deckhand is down.
+	PolicyInjection InjectionMode = "Policy"
+)
+
 // SidecarSetUpdateStrategyType says whether injected pods follow SidecarSet image changes.
 // +kubebuilder:validation:Enum=RollingUpdate;NotUpdate
 type SidecarSetUpdateStrategyType string
@@ -209,6 +223,16 @@ type SidecarSetSpec struct {
 	// InjectionStrategy says whether new pods are injected.
 	// +optional
 	InjectionStrategy SidecarSetInjectionStrategy `json:"injectionStrategy,omitempty"`
+
+	// InjectionMode says who injects new pods: Webhook (Deckhand's pod
+	// webhook) or Policy (the API server, through a MutatingAdmissionPolicy
+	// and binding Deckhand maintains, so that pods are injected while
+	// Deckhand is down). Unset follows the manager's
+	// --sidecarset-injection-mode flag (Webhook unless set). Where the API
+	// server does not serve MutatingAdmissionPolicies, Policy falls back to
+	// the webhook and the InjectionPolicyReady condition says so.
+	// +optional
+	InjectionMode InjectionMode `json:"injectionMode,omitempty"`
 }
 
 // SidecarSet condition types.
@@ -226,6 +250,12 @@ const (
 	// carry a revision that differs from the latest in more than images:
 	// such changes reach only pods created afterwards.
 	SidecarSetInPlaceUpdatableCondition = "InPlaceUpdatable"
+	// SidecarSetInjectionPolicyReadyCondition is set in Policy mode only:
+	// True when the MutatingAdmissionPolicy and binding that inject the
+	// SidecarSet's current spec are in place, False (with the reason) when
+	// they are not, or when the API server does not serve them and the
+	// webhook injects instead.
+	SidecarSetInjectionPolicyReadyCondition = "InjectionPolicyReady"
 )
 
 // SidecarSetStatus is the observed state of a SidecarSet, computed from the pods it selects.
@@ -267,7 +297,7 @@ type SidecarSetStatus struct {
 	// +optional
 	LatestRevision string `json:"latestRevision,omitempty"`
 
-	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, and the
+	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, InjectionPolicyReady (Policy mode), and the
 	// summary conditions Ready, Reconciling and Stalled.
 	// +listType=map
 	// +listMapKey=type
@@ -285,6 +315,7 @@ type SidecarSetStatus struct {
 // +kubebuilder:printcolumn:name="MATCHED",type="integer",JSONPath=".status.matchedPods",description="Pods selected that carry the sidecars"
 // +kubebuilder:printcolumn:name="UPDATED",type="integer",JSONPath=".status.updatedPods",description="Matched pods running the latest revision"
 // +kubebuilder:printcolumn:name="READY-PODS",type="integer",JSONPath=".status.readyPods",description="Matched pods that are Ready"
+// +kubebuilder:printcolumn:name="MODE",type=string,JSONPath=".spec.injectionMode",priority=1,description="Who injects new pods: Webhook or Policy (empty: the manager's default)"
 // +kubebuilder:printcolumn:name="NOT-INJECTED",type="integer",JSONPath=".status.notInjectedPods",priority=1,description="Pods selected that do not carry the sidecars"
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the SidecarSet has reached its spec: the status of its Ready condition"
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the SidecarSet is or is not Ready"

@@ -29,6 +29,10 @@ const (
 	admNullInj admVariant = "null webhook adding the sidecar"
 	admOne     admVariant = "1 SidecarSet"
 	admHundred admVariant = "100 SidecarSets (1 matches)"
+	// admPolicy is the same SidecarSet in Policy mode: the API server
+	// injects the sidecar itself through the MutatingAdmissionPolicy
+	// Deckhand compiled; Deckhand's pod webhook is not called.
+	admPolicy admVariant = "1 SidecarSet, Policy mode (MutatingAdmissionPolicy)"
 	// admKruise is OpenKruise's manager injecting the same sidecar with one
 	// SidecarSet of its own, into a namespace only its webhook sees.
 	admKruise admVariant = "OpenKruise, 1 SidecarSet"
@@ -85,7 +89,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	}
 	n, clients := cfg.size(2000, 300), 16
 	nSeq := cfg.size(300, 60)
-	order := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admKruise, admHundred, admHundred, admKruise, admOne, admNullInj, admNull, admPre, admNone}
+	order := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admPolicy, admKruise, admHundred, admHundred, admKruise, admPolicy, admOne, admNullInj, admNull, admPre, admNone}
 	if cfg.quick {
 		order = order[:len(order)/2]
 	}
@@ -179,7 +183,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		n, clients, joinVariants(order))
 	b.WriteString("| variant | pods | creates/s (per run) | creates/s (pooled) | p50 | p99 | throughput vs none | manager requests per pod (Deckhand's; Kruise's in its row) | API writes per pod |\n|---|---|---|---|---|---|---|---|---|\n")
 	base := res[admNone]
-	variants := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admHundred}
+	variants := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admPolicy, admHundred}
 	if k != nil {
 		variants = append(variants, admKruise)
 	}
@@ -213,6 +217,11 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	// ratio seen again (see docs/benchmarks.md).
 	r.note(fmt.Sprintf("Admission, 16 clients: p50 at a throughput ratio of 0.85 would be %s above the no-webhook p50 by queueing alone (Little's law: %d in flight / throughput).",
 		ms(time.Duration(float64(clients)/(0.85*base.throughput())*float64(time.Second))-time.Duration(float64(clients)/base.throughput()*float64(time.Second))), clients))
+	pol := res[admPolicy]
+	polRatio := pol.throughput() / one.throughput()
+	r.target("1", "Policy mode throughput / webhook (1 SidecarSet each, 16 clients)", ">= 1.0x", fmt.Sprintf("%.2fx", polRatio), polRatio >= 1.0)
+	polSeq := percentile(pol.seq, 50) - percentile(base.seq, 50)
+	r.target("1", "Policy mode added p50, one client (vs the webhook's "+ms(addedSeq)+")", "<= the webhook's", ms(polSeq), polSeq <= addedSeq)
 	slower := one.throughput()/hundred.throughput() - 1
 	r.target("1", "100 SidecarSets slower than 1 (throughput)", "<= 10%", fmt.Sprintf("%+.1f%%", slower*100), slower <= 0.10)
 	pre, nw, ni := res[admPre], res[admNull], res[admNullInj]
@@ -244,7 +253,11 @@ func joinVariants(v []admVariant) string {
 
 func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 	want := map[string]string{}
+	mode := deckhandv1alpha1.WebhookInjection
 	switch v {
+	case admPolicy:
+		want["bench-match"] = "bench"
+		mode = deckhandv1alpha1.PolicyInjection
 	case admOne:
 		want["bench-match"] = "bench"
 	case admHundred:
@@ -267,10 +280,18 @@ func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 			continue
 		}
 		have[s.Name] = true
+		if s.Spec.InjectionMode != mode {
+			s.Spec.InjectionMode = mode
+			if err := e.c.Update(ctx, s); err != nil {
+				return err
+			}
+		}
 	}
 	for name, app := range want {
 		if !have[name] {
-			if err := e.c.Create(ctx, benchSidecarSet(name, app)); err != nil {
+			s := benchSidecarSet(name, app)
+			s.Spec.InjectionMode = mode
+			if err := e.c.Create(ctx, s); err != nil {
 				return err
 			}
 		}

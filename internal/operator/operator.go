@@ -6,6 +6,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	podsetctrl "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	restartschedulectrl "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
+	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
@@ -33,11 +35,17 @@ type Options struct {
 	// DefaultRestartSchedule is the schedule given to a RestartSchedule
 	// generated for a workload annotated "apps.deckhand.dev/restart-schedule: true".
 	DefaultRestartSchedule string
+	// SidecarSetInjectionMode is the injection mode of SidecarSets that
+	// leave spec.injectionMode unset (Webhook when empty).
+	SidecarSetInjectionMode deckhandv1alpha1.InjectionMode
+	// PolicyAPIServed, when set, replaces the discovery of whether the API
+	// server serves MutatingAdmissionPolicies (tests force a fallback).
+	PolicyAPIServed *bool
 }
 
 // DefaultOptions returns the options the manager uses when no flag is set.
 func DefaultOptions() Options {
-	return Options{DefaultRestartSchedule: "0 3 * * *"}
+	return Options{DefaultRestartSchedule: "0 3 * * *", SidecarSetInjectionMode: deckhandv1alpha1.WebhookInjection}
 }
 
 // podSetRevisions selects the ControllerRevisions PodSets create.
@@ -74,6 +82,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	modes, err := injectionModes(mgr, opts)
+	if err != nil {
+		return err
+	}
+	sidecarSets.SetModes(modes)
 	for _, setup := range []func(ctrl.Manager) error{
 		(&webserverctrl.Reconciler{}).SetupWithManager,
 		webserverwebhook.SetupWebhookWithManager,
@@ -84,10 +97,39 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		podsetwebhook.SetupWebhookWithManager,
 		(&sidecarsetctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
 		func(mgr ctrl.Manager) error { return sidecarsetwebhook.SetupWebhookWithLister(mgr, sidecarSets) },
+		(&sidecarpolicyctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// injectionModes finds out, once at start, whether the API server serves
+// MutatingAdmissionPolicies, and says so in the log when a SidecarSet
+// cannot be injected by policy.
+func injectionModes(mgr ctrl.Manager, opts Options) (sidecarcontrol.Modes, error) {
+	m := sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode}
+	switch m.Default {
+	case "", deckhandv1alpha1.WebhookInjection, deckhandv1alpha1.PolicyInjection:
+	default:
+		return m, fmt.Errorf("unknown SidecarSet injection mode %q: want Webhook or Policy", m.Default)
+	}
+	if opts.PolicyAPIServed != nil {
+		m.PolicyServed = *opts.PolicyAPIServed
+	} else {
+		served, err := sidecarpolicyctrl.PolicyAPIServed(mgr.GetConfig())
+		if err != nil {
+			return m, fmt.Errorf("asking the API server whether it serves MutatingAdmissionPolicies: %w", err)
+		}
+		m.PolicyServed = served
+	}
+	log := ctrl.Log.WithName("setup")
+	if m.PolicyServed {
+		log.Info("the API server serves MutatingAdmissionPolicies: SidecarSets in Policy mode are injected by the API server", "defaultInjectionMode", m.Effective(&deckhandv1alpha1.SidecarSet{}))
+	} else {
+		log.Info("the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicies (Kubernetes 1.36 or later): SidecarSets in Policy mode fall back to the pod webhook (their InjectionPolicyReady condition says so)", "defaultInjectionMode", m.Effective(&deckhandv1alpha1.SidecarSet{}))
+	}
+	return m, nil
 }

@@ -53,7 +53,15 @@ type Lister struct {
 	namespaces  toolscache.Indexer
 	synced      func() bool
 	derived     *derivedStore
+	modes       Modes
 }
+
+// SetModes tells the Lister how SidecarSets are injected. Call it before
+// the manager starts; the webhook and controllers only read it.
+func (l *Lister) SetModes(m Modes) { l.modes = m }
+
+// Modes returns what SetModes set.
+func (l *Lister) Modes() Modes { return l.modes }
 
 // NewLister returns a Lister over the given indexers (tests and benchmarks
 // build them with toolscache.NewIndexer). namespaces holds
@@ -203,5 +211,17 @@ func (l *Lister) All() []*deckhandv1alpha1.SidecarSet {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// ProtectedNamespaceNames returns the namespaces IsProtectedNamespace
+// reports, sorted: what a MutatingAdmissionPolicy compiled from a SidecarSet
+// excludes by namespace name.
+func ProtectedNamespaceNames() []string {
+	out := make([]string, 0, len(protectedNamespaces))
+	for ns := range protectedNamespaces {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
 	return out
 }

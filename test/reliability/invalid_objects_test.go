@@ -171,6 +171,7 @@ func invalidCases() []invalidCase {
 			s.Spec.Containers = append(s.Spec.Containers, s.Spec.Containers[0])
 		}), "spec.containers[1].name"},
 		{"sidecarset unknown podInjectPolicy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].PodInjectPolicy = "Middle" }), "spec.containers[0].podInjectPolicy"},
+		{"sidecarset unknown injectionMode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = "Telepathy" }), "spec.injectionMode"},
 		{"sidecarset unknown shareVolumePolicy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].ShareVolumePolicy.Type = "sometimes" }), "spec.containers[0].shareVolumePolicy.type"},
 		{"sidecarset transferEnv without source", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{EnvName: "TZ"}}

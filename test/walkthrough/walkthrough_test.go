@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -264,7 +265,8 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 
 func TestSidecarSetWalkthrough(t *testing.T) {
 	const ns, name = "sidecarset-demo", "shop-logger"
-	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}}, namespace(ns))
+	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}}, namespace(ns))
 	shop := map[string]string{"app": "shop"}
 
 	w.runUntil(t, "kubectl patch scs")
@@ -292,6 +294,23 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		if s, ok := containerStatus(p, "logger"); !ok || s.Image != "busybox:1.37" || s.RestartCount != 1 || !s.Ready {
 			t.Errorf("pod %s: logger status %+v; want busybox:1.37, ready, restarted once", p.Name, s)
 		}
+	}
+
+	// Policy mode: the policy and binding exist, owned by the SidecarSet,
+	// and the API server injected the pod created after them.
+	var metrics deckhandv1alpha1.SidecarSet
+	get(t, &metrics, "", "shop-metrics")
+	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicy{}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{}} {
+		get(t, obj, "", "deckhand-sidecarset-shop-metrics")
+		if !metav1.IsControlledBy(obj, &metrics) {
+			t.Errorf("%T deckhand-sidecarset-shop-metrics is not controlled by SidecarSet shop-metrics: %v", obj, obj.GetOwnerReferences())
+		}
+	}
+	var api corev1.Pod
+	get(t, &api, ns, "shop-api")
+	if len(api.Spec.Containers) != 2 || api.Spec.Containers[0].Name != "metrics" || api.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation] != "shop-metrics" {
+		t.Errorf("pod shop-api: containers %v, injection record %q; want the metrics sidecar first and the record naming shop-metrics",
+			api.Spec.Containers, api.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation])
 	}
 
 	w.runRest(t)

@@ -45,7 +45,10 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection
 }
 
 // selectSidecarSets returns the unpaused SidecarSets that select pod, in
-// name order (the order of injection).
+// name order (the order of injection). SidecarSets the API server injects
+// through their MutatingAdmissionPolicy (Policy mode) are left out: the
+// pod has their sidecars already, and injecting them again would record
+// them twice.
 func selectSidecarSets(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) ([]*deckhandv1alpha1.SidecarSet, error) {
 	cands, err := l.Candidates(ns)
 	if err != nil || len(cands) == 0 {
@@ -53,8 +56,9 @@ func selectSidecarSets(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod)
 	}
 	var matched [8]*deckhandv1alpha1.SidecarSet
 	sets := matched[:0]
+	modes := l.Modes()
 	for _, s := range cands {
-		if !s.Spec.InjectionStrategy.Paused && l.Matches(s, ns, pod.Labels) {
+		if !s.Spec.InjectionStrategy.Paused && !modes.ByPolicy(s) && l.Matches(s, ns, pod.Labels) {
 			sets = append(sets, s)
 		}
 	}

@@ -34,6 +34,7 @@ func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.Sidec
 	errs := validate(old, s)
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
+		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
 	}
 	var warnings admission.Warnings
 	if len(errs) == 0 && v.DryRun != nil {
@@ -97,6 +98,13 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 		if ps.Name == "" {
 			errs = append(errs, field.Required(spec.Child("imagePullSecrets").Index(i).Child("name"), ""))
 		}
+	}
+
+	switch s.Spec.InjectionMode {
+	case "", deckhandv1alpha1.WebhookInjection, deckhandv1alpha1.PolicyInjection:
+	default:
+		errs = append(errs, field.NotSupported(spec.Child("injectionMode"), s.Spec.InjectionMode, []string{
+			string(deckhandv1alpha1.WebhookInjection), string(deckhandv1alpha1.PolicyInjection)}))
 	}
 
 	us := s.Spec.UpdateStrategy
@@ -193,13 +201,13 @@ func validateResources(c *deckhandv1alpha1.SidecarContainer, p *field.Path) fiel
 }
 
 // validateConflicts rejects s if a SidecarSet that can select the same pods
-// (see sidecarSetsCanOverlap) injects a container of the same name, or a
+// (see sidecarcontrol.CanOverlap) injects a container of the same name, or a
 // different volume of the same name.
 func validateConflicts(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alpha1.SidecarSet) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	for _, o := range others {
-		if o.Name == s.Name || o.DeletionTimestamp != nil || !sidecarSetsCanOverlap(s, o) {
+		if o.Name == s.Name || o.DeletionTimestamp != nil || !sidecarcontrol.CanOverlap(s, o) {
 			continue
 		}
 		theirs := map[string]bool{}
@@ -225,6 +233,42 @@ func validateConflicts(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alpha
 				if s.Spec.Volumes[i].Name == o.Spec.Volumes[j].Name && !apiequality.Semantic.DeepEqual(s.Spec.Volumes[i], o.Spec.Volumes[j]) {
 					errs = append(errs, field.Invalid(spec.Child("volumes").Index(i).Child("name"), s.Spec.Volumes[i].Name,
 						fmt.Sprintf("SidecarSet %q, whose selector and namespaces can match the same pods, has a different volume of the same name", o.Name)))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// validatePolicyPeers rejects s, in Policy mode, if another Policy-mode
+// SidecarSet that can select the same pods has a volume or image pull
+// secret of the same name. The API server applies the two policies in no
+// set order, and the item would then land where the policy that ran first
+// puts it, not where injection in name order (the webhook's) puts it.
+func validatePolicyPeers(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alpha1.SidecarSet, modes sidecarcontrol.Modes) field.ErrorList {
+	if modes.Effective(s) != deckhandv1alpha1.PolicyInjection {
+		return nil
+	}
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	for _, o := range others {
+		if o.Name == s.Name || o.DeletionTimestamp != nil || modes.Effective(o) != deckhandv1alpha1.PolicyInjection || !sidecarcontrol.CanOverlap(s, o) {
+			continue
+		}
+		why := func(what string) string {
+			return fmt.Sprintf("SidecarSet %q, also in Policy mode and able to select the same pods, has %s of the same name: in Policy mode two SidecarSets cannot share one (keep it in one of them, or one of them in Webhook mode)", o.Name, what)
+		}
+		for i := range s.Spec.Volumes {
+			for j := range o.Spec.Volumes {
+				if s.Spec.Volumes[i].Name == o.Spec.Volumes[j].Name {
+					errs = append(errs, field.Invalid(spec.Child("volumes").Index(i).Child("name"), s.Spec.Volumes[i].Name, why("a volume")))
+				}
+			}
+		}
+		for i := range s.Spec.ImagePullSecrets {
+			for j := range o.Spec.ImagePullSecrets {
+				if s.Spec.ImagePullSecrets[i].Name == o.Spec.ImagePullSecrets[j].Name {
+					errs = append(errs, field.Invalid(spec.Child("imagePullSecrets").Index(i).Child("name"), s.Spec.ImagePullSecrets[i].Name, why("an image pull secret")))
 				}
 			}
 		}

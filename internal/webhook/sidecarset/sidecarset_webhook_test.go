@@ -55,6 +55,7 @@ func TestValidation(t *testing.T) {
 			}
 		}), "spec.containers[0].resources.requests[cpu]", "limit"},
 		{"podInjectPolicy enum", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].PodInjectPolicy = "Middle" }), "spec.containers[0].podInjectPolicy", "Unsupported value"},
+		{"injectionMode enum", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = "Telepathy" }), "spec.injectionMode", "Unsupported value"},
 		{"shareVolumePolicy enum", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].ShareVolumePolicy.Type = "sometimes" }), "spec.containers[0].shareVolumePolicy.type", "Unsupported value"},
 		{"transferEnv envName", valid(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app"}}

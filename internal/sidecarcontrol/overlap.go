@@ -1,4 +1,4 @@
-package sidecarset
+package sidecarcontrol
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,8 +24,8 @@ import (
 // exact for selectors: it reports an overlap only if a label set matching
 // both exists.
 
-// sidecarSetsCanOverlap reports whether a and b can select the same pod.
-func sidecarSetsCanOverlap(a, b *deckhandv1alpha1.SidecarSet) bool {
+// CanOverlap reports whether a and b can select the same pod.
+func CanOverlap(a, b *deckhandv1alpha1.SidecarSet) bool {
 	return selectorsCanOverlap(namespaceRequirements(a), namespaceRequirements(b)) &&
 		selectorsCanOverlap(a.Spec.Selector, b.Spec.Selector)
 }

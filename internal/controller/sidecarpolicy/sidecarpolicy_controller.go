@@ -1,0 +1,293 @@
+package sidecarpolicy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/sidecarpolicy"
+)
+
+// Reasons of the InjectionPolicyReady condition (and of its Events).
+const (
+	// ReasonPolicyInPlace: the policy and binding inject the current spec.
+	ReasonPolicyInPlace = "PolicyInPlace"
+	// ReasonPolicyAPIUnavailable: the API server does not serve
+	// MutatingAdmissionPolicies; the webhook injects the SidecarSet instead.
+	ReasonPolicyAPIUnavailable = "PolicyAPIUnavailable"
+	// ReasonPolicyApplyFailed: the API server refused the policy or binding
+	// (the message says why); the previous policy, if any, stays in place.
+	ReasonPolicyApplyFailed = "PolicyApplyFailed"
+	// ReasonPolicyNameTaken: an object Deckhand does not own has the
+	// policy's name; Deckhand leaves it alone.
+	ReasonPolicyNameTaken = "PolicyNameTaken"
+)
+
+// FieldManager is the field manager of the compiled policies, their
+// bindings and the InjectionPolicyReady condition.
+const FieldManager = "deckhand-sidecarpolicy"
+
+// Reconciler keeps, for every SidecarSet in Policy mode, the
+// MutatingAdmissionPolicy and binding that inject it, owned by the
+// SidecarSet (so that they go with it), and removes them when the
+// SidecarSet leaves Policy mode.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// Recorder emits Events on SidecarSets.
+	Recorder events.EventRecorder
+	// Lister reads SidecarSets (the policy of one depends on its peers) and
+	// the injection modes.
+	Lister *sidecarcontrol.Lister
+	// Options are the compilation's cluster facts; DefaultOptions if zero.
+	Options *sidecarpolicy.Options
+}
+
+// Policies and bindings are written by server-side apply (patch, and
+// create: an apply that creates the object is authorized as a create), deleted
+// when a SidecarSet leaves Policy mode, and watched so that an edit or
+// deletion by hand is undone. Neither names a paramKind or paramRef, so
+// the API server asks for no permission on parameter resources.
+// blockOwnerDeletion in their owner reference needs update on the
+// SidecarSet's finalizers (OwnerReferencesPermissionEnforcement).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller with mgr. The policies and
+// bindings are watched only where the API server serves them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	reconcileutil.Defaults(mgr, "deckhand-sidecarpolicy", reconcileutil.Fields{Client: &r.Client, Recorder: &r.Recorder})
+	if r.Lister == nil {
+		return fmt.Errorf("sidecarpolicy: the Reconciler needs the SidecarSet Lister")
+	}
+	if r.Options == nil {
+		o := sidecarpolicy.DefaultOptions()
+		r.Options = &o
+	}
+	// A SidecarSet's policy depends on its peers' names and containers:
+	// any SidecarSet event reconciles every SidecarSet (there are few).
+	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		var reqs []reconcile.Request
+		for _, s := range r.Lister.All() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}})
+		}
+		return reqs
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("sidecarpolicy").
+		For(&deckhandv1alpha1.SidecarSet{}).
+		Watches(&deckhandv1alpha1.SidecarSet{}, all)
+	if r.Lister.Modes().PolicyServed {
+		b = b.Owns(&admissionregistrationv1.MutatingAdmissionPolicy{}).
+			Owns(&admissionregistrationv1.MutatingAdmissionPolicyBinding{})
+	}
+	return b.Complete(r)
+}
+
+// Reconcile brings one SidecarSet's policy and binding (and its
+// InjectionPolicyReady condition) in line with its spec and mode.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &deckhandv1alpha1.SidecarSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
+		// Deleted: the garbage collector deletes what it owned.
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	modes := r.Lister.Modes()
+	if modes.Effective(s) != deckhandv1alpha1.PolicyInjection {
+		if modes.PolicyServed {
+			if err := r.deleteOwned(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{}, r.setCondition(ctx, s, nil)
+	}
+	if !modes.PolicyServed {
+		return ctrl.Result{}, r.setCondition(ctx, s, &metav1.Condition{
+			Status: metav1.ConditionFalse, Reason: ReasonPolicyAPIUnavailable,
+			Message: "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicies (Kubernetes 1.36 or later): the pod webhook injects this SidecarSet instead",
+		})
+	}
+	var peers []*deckhandv1alpha1.SidecarSet
+	for _, o := range r.Lister.All() {
+		if o.Name != s.Name && o.DeletionTimestamp == nil && modes.ByPolicy(o) && sidecarcontrol.CanOverlap(s, o) {
+			peers = append(peers, o)
+		}
+	}
+	policy, binding := sidecarpolicy.Compile(s, peers, *r.Options)
+	cond, err := r.apply(ctx, s, policy, binding)
+	if cerr := r.setCondition(ctx, s, cond); err == nil {
+		err = cerr
+	}
+	return ctrl.Result{}, err
+}
+
+// apply writes the policy, then its binding, and returns the condition
+// that reports the outcome. A refusal by the API server is reported, not
+// retried: only a spec change can change the answer.
+func (r *Reconciler) apply(ctx context.Context, s *deckhandv1alpha1.SidecarSet, objs ...client.Object) (*metav1.Condition, error) {
+	for _, obj := range objs {
+		cur := obj.DeepCopyObject().(client.Object)
+		err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur)
+		if err == nil && !metav1.IsControlledBy(cur, s) {
+			return &metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonPolicyNameTaken,
+				Message: fmt.Sprintf("%s %s exists and is not owned by this SidecarSet; Deckhand leaves it alone", kindOf(obj), obj.GetName())}, nil
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err := controllerutil.SetControllerReference(s, obj, r.Client.Scheme()); err != nil {
+			return nil, err
+		}
+		u, err := toApply(obj)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+				return &metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonPolicyApplyFailed,
+					Message: fmt.Sprintf("the API server refused %s %s: %v", kindOf(obj), obj.GetName(), err)}, nil
+			}
+			return nil, err
+		}
+	}
+	hash := objs[0].GetAnnotations()[sidecarpolicy.RevisionAnnotation]
+	return &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonPolicyInPlace,
+		Message: fmt.Sprintf("MutatingAdmissionPolicy %s and its binding inject revision %s", objs[0].GetName(), hash)}, nil
+}
+
+func kindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		return "MutatingAdmissionPolicy"
+	default:
+		return "MutatingAdmissionPolicyBinding"
+	}
+}
+
+// toApply renders a typed object (with its apiVersion and kind) as the
+// unstructured apply configuration server-side apply takes.
+func toApply(obj client.Object) (client.Object, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return u, nil
+}
+
+// deleteOwned deletes the policy and binding of s, where they exist and s
+// owns them (an object of the same name someone else made is left alone).
+func (r *Reconciler) deleteOwned(ctx context.Context, s *deckhandv1alpha1.SidecarSet) error {
+	name := sidecarpolicy.Name(s.Name)
+	for _, obj := range []client.Object{&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, &admissionregistrationv1.MutatingAdmissionPolicy{}} {
+		if err := r.Client.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !metav1.IsControlledBy(obj, s) {
+			continue
+		}
+		// The UID precondition: never delete a newer object of that name.
+		uid := obj.GetUID()
+		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		logf.FromContext(ctx).Info("deleted the injection policy of a SidecarSet no longer in Policy mode", "sidecarset", klog.KObj(s), "object", name)
+	}
+	return nil
+}
+
+// setCondition sets (or, with nil, removes) InjectionPolicyReady, with an
+// Event when its status or reason changes. The patch carries the
+// resourceVersion: the SidecarSet controller writes the other conditions,
+// and a stale list must not overwrite them.
+func (r *Reconciler) setCondition(ctx context.Context, s *deckhandv1alpha1.SidecarSet, c *metav1.Condition) error {
+	conds := append([]metav1.Condition(nil), s.Status.Conditions...)
+	old := meta.FindStatusCondition(conds, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	if c == nil {
+		if old == nil {
+			return nil
+		}
+		meta.RemoveStatusCondition(&conds, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	} else {
+		c.Type = deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition
+		c.ObservedGeneration = s.Generation
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
+			return nil
+		}
+		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+			typ := corev1.EventTypeNormal
+			if c.Status != metav1.ConditionTrue {
+				typ = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(s, nil, typ, c.Reason, "InjectionPolicy", "%s", c.Message)
+		}
+		meta.SetStatusCondition(&conds, *c)
+	}
+	data, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": s.ResourceVersion},
+		"status":   map[string]any{"conditions": conds},
+	})
+	if err != nil {
+		return err
+	}
+	err = r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager))
+	if apierrors.IsConflict(err) {
+		return nil // a newer SidecarSet is on its way: its event reconciles again
+	}
+	return err
+}
+
+// PolicyAPIServed asks the API server's discovery whether it serves
+// MutatingAdmissionPolicies and their bindings in admissionregistration.k8s.io/v1.
+func PolicyAPIServed(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	found := 0
+	for _, res := range list.APIResources {
+		if res.Name == "mutatingadmissionpolicies" || res.Name == "mutatingadmissionpolicybindings" {
+			found++
+		}
+	}
+	return found == 2, nil
+}

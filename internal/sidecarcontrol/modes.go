@@ -1,0 +1,36 @@
+package sidecarcontrol
+
+import (
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// Modes says who injects each SidecarSet's pods: the manager's default for
+// SidecarSets that leave spec.injectionMode unset, and whether the API
+// server serves MutatingAdmissionPolicies (admissionregistration.k8s.io/v1),
+// which Policy mode needs. The manager finds that out once, at start.
+type Modes struct {
+	// Default is the mode of a SidecarSet without spec.injectionMode
+	// (the --sidecarset-injection-mode flag); empty means Webhook.
+	Default deckhandv1alpha1.InjectionMode
+	// PolicyServed is true when the API server serves
+	// MutatingAdmissionPolicies and their bindings.
+	PolicyServed bool
+}
+
+// Effective returns the mode s asks for: its own, or the default.
+func (m Modes) Effective(s *deckhandv1alpha1.SidecarSet) deckhandv1alpha1.InjectionMode {
+	if s.Spec.InjectionMode != "" {
+		return s.Spec.InjectionMode
+	}
+	if m.Default != "" {
+		return m.Default
+	}
+	return deckhandv1alpha1.WebhookInjection
+}
+
+// ByPolicy reports whether the API server injects s's pods: s is in Policy
+// mode and the API server serves the policies. A Policy-mode SidecarSet on
+// an API server that does not serve them falls back to the webhook.
+func (m Modes) ByPolicy(s *deckhandv1alpha1.SidecarSet) bool {
+	return m.PolicyServed && m.Effective(s) == deckhandv1alpha1.PolicyInjection
+}
