@@ -111,11 +111,13 @@ type RestartWindow struct {
 	Days []RestartWeekday `json:"days,omitempty"`
 	// start is when the window opens, "HH:MM" (24-hour clock).
 	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	// +kubebuilder:validation:MaxLength=5
 	// +required
 	Start string `json:"start"`
 	// end is when the window closes, "HH:MM" or "24:00" (exclusive). An end
 	// earlier than start closes the window on the next day.
 	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
+	// +kubebuilder:validation:MaxLength=5
 	// +required
 	End string `json:"end"`
 }

@@ -151,6 +151,13 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 	switch v := s.cal.Admit(plan.Slot, s.now, deferToWindow(rs.Spec), deadline); {
 	case !v.WaitUntil.IsZero():
 		s.waitUntil = v.WaitUntil
+		if plan.Count > 1 {
+			// The slots before this one are superseded by it: mark them
+			// handled (slots are whole seconds apart), so that a long wait
+			// on a frequent schedule does not count them as missed.
+			before := metav1.NewTime(plan.Slot.Add(-time.Second))
+			st.HandledThrough = &before
+		}
 		return ctrl.Result{}, nil
 	case !v.Run:
 		st.HandledThrough = &slot
