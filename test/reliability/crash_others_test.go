@@ -387,6 +387,14 @@ func TestCrashRestartScheduleWindow(t *testing.T) {
 		},
 	}
 	retry(t, 2*time.Minute, "creating the RestartSchedule", func(ctx context.Context) error { return suite.client.Create(ctx, rs) })
+	// The kills start a few seconds before the first window opens (at most
+	// a minute away), so that they fall on both sides of its opening and on
+	// the runs inside it, not on a quiet stretch before any window.
+	select {
+	case <-time.After(time.Until(first.Add(-5 * time.Second))):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
 	c := startChaos(t, minGap, maxGap, minKills)
 	c.Wait(t, minKills, 20*time.Minute)
 	kills := c.Stop(t)
