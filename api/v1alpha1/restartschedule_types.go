@@ -37,7 +37,9 @@ const (
 	// maxConcurrent, concurrencyPolicy, history, Events), its history
 	// entries say trigger RunNow, and the restarted-at value it writes is
 	// the run's start time. While suspended the token is refused and
-	// recorded as handled. On a workload that carries
+	// recorded as handled. spec.windows and spec.blackoutDates apply as to
+	// a scheduled run (outsideWindowPolicy included), unless
+	// RestartScheduleRunNowIgnoreWindowsAnnotation carries the same token. On a workload that carries
 	// RestartScheduleAnnotation it is copied to the generated
 	// RestartSchedule.
 	RestartScheduleRunNowAnnotation = "apps.deckhand.dev/run-now"

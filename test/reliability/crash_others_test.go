@@ -353,8 +353,8 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 // random moments. Rollouts are counted as in TestCrashRestartScheduleFiring:
 // no slot rolls a Deployment out twice and slots only go forward; besides,
 // every slot that rolled a Deployment out lies inside a window, slots
-// outside them are recorded as skipped, and rollouts go on after the last
-// kill once a window opens.
+// outside them are recorded as skipped, and rollouts go on in the next
+// window that opens after the last kill.
 func TestCrashRestartScheduleWindow(t *testing.T) {
 	minKills, minGap, maxGap := killPlan()
 	ns := namespace(t)
@@ -384,6 +384,8 @@ func TestCrashRestartScheduleWindow(t *testing.T) {
 			Target:        deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"restart": "windowed"}}},
 			Windows:       windows,
 			Jitter:        &metav1.Duration{Duration: 3 * time.Second},
+			// Room for the skipped entries besides the runs.
+			HistoryLimit: 100,
 		},
 	}
 	retry(t, 2*time.Minute, "creating the RestartSchedule", func(ctx context.Context) error { return suite.client.Create(ctx, rs) })
@@ -398,19 +400,32 @@ func TestCrashRestartScheduleWindow(t *testing.T) {
 	c := startChaos(t, minGap, maxGap, minKills)
 	c.Wait(t, minKills, 20*time.Minute)
 	kills := c.Stop(t)
-	before := map[string]int{}
-	for _, name := range targets {
-		before[name] = r.Total(name)
+	// Converged: every target rolls out in the next window that opens after
+	// the last kill, past a closed minute whose slots must all be skipped.
+	stopped := time.Now().UTC()
+	var next time.Time
+	for i := range 16 {
+		if start := first.Add(time.Duration(2*i) * time.Minute); start.After(stopped) {
+			next = start
+			break
+		}
 	}
-	// The next window opens within two minutes.
 	testutil.Eventually(t, 4*time.Minute, func(context.Context) (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		for _, name := range targets {
-			if n := r.Total(name); n < before[name]+1 {
-				return false, fmt.Errorf("%s: %d rollouts, %d before the last kill", name, n, before[name])
+			ok := false
+			for slot := range r.perSlot[name] {
+				if st, err := time.Parse(time.RFC3339, slot); err == nil && !st.Before(next) {
+					ok = true
+				}
+			}
+			if !ok {
+				return false, fmt.Errorf("%s: no rollout for a slot from %s on: %v", name, next.Format(time.RFC3339), r.perSlot[name])
 			}
 		}
 		return true, nil
-	}, "every target rolls out again after the last kill")
+	}, "every target rolls out in the window opening at %s, after the last kill", next.Format(time.RFC3339))
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -445,6 +460,9 @@ func TestCrashRestartScheduleWindow(t *testing.T) {
 			t.Fatalf("status.history records %s twice: %+v", key, cur.Status.History)
 		}
 		seen[key] = true
+	}
+	if skipped == 0 {
+		t.Errorf("no slot of a closed minute was recorded as skipped: %+v", cur.Status.History)
 	}
 	if cur.Status.NextRunTime == nil {
 		t.Errorf("status.nextRunTime unset: %+v", cur.Status)
