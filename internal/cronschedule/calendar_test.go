@@ -132,7 +132,7 @@ func TestCalendarAdmit(t *testing.T) {
 	hour := time.Hour
 	cases := map[string]struct {
 		slot, now string
-		defer_    bool
+		deferRun  bool
 		deadline  *time.Duration
 		run       bool
 		wait      string
@@ -154,7 +154,7 @@ func TestCalendarAdmit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := c.Admit(utc(tc.slot), utc(tc.now), tc.defer_, tc.deadline)
+			v := c.Admit(utc(tc.slot), utc(tc.now), tc.deferRun, tc.deadline)
 			if v.Run != tc.run {
 				t.Fatalf("Run = %v, want %v (%+v)", v.Run, tc.run, v)
 			}
@@ -179,7 +179,7 @@ func TestNextRun(t *testing.T) {
 		tz        string
 		windows   []WindowSpec
 		blackouts []string
-		defer_    bool
+		deferRun  bool
 		deadline  *time.Duration
 		earliest  string
 		now       string
@@ -208,7 +208,7 @@ func TestNextRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := mustCalendar(t, tc.tz, tc.windows, tc.blackouts...)
-			slot, start := s.NextRun(utc(tc.earliest), now, c, tc.defer_, tc.deadline)
+			slot, start := s.NextRun(utc(tc.earliest), now, c, tc.deferRun, tc.deadline)
 			if tc.slot == "" {
 				if !slot.IsZero() || !start.IsZero() {
 					t.Fatalf("NextRun = %s at %s, want none", slot, start)

@@ -313,3 +313,36 @@ func TestUnitFailurePolicy(t *testing.T) {
 		})
 	}
 }
+
+// The ignore-windows override travels from an annotated workload to its
+// generated RestartSchedule with its token only.
+func TestCopyRunNowOverride(t *testing.T) {
+	cases := map[string]struct {
+		workload, schedule map[string]string
+		wantToken          string
+		wantOverride       string
+	}{
+		"token alone": {map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "t1"}, nil, "t1", ""},
+		"token and its override": {map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "t1",
+			deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation: "t1"}, nil, "t1", "t1"},
+		"override of another token": {map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "t2",
+			deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation: "t1"}, nil, "t2", ""},
+		"token already copied": {map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "t1",
+			deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation: "t1"},
+			map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "t1"}, "t1", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := deployment("web", nil)
+			d.Annotations = tc.workload
+			rs := &deckhandv1alpha1.RestartSchedule{ObjectMeta: metav1.ObjectMeta{Annotations: tc.schedule}}
+			copyRunNow(d, rs)
+			if got := rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowAnnotation]; got != tc.wantToken {
+				t.Errorf("token %q, want %q", got, tc.wantToken)
+			}
+			if got := rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation]; got != tc.wantOverride {
+				t.Errorf("override %q, want %q", got, tc.wantOverride)
+			}
+		})
+	}
+}
