@@ -43,7 +43,7 @@ func TestIntegrationBlackoutDate(t *testing.T) {
 		t.Fatalf("the Deployment was restarted on a blackout date: generation %d, restarted-at %q", d.Generation, d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation])
 	}
 	after := time.Date(now.Year(), now.Month(), now.Day()+2, 0, 0, 0, 0, time.UTC)
-	if rs.Status.NextRunTime == nil || rs.Status.NextRunTime.Time.Before(after) || rs.Status.NextRunTime.Time.After(after.Add(2*time.Second)) {
+	if rs.Status.NextRunTime == nil || rs.Status.NextRunTime.Time.Before(after) || rs.Status.NextRunTime.After(after.Add(2*time.Second)) {
 		t.Fatalf("nextRunTime %v, want the first slot after the blackout (%s)", rs.Status.NextRunTime, after)
 	}
 
@@ -52,7 +52,7 @@ func TestIntegrationBlackoutDate(t *testing.T) {
 		return h.Trigger == deckhandv1alpha1.RestartTriggerRunNow && h.Result == deckhandv1alpha1.RestartSkipped && strings.Contains(h.Message, "blackout")
 	})
 	patchRS(t, ns, "frozen", `{"metadata":{"annotations":{"`+runNowAnn+`":"hotfix","`+deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation+`":"hotfix"}}}`)
-	rs = waitHistory(t, ns, "frozen", "the overridden run-now Succeeded", func(h deckhandv1alpha1.RestartRecord) bool {
+	waitHistory(t, ns, "frozen", "the overridden run-now Succeeded", func(h deckhandv1alpha1.RestartRecord) bool {
 		return h.Trigger == deckhandv1alpha1.RestartTriggerRunNow && h.Result == deckhandv1alpha1.RestartSucceeded
 	})
 	if d := getDeploy(t, ns, "web"); d.Generation != 2 {
