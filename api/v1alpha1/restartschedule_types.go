@@ -37,10 +37,19 @@ const (
 	// maxConcurrent, concurrencyPolicy, history, Events), its history
 	// entries say trigger RunNow, and the restarted-at value it writes is
 	// the run's start time. While suspended the token is refused and
-	// recorded as handled. On a workload that carries
+	// recorded as handled. spec.windows and spec.blackoutDates apply as to
+	// a scheduled run (outsideWindowPolicy included), unless
+	// RestartScheduleRunNowIgnoreWindowsAnnotation carries the same token. On a workload that carries
 	// RestartScheduleAnnotation it is copied to the generated
 	// RestartSchedule.
 	RestartScheduleRunNowAnnotation = "apps.deckhand.dev/run-now"
+	// RestartScheduleRunNowIgnoreWindowsAnnotation lets one run-now request
+	// start outside spec.windows and on spec.blackoutDates. Its value must
+	// be the very token of RestartScheduleRunNowAnnotation it applies to, so
+	// that an override left behind never lets a later request through. On
+	// a workload that carries RestartScheduleAnnotation it is copied to the
+	// generated RestartSchedule with the token.
+	RestartScheduleRunNowIgnoreWindowsAnnotation = "apps.deckhand.dev/run-now-ignore-windows"
 	// RestartScheduleGeneratedLabel marks a RestartSchedule generated from a
 	// workload's RestartScheduleAnnotation (value "true").
 	RestartScheduleGeneratedLabel = "apps.deckhand.dev/generated"
@@ -58,6 +67,62 @@ const (
 	// RestartReplace abandons the previous run and restarts again.
 	RestartReplace RestartConcurrencyPolicy = "Replace"
 )
+
+// RestartOutsideWindowPolicy says what happens to a run that is due while
+// restarts may not start (outside spec.windows, or on a blackout date).
+// +kubebuilder:validation:Enum=Skip;Defer
+type RestartOutsideWindowPolicy string
+
+const (
+	// RestartOutsideWindowSkip records the run (or the workload of a run
+	// whose turn comes after the window closed) as Skipped.
+	RestartOutsideWindowSkip RestartOutsideWindowPolicy = "Skip"
+	// RestartOutsideWindowDefer starts the run at the next moment restarts
+	// may start (the next window opening, the end of a blackout), provided
+	// that moment is within startingDeadlineSeconds of the scheduled time;
+	// otherwise the run is recorded as Skipped. A later scheduled time that
+	// is due by then supersedes it (only the latest due time runs).
+	RestartOutsideWindowDefer RestartOutsideWindowPolicy = "Defer"
+)
+
+// RestartFailurePolicy says what a run does when a restart fails.
+// +kubebuilder:validation:Enum=Continue;Stop
+type RestartFailurePolicy string
+
+const (
+	// RestartFailureContinue goes on with the run's other workloads.
+	RestartFailureContinue RestartFailurePolicy = "Continue"
+	// RestartFailureStop halts the run: its workloads not yet started are
+	// recorded as Skipped, and the RunStopped condition is set.
+	RestartFailureStop RestartFailurePolicy = "Stop"
+)
+
+// RestartWeekday is a day of the week in a maintenance window.
+// +kubebuilder:validation:Enum=Mon;Tue;Wed;Thu;Fri;Sat;Sun
+type RestartWeekday string
+
+// RestartWindow is a weekly maintenance window: restarts may start on the
+// given days from start to end, wall-clock time in spec.timeZone.
+// +kubebuilder:validation:XValidation:rule="self.start != self.end",message="start and end must differ (an end before the start crosses midnight)",fieldPath=".end"
+type RestartWindow struct {
+	// days the window opens on; empty means every day. A window that
+	// crosses midnight belongs to the day it opens on.
+	// +kubebuilder:validation:MaxItems=7
+	// +listType=set
+	// +optional
+	Days []RestartWeekday `json:"days,omitempty"`
+	// start is when the window opens, "HH:MM" (24-hour clock).
+	// +kubebuilder:validation:Pattern=`^([01][0-9]|2[0-3]):[0-5][0-9]$`
+	// +kubebuilder:validation:MaxLength=5
+	// +required
+	Start string `json:"start"`
+	// end is when the window closes, "HH:MM" or "24:00" (exclusive). An end
+	// earlier than start closes the window on the next day.
+	// +kubebuilder:validation:Pattern=`^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$`
+	// +kubebuilder:validation:MaxLength=5
+	// +required
+	End string `json:"end"`
+}
 
 // RestartTrigger says what started a run.
 // +kubebuilder:validation:Enum=Schedule;RunNow
@@ -101,12 +166,16 @@ const (
 	// RestartScheduleInvalidScheduleCondition is True when spec.schedule or
 	// spec.timeZone cannot be used; the message carries the parser's error.
 	RestartScheduleInvalidScheduleCondition = "InvalidSchedule"
+	// RestartScheduleRunStoppedCondition is True when failurePolicy Stop
+	// halted the last run after a failed restart; the message names the
+	// workload. It turns False when the next run starts.
+	RestartScheduleRunStoppedCondition = "RunStopped"
 )
 
 // RestartWorkloadReference names a workload in the RestartSchedule's namespace.
 type RestartWorkloadReference struct {
 	// kind of the workload.
-	// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet
+	// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet;PodSet
 	// +required
 	Kind string `json:"kind"`
 	// name of the workload.
@@ -120,11 +189,11 @@ type RestartWorkloadReference struct {
 // of targetRef or selector.
 // +kubebuilder:validation:XValidation:rule="has(self.targetRef) != has(self.selector)",message="exactly one of targetRef or selector must be set"
 type RestartTarget struct {
-	// targetRef restarts one Deployment, StatefulSet or DaemonSet.
+	// targetRef restarts one Deployment, StatefulSet, DaemonSet or PodSet.
 	// +optional
 	TargetRef *RestartWorkloadReference `json:"targetRef,omitempty"`
-	// selector restarts every Deployment, StatefulSet and DaemonSet of the
-	// namespace whose labels match, at most maxConcurrent at a time.
+	// selector restarts every Deployment, StatefulSet, DaemonSet and PodSet
+	// of the namespace whose labels match, at most maxConcurrent at a time.
 	// An empty selector matches every workload of the namespace.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
@@ -199,6 +268,55 @@ type RestartScheduleSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	// +optional
 	HistoryLimit int32 `json:"historyLimit,omitempty"`
+
+	// windows, when set, are the only times a restart may start (wall-clock
+	// times in timeZone): a run due outside all of them follows
+	// outsideWindowPolicy, and a workload of a run whose turn comes after
+	// the window closed waits or is skipped by the same policy. Restarts
+	// already started are followed to completion. Empty means any time.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	Windows []RestartWindow `json:"windows,omitempty"`
+
+	// blackoutDates are dates on which no restart starts, whatever the
+	// windows: "YYYY-MM-DD", or an inclusive range "YYYY-MM-DD/YYYY-MM-DD"
+	// (a release freeze), as dates in timeZone.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}(/[0-9]{4}-[0-9]{2}-[0-9]{2})?$`
+	// +kubebuilder:validation:items:MaxLength=21
+	// +kubebuilder:validation:XValidation:rule="self.all(d, d.size() == 10 || d.substring(0, 10) <= d.substring(11))",message="a range must not end before it starts"
+	// +listType=atomic
+	// +optional
+	BlackoutDates []string `json:"blackoutDates,omitempty"`
+
+	// outsideWindowPolicy is what a run due outside windows or on a
+	// blackout date does: Skip (default) records it as Skipped; Defer starts
+	// it at the next moment restarts may start, if that is within
+	// startingDeadlineSeconds of its scheduled time (without a deadline, it
+	// waits however long, until a later scheduled time supersedes it).
+	// +kubebuilder:default=Skip
+	// +optional
+	OutsideWindowPolicy RestartOutsideWindowPolicy `json:"outsideWindowPolicy,omitempty"`
+
+	// failurePolicy is what a run does when a restart fails (its rollout
+	// failed or exceeded rolloutTimeout, or the workload was deleted):
+	// Continue (default) goes on with the other workloads; Stop records
+	// the workloads not yet started as Skipped, sets the RunStopped
+	// condition and emits a RunStopped Event. Rollouts already started
+	// are followed to completion either way.
+	// +kubebuilder:default=Continue
+	// +optional
+	FailurePolicy RestartFailurePolicy `json:"failurePolicy,omitempty"`
+
+	// jitter delays each workload's restart by up to this long after the
+	// run's time, so that many schedules on one instant do not restart
+	// everything at once. The delay of a workload is derived from the
+	// schedule's UID, the workload and the run's time: the same after a
+	// manager restart, different across workloads and schedules. At most 24h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be between 0s and 24h"
+	// +optional
+	Jitter *metav1.Duration `json:"jitter,omitempty"`
 }
 
 // RestartActive is a workload whose restart is in progress.
@@ -235,6 +353,11 @@ type RestartPending struct {
 	// trigger is what started the run: Schedule (also when unset) or RunNow.
 	// +optional
 	Trigger RestartTrigger `json:"trigger,omitempty"`
+	// ignoreWindows is set for a run-now run whose request carried the
+	// apps.deckhand.dev/run-now-ignore-windows override: it starts
+	// regardless of windows and blackoutDates.
+	// +optional
+	IgnoreWindows bool `json:"ignoreWindows,omitempty"`
 }
 
 // RestartRecord is one entry of the run history.
@@ -274,10 +397,20 @@ type RestartScheduleStatus struct {
 	// lastSuccessfulTime is when a restart last completed successfully.
 	// +optional
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
-	// nextScheduleTime is the next time a run is due (unset while suspended
-	// or invalid).
+	// nextScheduleTime is the next time a run is due by the cron schedule
+	// alone (unset while suspended or invalid).
 	// +optional
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+	// nextRunScheduledTime is the scheduled time of the next run that will
+	// really start, windows, blackoutDates and outsideWindowPolicy applied;
+	// unset while suspended or invalid, or when no run can start within the
+	// next thousand windows.
+	// +optional
+	NextRunScheduledTime *metav1.Time `json:"nextRunScheduledTime,omitempty"`
+	// nextRunTime is when that run will start: its scheduled time, or with
+	// outsideWindowPolicy Defer the window opening it waits for.
+	// +optional
+	NextRunTime *metav1.Time `json:"nextRunTime,omitempty"`
 	// handledThrough: every scheduled time at or before it has been handled
 	// (run, skipped, missed, or earlier than the creation, the last schedule
 	// edit or the last resume). Only later times can run, which is what keeps
@@ -309,15 +442,15 @@ type RestartScheduleStatus struct {
 	// +optional
 	// +listType=atomic
 	History []RestartRecord `json:"history,omitempty"`
-	// conditions: Ready, Suspended, InvalidSchedule, and Stalled while the
-	// schedule cannot be used.
+	// conditions: Ready, Suspended, InvalidSchedule, RunStopped, and
+	// Stalled while the schedule cannot be used.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// RestartSchedule restarts Deployments, StatefulSets or DaemonSets on a cron
+// RestartSchedule restarts Deployments, StatefulSets, DaemonSets or PodSets on a cron
 // schedule with their own rolling strategy, follows each rollout to
 // completion and records every run.
 // +kubebuilder:object:root=true
@@ -328,6 +461,7 @@ type RestartScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
+// +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextRunTime`,priority=1,description="When the next restart will really start, windows and blackout dates applied"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the RestartSchedule has reached its spec: the status of its Ready condition"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the RestartSchedule is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

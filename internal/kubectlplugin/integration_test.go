@@ -209,6 +209,15 @@ func TestRestartNow(t *testing.T) {
 		t.Fatalf("a run without --token set the annotation to %q, want a new token", token)
 	}
 	wantContains(t, out, "(token "+token+")")
+	if rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] != "" {
+		t.Fatalf("an override set without --ignore-windows: %v", rs.Annotations)
+	}
+
+	out = kubectlDeckhand(ctx, t, "restart-now", rs.Name, "-n", ns, "--token", "hotfix", "--ignore-windows")
+	wantContains(t, out, "(token hotfix, ignoring windows and blackout dates)")
+	if got := annotation(); got != "hotfix" || rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] != "hotfix" {
+		t.Errorf("--ignore-windows: annotations %v, want the token and the override both hotfix", rs.Annotations)
+	}
 }
 
 func TestRollback(t *testing.T) {

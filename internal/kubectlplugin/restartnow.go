@@ -13,11 +13,14 @@ import (
 
 func newRestartNowCommand(o *options) *cobra.Command {
 	var token string
+	var ignoreWindows bool
 	cmd := &cobra.Command{
 		Use:   "restart-now RESTARTSCHEDULE",
 		Short: "Ask a RestartSchedule for one run now, outside its schedule",
 		Long: `restart-now sets the ` + deckhandv1alpha1.RestartScheduleRunNowAnnotation + ` annotation on the RestartSchedule
-to a new token; the RestartSchedule controller starts one run per token.`,
+to a new token; the RestartSchedule controller starts one run per token. The run honours the
+schedule's windows and blackout dates unless --ignore-windows sets the ` + deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation + `
+annotation to the same token.`,
 		Example: "  kubectl deckhand restart-now nightly -n shop\n  kubectl deckhand restart-now nightly --token before-maintenance",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -28,7 +31,13 @@ to a new token; the RestartSchedule controller starts one run per token.`,
 			if token == "" {
 				token = runNowToken(time.Now())
 			}
-			body, err := mergePatch([]string{"metadata", "annotations", deckhandv1alpha1.RestartScheduleRunNowAnnotation}, token)
+			// The override names the token it applies to and goes in the
+			// same write, so the controller sees both at once.
+			ann := map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: token}
+			if ignoreWindows {
+				ann[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] = token
+			}
+			body, err := mergePatch([]string{"metadata", "annotations"}, ann)
 			if err != nil {
 				return err
 			}
@@ -42,11 +51,16 @@ to a new token; the RestartSchedule controller starts one run per token.`,
 			if err := c.Patch(cmd.Context(), rs, client.RawPatch(types.MergePatchType, body)); err != nil {
 				return err
 			}
-			_, err = fmt.Fprintf(o.streams.Out, "restartschedule/%s run requested (token %s)\n", args[0], token)
+			override := ""
+			if ignoreWindows {
+				override = ", ignoring windows and blackout dates"
+			}
+			_, err = fmt.Fprintf(o.streams.Out, "restartschedule/%s run requested (token %s%s)\n", args[0], token, override)
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&token, "token", "", "the run-now token (default: the current time, to the nanosecond); a token already used starts no new run")
+	cmd.Flags().BoolVar(&ignoreWindows, "ignore-windows", false, "start the run even outside the RestartSchedule's windows or on a blackout date")
 	return cmd
 }
 

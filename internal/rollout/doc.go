@@ -1,3 +1,3 @@
-// Package rollout decides whether a Deployment, StatefulSet or DaemonSet has
+// Package rollout decides whether a Deployment, StatefulSet, DaemonSet or PodSet has
 // finished rolling out, by the rules `kubectl rollout status` applies.
 package rollout

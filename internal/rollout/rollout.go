@@ -5,6 +5,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 // State is where a workload's rollout stands.
@@ -26,7 +28,7 @@ const (
 const progressDeadlineExceeded = "ProgressDeadlineExceeded"
 
 // Status applies `kubectl rollout status`'s rules to a Deployment,
-// StatefulSet or DaemonSet and says, in a message, why it stands where it
+// StatefulSet or DaemonSet (and the same rules to a PodSet) and says, in a message, why it stands where it
 // does. A workload whose controller has not yet observed its latest spec is
 // in progress, whatever its status says.
 func Status(obj client.Object) (State, string) {
@@ -37,6 +39,8 @@ func Status(obj client.Object) (State, string) {
 		return statefulSetStatus(w)
 	case *appsv1.DaemonSet:
 		return daemonSetStatus(w)
+	case *deckhandv1alpha1.PodSet:
+		return podSetStatus(w)
 	}
 	return Failed, "unsupported workload kind"
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 func TestStatus(t *testing.T) {
@@ -29,6 +31,9 @@ func TestStatus(t *testing.T) {
 			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(p)}}
 	}
 	onDelete := appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	ps := func(s deckhandv1alpha1.PodSetStatus) *deckhandv1alpha1.PodSet {
+		return &deckhandv1alpha1.PodSet{ObjectMeta: meta, Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To[int32](3)}, Status: s}
+	}
 	ds := func(s appsv1.DaemonSetStatus) *appsv1.DaemonSet {
 		return &appsv1.DaemonSet{ObjectMeta: meta, Status: s}
 	}
@@ -78,6 +83,15 @@ func TestStatus(t *testing.T) {
 		"daemonset: unavailable":       {ds(appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberAvailable: 1}), InProgress, "1 of 2 updated pods are available"},
 		"daemonset: complete":          {ds(appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberAvailable: 2}), Complete, "rolled out"},
 		"daemonset: no nodes":          {ds(appsv1.DaemonSetStatus{ObservedGeneration: 2}), Complete, "rolled out"},
+
+		"podset: spec not observed":    {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}), InProgress, "observed"},
+		"podset: updating":             {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 3, AvailableReplicas: 3}), InProgress, "1 of 3 new replicas"},
+		"podset: old pods terminating": {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 2, Replicas: 4, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}), InProgress, "1 old replicas"},
+		"podset: not ready":            {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 2, AvailableReplicas: 2}), InProgress, "2 of 3 replicas are ready"},
+		"podset: not yet available":    {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 2}), InProgress, "2 of 3 updated replicas are available"},
+		"podset: complete":             {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3}), Complete, "PodSet rolled out"},
+		"podset: progress deadline": {ps(deckhandv1alpha1.PodSetStatus{ObservedGeneration: 2, Replicas: 3, UpdatedReplicas: 1,
+			Conditions: []metav1.Condition{{Type: deckhandv1alpha1.PodSetProgressingCondition, Status: metav1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "no progress for 600s"}}}), Failed, "progress deadline: no progress"},
 
 		"unsupported kind": {&appsv1.ReplicaSet{ObjectMeta: meta}, Failed, "unsupported"},
 	}

@@ -236,7 +236,7 @@ var checkedByBoth = map[string][]sharedRule{
 	"RestartSchedule": {
 		{schema: "spec.target", webhook: []string{"spec.target"}, exact: true}, // exactly one of targetRef, selector
 		sameField("spec.startingDeadlineSeconds"), sameField("spec.maxConcurrent"),
-		sameField("spec.rolloutTimeout"), sameField("spec.historyLimit"),
+		sameField("spec.rolloutTimeout"), sameField("spec.historyLimit"), sameField("spec.jitter"),
 	},
 }
 

@@ -346,3 +346,127 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 		n, budget, kills, w.Events(), time.Since(start).Round(time.Second))
 	by.assertUntouched(t)
 }
+
+// TestCrashRestartScheduleWindow runs a RestartSchedule firing every 10s,
+// with jitter, inside one-minute maintenance windows that open every other
+// minute (outsideWindowPolicy Skip), while the manager is SIGKILLed at
+// random moments. Rollouts are counted as in TestCrashRestartScheduleFiring:
+// no slot rolls a Deployment out twice and slots only go forward; besides,
+// every slot that rolled a Deployment out lies inside a window, slots
+// outside them are recorded as skipped, and rollouts go on in the next
+// window that opens after the last kill.
+func TestCrashRestartScheduleWindow(t *testing.T) {
+	minKills, minGap, maxGap := killPlan()
+	ns := namespace(t)
+	r := watchRollouts(t, ns)
+	targets := []string{"window-a", "window-b"}
+	ctx := testutil.Context(t, 30*time.Minute)
+	for _, name := range targets {
+		dep := testutil.Deployment(ns, name, 1, map[string]string{"app": name}, corev1.Container{Name: "app", Image: "app:1"})
+		dep.Labels = map[string]string{"restart": "windowed"}
+		testutil.Create(ctx, t, suite.client, dep)
+	}
+	// One-minute windows every other minute, for longer than the test runs
+	// (UTC, the schedule's time zone).
+	first := time.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+	var windows []deckhandv1alpha1.RestartWindow
+	open := map[string]bool{} // "15:04" minutes inside a window
+	for i := range 16 {
+		start := first.Add(time.Duration(2*i) * time.Minute)
+		windows = append(windows, deckhandv1alpha1.RestartWindow{Start: start.Format("15:04"), End: start.Add(time.Minute).Format("15:04")})
+		open[start.Format("15:04")] = true
+	}
+	rs := &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "windowed", Namespace: ns},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Schedule:      "@every 10s",
+			MaxConcurrent: int32(len(targets)),
+			Target:        deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"restart": "windowed"}}},
+			Windows:       windows,
+			Jitter:        &metav1.Duration{Duration: 3 * time.Second},
+			// Room for the skipped entries besides the runs.
+			HistoryLimit: 100,
+		},
+	}
+	retry(t, 2*time.Minute, "creating the RestartSchedule", func(ctx context.Context) error { return suite.client.Create(ctx, rs) })
+	// The kills start a few seconds before the first window opens (at most
+	// a minute away), so that they fall on both sides of its opening and on
+	// the runs inside it, not on a quiet stretch before any window.
+	select {
+	case <-time.After(time.Until(first.Add(-5 * time.Second))):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	c := startChaos(t, minGap, maxGap, minKills)
+	c.Wait(t, minKills, 20*time.Minute)
+	kills := c.Stop(t)
+	// Converged: every target rolls out in the next window that opens after
+	// the last kill, past a closed minute whose slots must all be skipped.
+	stopped := time.Now().UTC()
+	var next time.Time
+	for i := range 16 {
+		if start := first.Add(time.Duration(2*i) * time.Minute); start.After(stopped) {
+			next = start
+			break
+		}
+	}
+	testutil.Eventually(t, 4*time.Minute, func(context.Context) (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, name := range targets {
+			ok := false
+			for slot := range r.perSlot[name] {
+				if st, err := time.Parse(time.RFC3339, slot); err == nil && !st.Before(next) {
+					ok = true
+				}
+			}
+			if !ok {
+				return false, fmt.Errorf("%s: no rollout for a slot from %s on: %v", name, next.Format(time.RFC3339), r.perSlot[name])
+			}
+		}
+		return true, nil
+	}, "every target rolls out in the window opening at %s, after the last kill", next.Format(time.RFC3339))
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.violations) > 0 {
+		t.Fatalf("rollout invariants violated:\n%s", strings.Join(r.violations, "\n"))
+	}
+	for _, name := range targets {
+		for slot := range r.perSlot[name] {
+			st, err := time.Parse(time.RFC3339, slot)
+			if err != nil {
+				continue // reported as a violation above
+			}
+			if !open[st.UTC().Format("15:04")] {
+				t.Errorf("Deployment %s rolled out for slot %s, outside every window", name, slot)
+			}
+		}
+	}
+	cur := &deckhandv1alpha1.RestartSchedule{}
+	if err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
+		t.Fatal(err)
+	}
+	seen, skipped := map[string]bool{}, 0
+	for _, h := range cur.Status.History {
+		if h.Result == deckhandv1alpha1.RestartSkipped && strings.Contains(h.Message, "outside every maintenance window") {
+			skipped++
+		}
+		if h.Workload == "" {
+			continue
+		}
+		key := h.Workload + "@" + h.ScheduledTime.UTC().Format(time.RFC3339)
+		if seen[key] {
+			t.Fatalf("status.history records %s twice: %+v", key, cur.Status.History)
+		}
+		seen[key] = true
+	}
+	if skipped == 0 {
+		t.Errorf("no slot of a closed minute was recorded as skipped: %+v", cur.Status.History)
+	}
+	if cur.Status.NextRunTime == nil {
+		t.Errorf("status.nextRunTime unset: %+v", cur.Status)
+	}
+	figure(t, "RestartSchedule @every 10s in one-minute windows every other minute, jitter 3s, on %d Deployments: %v rollouts (at most one per slot, every slot in a window), %d skipped-slot entries in the history, %d SIGKILLs survived",
+		len(targets), r.total, skipped, kills)
+}

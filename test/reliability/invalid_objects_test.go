@@ -160,6 +160,21 @@ func invalidCases() []invalidCase {
 		{"restartschedule historyLimit 1000", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.HistoryLimit = 1000 }), "spec.historyLimit"},
 		{"restartschedule concurrencyPolicy Allow", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.ConcurrencyPolicy = "Allow" }), "spec.concurrencyPolicy"},
 		{"restartschedule schedule changed to invalid", validRestartSchedule, true, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "61 * * * *" }), "spec.schedule"},
+		{"restartschedule window day Monday", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Days: []deckhandv1alpha1.RestartWeekday{"Monday"}, Start: "01:00", End: "02:00"}}
+		}), "spec.windows[0].days[0]"},
+		{"restartschedule window start 25:00", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: "25:00", End: "02:00"}}
+		}), "spec.windows[0].start"},
+		{"restartschedule empty window", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: "02:00", End: "02:00"}}
+		}), "spec.windows[0].end"},
+		{"restartschedule blackout 2026-02-30", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.BlackoutDates = []string{"2026-02-30"} }), "spec.blackoutDates[0]"},
+		{"restartschedule blackout range backwards", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.BlackoutDates = []string{"2026-12-24", "2027-01-05/2026-12-20"}
+		}), "spec.blackoutDates"},
+		{"restartschedule jitter 48h", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Jitter = &metav1.Duration{Duration: 48 * time.Hour} }), "spec.jitter"},
+		{"restartschedule failurePolicy Abort", validRestartSchedule, false, rs(func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.FailurePolicy = "Abort" }), "spec.failurePolicy"},
 
 		// SidecarSet
 		{"sidecarset empty selector", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Selector = &metav1.LabelSelector{} }), "spec.selector"},

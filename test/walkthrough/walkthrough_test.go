@@ -482,5 +482,40 @@ func TestRestartScheduleWalkthrough(t *testing.T) {
 		}
 	}
 
+	// The blackout: every scheduled slot skipped, the overridden run-now
+	// restarted the Deployment once.
+	w.runUntil(t, "kubectl delete namespace restart-demo")
+	var frozen deckhandv1alpha1.RestartSchedule
+	get(t, &frozen, ns, "frozen")
+	var runNow []deckhandv1alpha1.RestartRecord
+	skipped := 0
+	for _, h := range frozen.Status.History {
+		switch {
+		case h.Trigger == deckhandv1alpha1.RestartTriggerRunNow:
+			runNow = append(runNow, h)
+		case h.Result == deckhandv1alpha1.RestartSkipped && strings.Contains(h.Message, "is a blackout date"):
+			skipped++
+		default:
+			t.Errorf("a scheduled slot on the blackout date was not skipped: %+v", h)
+		}
+	}
+	if skipped == 0 {
+		t.Errorf("no slot recorded as skipped for the blackout: %+v", frozen.Status.History)
+	}
+	if len(runNow) != 1 || runNow[0].Result != deckhandv1alpha1.RestartSucceeded || runNow[0].Workload != "Deployment/api" {
+		t.Fatalf("run-now entries %+v; want one Succeeded restart of Deployment/api", runNow)
+	}
+	var api appsv1.Deployment
+	get(t, &api, ns, "api")
+	if api.Generation != 2 {
+		t.Errorf("Deployment api at generation %d; want 2 (created, then restarted once by the run-now)", api.Generation)
+	}
+	if got, want := api.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation], runNow[0].ScheduledTime.UTC().Format(time.RFC3339); got != want {
+		t.Errorf("Deployment api's %s = %q; want the run-now's start time %q", deckhandv1alpha1.RestartedAtAnnotation, got, want)
+	}
+	if frozen.Status.NextRunTime == nil || !frozen.Status.NextRunTime.After(time.Now().Add(time.Hour)) {
+		t.Errorf("status.nextRunTime %v; want the first slot after the blackout", frozen.Status.NextRunTime)
+	}
+
 	w.runRest(t)
 }

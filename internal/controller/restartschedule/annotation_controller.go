@@ -316,11 +316,14 @@ func (r *AnnotationReconciler) generate(obj client.Object, kind, value string, l
 }
 
 // copyRunNow copies the workload's run-now token, if any, to its generated
-// RestartSchedule, where the RestartSchedule controller runs it. Removing it
-// from the workload leaves the schedule's copy alone: a token that ran stays
-// recorded as handled either way.
+// RestartSchedule, where the RestartSchedule controller runs it, together
+// with the ignore-windows override when that names the same token (in the
+// same write, so the controller sees the token and its override at once).
+// Removing them from the workload leaves the schedule's copies alone: a
+// token that ran stays recorded as handled either way.
 func copyRunNow(obj client.Object, rs *deckhandv1alpha1.RestartSchedule) {
-	token := runNowToken(obj.GetAnnotations())
+	ann := obj.GetAnnotations()
+	token := runNowToken(ann)
 	if token == "" || token == runNowToken(rs.Annotations) {
 		return
 	}
@@ -328,6 +331,9 @@ func copyRunNow(obj client.Object, rs *deckhandv1alpha1.RestartSchedule) {
 		rs.Annotations = map[string]string{}
 	}
 	rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowAnnotation] = token
+	if ann[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] == token {
+		rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] = token
+	}
 }
 
 // setMarker sets (value non-nil) or removes the generated marker annotation

@@ -70,6 +70,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules/status,verbs=get;patch
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// PodSets are restarted like Deployments: read, watched for their rollout,
+// and patched on one pod-template annotation.
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // conflictRetryDelay is how soon a reconcile whose status write lost a
@@ -86,7 +89,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// new run-now token, and otherwise wakes itself at its next fire time.
 	b := reconcileutil.NewController(mgr, "restartschedule", Workers, &deckhandv1alpha1.RestartSchedule{},
 		predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, runNowChanged))
-	for _, kind := range workloadKinds {
+	for _, kind := range targetKinds {
 		obj, _ := newWorkload(kind)
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.schedulesFollowing(kind)))
 	}
@@ -136,9 +139,22 @@ type scope struct {
 	rs    *deckhandv1alpha1.RestartSchedule
 	now   time.Time
 	sched *cronschedule.Schedule
+	// cal is the calendar of spec.windows and spec.blackoutDates; nil when
+	// neither is set. calInvalid is set when they cannot be parsed: then
+	// nothing starts except a run-now with the override.
+	cal        *cronschedule.Calendar
+	calInvalid bool
 	// invalidReason/invalidMsg describe why sched is nil.
 	invalidReason, invalidMsg string
 	next                      time.Time
+	// waitUntil is when a run deferred to a window, or a workload waiting
+	// for its jitter or a window, is due: the reconcile requeues for it.
+	waitUntil time.Time
+	// stopped is set when failurePolicy Stop halted a run in this
+	// reconcile (the RunStopped condition's message); runStarted when a new
+	// run was queued (RunStopped turns False).
+	stopped    string
+	runStarted bool
 	// events and results are emitted only once the status that records
 	// them is written, so that a retried reconcile never reports twice.
 	events  []pendingEvent

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +42,7 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 	var still []deckhandv1alpha1.RestartActive
 	var res ctrl.Result
 	var errs []error
+	var failed []deckhandv1alpha1.RestartRecord
 	for _, a := range st.Active {
 		start := a.StartTime
 		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Trigger: a.Trigger, Workload: workloadKey(a.Kind, a.Name), StartTime: &start}
@@ -51,6 +54,7 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 		case apierrors.IsNotFound(err):
 			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, "the workload was deleted before its rollout completed"
 			s.record(rec)
+			failed = append(failed, rec)
 			s.event(nil, corev1.EventTypeWarning, ReasonRestartFailed, "Restart", "%s: %s", rec.Workload, rec.Message)
 			continue
 		case err != nil:
@@ -69,11 +73,13 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 		case state == rolloutFailed:
 			rec.Result, rec.Message = deckhandv1alpha1.RestartFailed, msg
 			s.record(rec)
+			failed = append(failed, rec)
 			s.event(obj, corev1.EventTypeWarning, ReasonRestartFailed, "Restart", "%s: %s", rec.Workload, msg)
 		case !s.now.Before(a.StartTime.Add(timeout)):
 			rec.Result = deckhandv1alpha1.RestartFailed
 			rec.Message = fmt.Sprintf("rollout did not complete within rolloutTimeout %s: %s", timeout, msg)
 			s.record(rec)
+			failed = append(failed, rec)
 			s.event(obj, corev1.EventTypeWarning, ReasonRestartFailed, "Restart", "%s: %s", rec.Workload, rec.Message)
 		default:
 			still = append(still, a)
@@ -81,11 +87,54 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 		}
 	}
 	st.Active = still
+	for _, f := range failed {
+		stopRun(s, f)
+	}
 	return res, errors.Join(errs...)
 }
 
+// stopRun applies failurePolicy Stop after the restart recorded in failed
+// failed: the workloads of its run not started yet are recorded as Skipped
+// and leave pending, in the same status write as the failure, so a retried
+// reconcile can neither start them nor lose the reason. Restarts of the
+// run already rolling out are followed to completion.
+func stopRun(s *scope, failed deckhandv1alpha1.RestartRecord) {
+	st := &s.rs.Status
+	if s.rs.Spec.FailurePolicy != deckhandv1alpha1.RestartFailureStop {
+		return
+	}
+	run := describeRun(failed.ScheduledTime.Time, failed.Trigger)
+	reason := fmt.Sprintf("%s failed: %s", failed.Workload, failed.Message)
+	var keep []deckhandv1alpha1.RestartPending
+	var halted []string
+	for _, p := range st.Pending {
+		if !p.ScheduledTime.Equal(&failed.ScheduledTime) || p.Trigger != failed.Trigger {
+			keep = append(keep, p)
+			continue
+		}
+		key := workloadKey(p.Kind, p.Name)
+		halted = append(halted, key)
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartSkipped,
+			Message: fmt.Sprintf("not started: the run stopped because %s (failurePolicy Stop)", reason)})
+	}
+	st.Pending = keep
+	if len(halted) == 0 && s.stopped != "" {
+		// A second failure of a run this reconcile already stopped.
+		return
+	}
+	notStarted := "no workload was left to start"
+	if len(halted) > 0 {
+		notStarted = "not started: " + strings.Join(halted, ", ")
+	}
+	s.stopped = fmt.Sprintf("%s stopped because %s; %s", run, reason, notStarted)
+	s.event(nil, corev1.EventTypeWarning, ReasonRunStopped, "Restart", "%s (failurePolicy Stop)", s.stopped)
+}
+
 // startPending restarts pending workloads while fewer than maxConcurrent
-// are rolling out.
+// are rolling out, each once its jitter delay has passed and while the
+// calendar lets restarts start. A workload the calendar holds back waits
+// for the next opening (outsideWindowPolicy Defer, within
+// startingDeadlineSeconds of its run's time) or is recorded as Skipped.
 func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rs, st := s.rs, &s.rs.Status
 	if rs.Spec.Suspend || s.holdStarts {
@@ -95,14 +144,39 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 	if limit < 1 {
 		limit = 1
 	}
+	jitter := jitterBound(rs.Spec)
 	var res ctrl.Result
-	for len(st.Pending) > 0 && len(st.Active) < limit {
-		p := st.Pending[0]
+	wait := func(until time.Time) {
+		res = reconcileutil.LowestNonZero(res, requeueIn(until.Sub(s.now)))
+	}
+	for i := 0; i < len(st.Pending) && len(st.Active) < limit; {
+		p := st.Pending[i]
 		key := workloadKey(p.Kind, p.Name)
 		skip := func(msg string, related runtime.Object) {
-			st.Pending = st.Pending[1:]
+			st.Pending = slices.Delete(st.Pending, i, i+1)
 			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: msg})
 			s.event(related, corev1.EventTypeNormal, ReasonRestartSkipped, "Restart", "%s: %s", key, msg)
+		}
+		if due := p.ScheduledTime.Add(jitterDelay(rs.UID, key, p.ScheduledTime.Time, jitter)); s.now.Before(due) {
+			wait(due)
+			i++
+			continue
+		}
+		if !p.IgnoreWindows {
+			v := s.cal.Admit(p.ScheduledTime.Time, s.now, deferToWindow(rs.Spec), startingDeadline(rs.Spec))
+			switch {
+			case s.calInvalid:
+				// Held until the calendar is fixed: starting would ignore it.
+				i++
+				continue
+			case !v.WaitUntil.IsZero():
+				wait(v.WaitUntil)
+				i++
+				continue
+			case !v.Run:
+				skip(calendarSkipPrefix+v.Reason, nil)
+				continue
+			}
 		}
 		obj, err := newWorkload(p.Kind)
 		if err == nil {
@@ -148,10 +222,10 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		// Else the annotation already carries this slot: an earlier attempt
 		// patched it (crash, conflict, another replica). Follow that
 		// rollout instead of restarting again.
-		st.Pending = st.Pending[1:]
+		st.Pending = slices.Delete(st.Pending, i, i+1)
 		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime, Trigger: p.Trigger,
 			StartTime: metav1.NewTime(s.now), Generation: generation})
-		res = requeueIn(r.pollInterval())
+		res = reconcileutil.LowestNonZero(res, requeueIn(r.pollInterval()))
 	}
 	return res, nil
 }

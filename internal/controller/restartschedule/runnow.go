@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/cronschedule"
 )
 
 // Event reasons of a run-now request.
@@ -70,6 +71,27 @@ func (r *Reconciler) runNow(ctx context.Context, s *scope) (ctrl.Result, error) 
 		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "RunNow", "skipped %s", msg)
 		return ctrl.Result{}, nil
 	}
+	// Windows and blackout dates apply to a run-now as to a scheduled time,
+	// unless the request carries the override for this very token.
+	ignoreWindows := rs.Annotations[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] == token
+	deferred := ""
+	if !ignoreWindows {
+		v := s.cal.Admit(start.Time, s.now, deferToWindow(rs.Spec), startingDeadline(rs.Spec))
+		if s.calInvalid {
+			v = cronschedule.Verdict{Reason: "spec.windows or spec.blackoutDates cannot be used: " + s.invalidMsg}
+		}
+		switch {
+		case !v.WaitUntil.IsZero():
+			deferred = fmt.Sprintf("; %s", v.Reason)
+		case !v.Run:
+			st.LastRunNowToken = token
+			msg := fmt.Sprintf("run-now %q refused: %s", token, v.Reason)
+			run(deckhandv1alpha1.RestartRecord{Result: deckhandv1alpha1.RestartSkipped, Message: msg})
+			s.event(nil, corev1.EventTypeWarning, ReasonRunNowRefused, "RunNow", "%s; set the %s annotation to the same token to start it anyway",
+				msg, deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation)
+			return ctrl.Result{}, nil
+		}
+	}
 	targets, err := listTargets(ctx, r.Client, rs)
 	if err != nil {
 		// Nothing recorded: the token stays new and the retry runs it.
@@ -79,16 +101,21 @@ func (r *Reconciler) runNow(ctx context.Context, s *scope) (ctrl.Result, error) 
 	replaceRun(s, fmt.Sprintf("superseded by run-now %q (concurrencyPolicy Replace)", token))
 	if len(targets) == 0 {
 		run(deckhandv1alpha1.RestartRecord{Result: deckhandv1alpha1.RestartSkipped,
-			Message: fmt.Sprintf("run-now %q: no Deployment, StatefulSet or DaemonSet matches spec.target.selector", token)})
+			Message: fmt.Sprintf("run-now %q: no Deployment, StatefulSet, DaemonSet or PodSet matches spec.target.selector", token)})
 		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "RunNow", "run-now %q matched no workload", token)
 		return ctrl.Result{}, nil
 	}
 	for _, t := range targets {
 		st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: t.Kind, Name: t.Name, ScheduledTime: start,
-			Trigger: deckhandv1alpha1.RestartTriggerRunNow})
+			Trigger: deckhandv1alpha1.RestartTriggerRunNow, IgnoreWindows: ignoreWindows})
 	}
 	s.holdStarts = true
-	s.event(nil, corev1.EventTypeNormal, ReasonRunStarted, "RunNow", "run-now %q started at %s for %d workload(s)", token, formatSlot(start.Time), len(targets))
+	s.runStarted = true
+	override := ""
+	if ignoreWindows {
+		override = " (ignoring windows and blackout dates)"
+	}
+	s.event(nil, corev1.EventTypeNormal, ReasonRunStarted, "RunNow", "run-now %q started at %s for %d workload(s)%s%s", token, formatSlot(start.Time), len(targets), override, deferred)
 	return requeueIn(0), nil
 }
 

@@ -27,7 +27,13 @@ func (r *Reconciler) parseSchedule(_ context.Context, s *scope) (ctrl.Result, er
 		s.invalidReason, s.invalidMsg = ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", spec.Schedule, err)
 		return ctrl.Result{}, nil
 	}
-	s.sched = sched
+	cal, err := parseCalendar(spec)
+	if err != nil {
+		s.calInvalid = true
+		s.invalidReason, s.invalidMsg = ReasonInvalidWindows, err.Error()
+		return ctrl.Result{}, nil
+	}
+	s.sched, s.cal = sched, cal
 	return ctrl.Result{}, nil
 }
 
@@ -119,11 +125,7 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.sched == nil || rs.Spec.Suspend || st.HandledThrough == nil {
 		return ctrl.Result{}, nil
 	}
-	var deadline *time.Duration
-	if rs.Spec.StartingDeadlineSeconds != nil {
-		d := time.Duration(*rs.Spec.StartingDeadlineSeconds) * time.Second
-		deadline = &d
-	}
+	deadline := startingDeadline(rs.Spec)
 	plan := s.sched.PlanAt(st.HandledThrough.Time, s.now, deadline)
 	s.next = plan.Next
 	if plan.Slot.IsZero() {
@@ -141,6 +143,31 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 			Message: fmt.Sprintf("not started within startingDeadlineSeconds (%ds) of its scheduled time; %s scheduled time(s) missed",
 				*rs.Spec.StartingDeadlineSeconds, missedCount(plan))})
 		s.event(nil, corev1.EventTypeWarning, ReasonMissSchedule, "Schedule", "missed the run scheduled at %s (startingDeadlineSeconds %d)", formatSlot(plan.Slot), *rs.Spec.StartingDeadlineSeconds)
+		return ctrl.Result{}, nil
+	}
+	// Windows and blackout dates: the run starts now, waits for the next
+	// opening (the slot stays unhandled, so a later slot due by then
+	// supersedes it), or is skipped.
+	switch v := s.cal.Admit(plan.Slot, s.now, deferToWindow(rs.Spec), deadline); {
+	case !v.WaitUntil.IsZero():
+		s.waitUntil = v.WaitUntil
+		if plan.Count > 1 {
+			// The slots before this one are superseded by it: mark them
+			// handled (slots are whole seconds apart), so that a long wait
+			// on a frequent schedule does not count them as missed.
+			before := metav1.NewTime(plan.Slot.Add(-time.Second))
+			st.HandledThrough = &before
+		}
+		return ctrl.Result{}, nil
+	case !v.Run:
+		st.HandledThrough = &slot
+		msg := calendarSkipPrefix + v.Reason
+		if !deferToWindow(rs.Spec) {
+			msg += " (outsideWindowPolicy Skip)"
+		}
+		if !recordCalendarSkip(s, deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Message: msg}) {
+			s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "Schedule", "skipped the run scheduled at %s: %s", formatSlot(plan.Slot), v.Reason)
+		}
 		return ctrl.Result{}, nil
 	}
 	if len(st.Active)+len(st.Pending) > 0 && rs.Spec.ConcurrencyPolicy != deckhandv1alpha1.RestartReplace {
@@ -161,13 +188,14 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 	replaceRun(s, fmt.Sprintf("superseded by the run scheduled at %s (concurrencyPolicy Replace)", formatSlot(plan.Slot)))
 	if len(targets) == 0 {
 		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: slot, Result: deckhandv1alpha1.RestartSkipped,
-			Message: "no Deployment, StatefulSet or DaemonSet matches spec.target.selector"})
+			Message: "no Deployment, StatefulSet, DaemonSet or PodSet matches spec.target.selector"})
 		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "Schedule", "the run scheduled at %s matched no workload", formatSlot(plan.Slot))
 		return ctrl.Result{}, nil
 	}
 	for _, t := range targets {
 		st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: t.Kind, Name: t.Name, ScheduledTime: slot})
 	}
+	s.runStarted = true
 	late := ""
 	if plan.Count > 1 {
 		late = fmt.Sprintf(" (%s scheduled times were missed; only the latest runs)", missedCount(plan))

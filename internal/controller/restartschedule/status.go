@@ -11,6 +11,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 // Condition reasons, stable for users' automation. InvalidSchedule,
@@ -56,7 +57,7 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 	}
 
 	var res ctrl.Result
-	st.NextScheduleTime = nil
+	st.NextScheduleTime, st.NextRunScheduledTime, st.NextRunTime = nil, nil, nil
 	if s.sched != nil && !rs.Spec.Suspend {
 		next := s.next
 		if next.IsZero() {
@@ -67,6 +68,26 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 			st.NextScheduleTime = &t
 			res = requeueIn(next.Sub(s.now) + requeueDelay)
 		}
+		earliest := s.now
+		if st.HandledThrough != nil {
+			earliest = st.HandledThrough.Time
+		}
+		// The first run that will really start: windows, blackout dates,
+		// outsideWindowPolicy and startingDeadlineSeconds applied.
+		if slot, start := s.sched.NextRun(earliest, s.now, s.cal, deferToWindow(rs.Spec), startingDeadline(rs.Spec)); !slot.IsZero() {
+			sl, t := metav1.NewTime(slot), metav1.NewTime(start)
+			st.NextRunScheduledTime, st.NextRunTime = &sl, &t
+		}
+	}
+	if !s.waitUntil.IsZero() {
+		res = reconcileutil.LowestNonZero(res, requeueIn(s.waitUntil.Sub(s.now)+requeueDelay))
+	}
+
+	switch {
+	case s.stopped != "" && !s.runStarted:
+		set(deckhandv1alpha1.RestartScheduleRunStoppedCondition, metav1.ConditionTrue, ReasonRunStopped, s.stopped)
+	case s.runStarted || meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleRunStoppedCondition) == nil:
+		set(deckhandv1alpha1.RestartScheduleRunStoppedCondition, metav1.ConditionFalse, ReasonRunNotStopped, "")
 	}
 
 	if rs.Spec.Suspend {
@@ -88,10 +109,13 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 	// the next scheduled run may well succeed. A run in progress is not
 	// Reconciling: the restarted workloads roll out, not the RestartSchedule.
 	var summary conditions.Summary
+	stopped := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RestartScheduleRunStoppedCondition)
 	switch {
 	case len(st.Active) > 0:
 		summary = conditions.Summary{State: conditions.Ready, Reason: ReasonRestarting,
 			Message: fmt.Sprintf("%d workload(s) rolling out, %d waiting", len(st.Active), len(st.Pending))}
+	case stopped != nil && stopped.Status == metav1.ConditionTrue:
+		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonRunStopped, Message: stopped.Message}
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartFailed:
 		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonRestartFailed, Message: st.History[0].Workload + ": " + st.History[0].Message}
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartMissed:

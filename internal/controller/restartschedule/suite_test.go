@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
@@ -45,6 +46,10 @@ func TestMain(m *testing.M) {
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
 			if err := (&restartschedule.Reconciler{Clock: testClock, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			// PodSets are a target kind: their own controller rolls them out.
+			if err := (&podset.Reconciler{}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			if err := (&restartschedule.AnnotationReconciler{DefaultSchedule: testDefaultSchedule}).SetupWithManager(mgr); err != nil {

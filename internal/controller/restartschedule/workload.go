@@ -22,9 +22,16 @@ const (
 	kindDeployment  = "Deployment"
 	kindStatefulSet = "StatefulSet"
 	kindDaemonSet   = "DaemonSet"
+	kindPodSet      = "PodSet"
 )
 
+// workloadKinds are the kinds the restart-schedule annotation generates
+// RestartSchedules for.
 var workloadKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet}
+
+// targetKinds are the kinds a RestartSchedule restarts: the workload kinds
+// and Deckhand's own PodSet.
+var targetKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet, kindPodSet}
 
 // newWorkload returns an empty object of the workload kind.
 func newWorkload(kind string) (client.Object, error) {
@@ -35,6 +42,8 @@ func newWorkload(kind string) (client.Object, error) {
 		return &appsv1.StatefulSet{}, nil
 	case kindDaemonSet:
 		return &appsv1.DaemonSet{}, nil
+	case kindPodSet:
+		return &deckhandv1alpha1.PodSet{}, nil
 	}
 	return nil, fmt.Errorf("unsupported workload kind %q", kind)
 }
@@ -51,6 +60,8 @@ func kindOf(obj client.Object) string {
 		return kindStatefulSet
 	case *appsv1.DaemonSet:
 		return kindDaemonSet
+	case *deckhandv1alpha1.PodSet:
+		return kindPodSet
 	}
 	return ""
 }
@@ -63,6 +74,8 @@ func template(obj client.Object) *corev1.PodTemplateSpec {
 	case *appsv1.StatefulSet:
 		return &w.Spec.Template
 	case *appsv1.DaemonSet:
+		return &w.Spec.Template
+	case *deckhandv1alpha1.PodSet:
 		return &w.Spec.Template
 	}
 	return nil
@@ -113,6 +126,13 @@ func listTargets(ctx context.Context, c client.Reader, rs *deckhandv1alpha1.Rest
 	for _, d := range dss.Items {
 		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindDaemonSet, Name: d.Name})
 	}
+	var pss deckhandv1alpha1.PodSetList
+	if err := c.List(ctx, &pss, opts...); err != nil {
+		return nil, err
+	}
+	for _, p := range pss.Items {
+		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindPodSet, Name: p.Name})
+	}
 	sort.Slice(refs, func(i, j int) bool {
 		if refs[i].Kind != refs[j].Kind {
 			return refs[i].Kind < refs[j].Kind
@@ -136,6 +156,13 @@ func skipReason(obj client.Object) string {
 	case *appsv1.DaemonSet:
 		if w.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
 			return "DaemonSet uses the OnDelete update strategy: a restart would not replace its pods"
+		}
+	case *deckhandv1alpha1.PodSet:
+		if w.Spec.Paused {
+			return "PodSet is paused: a restart would not roll out until it is resumed"
+		}
+		if w.Spec.UpdateStrategy.Type == deckhandv1alpha1.OnDeletePodSetStrategyType {
+			return "PodSet uses the OnDelete update strategy: a restart would not replace its pods"
 		}
 	}
 	return ""

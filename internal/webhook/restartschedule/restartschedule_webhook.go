@@ -1,6 +1,7 @@
 // Package restartschedule validates RestartSchedules at admission: cron
 // syntax and schedules that never fire (with the cron parser's message),
-// IANA time zones, the target, and positive durations and limits. Defaults
+// IANA time zones, the target, maintenance windows and blackout dates, and
+// positive durations and limits. Defaults
 // come from the CRD schema, so there is no mutating webhook.
 package restartschedule
 
@@ -94,9 +95,9 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 	case t.TargetRef != nil:
 		ref := target.Child("targetRef")
 		switch t.TargetRef.Kind {
-		case "Deployment", "StatefulSet", "DaemonSet":
+		case "Deployment", "StatefulSet", "DaemonSet", "PodSet":
 		default:
-			errs = append(errs, field.NotSupported(ref.Child("kind"), t.TargetRef.Kind, []string{"Deployment", "StatefulSet", "DaemonSet"}))
+			errs = append(errs, field.NotSupported(ref.Child("kind"), t.TargetRef.Kind, []string{"Deployment", "StatefulSet", "DaemonSet", "PodSet"}))
 		}
 		if t.TargetRef.Name == "" {
 			errs = append(errs, field.Required(ref.Child("name"), "the workload's name"))
@@ -121,6 +122,43 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 	}
 	if p := s.ConcurrencyPolicy; p != deckhandv1alpha1.RestartForbid && p != deckhandv1alpha1.RestartReplace {
 		errs = append(errs, field.NotSupported(spec.Child("concurrencyPolicy"), p, []string{string(deckhandv1alpha1.RestartForbid), string(deckhandv1alpha1.RestartReplace)}))
+	}
+	errs = append(errs, validateCalendar(spec, s)...)
+	// An empty policy is the default (the CRD schema fills it in).
+	if p := s.FailurePolicy; p != "" && p != deckhandv1alpha1.RestartFailureContinue && p != deckhandv1alpha1.RestartFailureStop {
+		errs = append(errs, field.NotSupported(spec.Child("failurePolicy"), p, []string{string(deckhandv1alpha1.RestartFailureContinue), string(deckhandv1alpha1.RestartFailureStop)}))
+	}
+	if j := s.Jitter; j != nil && (j.Duration < 0 || j.Duration > maxJitter) {
+		errs = append(errs, field.Invalid(spec.Child("jitter"), j.Duration.String(), "must be between 0s and 24h"))
+	}
+	return errs
+}
+
+// maxJitter bounds spec.jitter: a restart delayed by more than a day would
+// be indistinguishable from the next day's run.
+const maxJitter = 24 * time.Hour
+
+// validateCalendar checks spec.windows, spec.blackoutDates and
+// spec.outsideWindowPolicy, naming the element and part at fault.
+func validateCalendar(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) field.ErrorList {
+	var errs field.ErrorList
+	for i, w := range s.Windows {
+		days := make([]string, 0, len(w.Days))
+		for _, d := range w.Days {
+			days = append(days, string(d))
+		}
+		if ferr := cronschedule.CheckWindow(cronschedule.WindowSpec{Days: days, Start: w.Start, End: w.End}); ferr != nil {
+			errs = append(errs, field.Invalid(spec.Child("windows").Index(i).Child(ferr.Field), ferr.Value, ferr.Message))
+		}
+	}
+	for i, b := range s.BlackoutDates {
+		if _, _, err := cronschedule.ParseDateRange(b); err != nil {
+			errs = append(errs, field.Invalid(spec.Child("blackoutDates").Index(i), b, err.Error()))
+		}
+	}
+	if p := s.OutsideWindowPolicy; p != "" && p != deckhandv1alpha1.RestartOutsideWindowSkip && p != deckhandv1alpha1.RestartOutsideWindowDefer {
+		errs = append(errs, field.NotSupported(spec.Child("outsideWindowPolicy"), p,
+			[]string{string(deckhandv1alpha1.RestartOutsideWindowSkip), string(deckhandv1alpha1.RestartOutsideWindowDefer)}))
 	}
 	return errs
 }

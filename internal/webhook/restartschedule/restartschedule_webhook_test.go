@@ -46,6 +46,31 @@ func TestValidate(t *testing.T) {
 		"history":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.HistoryLimit = 0 }, "spec.historyLimit"},
 		"max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.MaxConcurrent = 0 }, "spec.maxConcurrent"},
 		"policy":         {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.ConcurrencyPolicy = "Allow" }, "spec.concurrencyPolicy"},
+		"podset target":  {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Kind = "PodSet" }, ""},
+		"valid calendar": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Days: []deckhandv1alpha1.RestartWeekday{"Sat", "Sun"}, Start: "22:00", End: "02:00"}, {Start: "00:00", End: "24:00"}}
+			r.Spec.BlackoutDates = []string{"2026-12-24", "2026-12-20/2027-01-05"}
+			r.Spec.OutsideWindowPolicy, r.Spec.FailurePolicy = deckhandv1alpha1.RestartOutsideWindowDefer, deckhandv1alpha1.RestartFailureStop
+			r.Spec.Jitter = &metav1.Duration{Duration: 5 * time.Minute}
+		}, ""},
+		"window day": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: "01:00", End: "02:00"}, {Days: []deckhandv1alpha1.RestartWeekday{"Mon", "Monday"}, Start: "01:00", End: "02:00"}}
+		}, `spec.windows[1].days[1]: Invalid value: "Monday": unknown day`},
+		"window start": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: "1:00", End: "02:00"}}
+		}, `spec.windows[0].start: Invalid value: "1:00"`},
+		"window end": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: "01:00", End: "24:30"}}
+		}, `spec.windows[0].end: Invalid value: "24:30"`},
+		"empty window": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: "01:00", End: "01:00"}}
+		}, `spec.windows[0].end: Invalid value: "01:00": must differ from start`},
+		"blackout date": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.BlackoutDates = []string{"2026-12-24", "2026-13-01"} }, `spec.blackoutDates[1]: Invalid value: "2026-13-01"`},
+		"blackout range": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.BlackoutDates = []string{"2027-01-05/2026-12-20"} },
+			`spec.blackoutDates[0]: Invalid value: "2027-01-05/2026-12-20": date range "2027-01-05/2026-12-20" ends before it starts`},
+		"outside policy": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.OutsideWindowPolicy = "Wait" }, "spec.outsideWindowPolicy"},
+		"failure policy": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.FailurePolicy = "Abort" }, "spec.failurePolicy"},
+		"jitter":         {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Jitter = &metav1.Duration{Duration: 25 * time.Hour} }, "spec.jitter"},
 	}
 	v := &Validator{}
 	for name, tc := range cases {
