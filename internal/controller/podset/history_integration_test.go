@@ -114,7 +114,7 @@ func TestRevisionHistoryAndRollback(t *testing.T) {
 
 	// Roll back to the previous revision: V=4, which becomes revision 6.
 	mergePatch(t, cur, `{"metadata":{"annotations":{"apps.deckhand.dev/rollback-to":"previous"}}}`)
-	cur = waitPodSet(t, ps, time.Minute, "the rollback to the previous revision is applied", func(cur *deckhandv1alpha1.PodSet, _ []corev1.Pod) (bool, string) {
+	waitPodSet(t, ps, time.Minute, "the rollback to the previous revision is applied", func(cur *deckhandv1alpha1.PodSet, _ []corev1.Pod) (bool, string) {
 		_, annotated := cur.Annotations[deckhandv1alpha1.PodSetRollbackToAnnotation]
 		return !annotated && envValue(&cur.Spec.Template) == "4", fmt.Sprintf("annotated %v, V=%s", annotated, envValue(&cur.Spec.Template))
 	})

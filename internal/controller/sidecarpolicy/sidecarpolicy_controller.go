@@ -170,7 +170,7 @@ func (r *Reconciler) apply(ctx context.Context, s *deckhandv1alpha1.SidecarSet, 
 		if err != nil {
 			return nil, err
 		}
-		if err := r.Client.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 			if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 				return &metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonPolicyApplyFailed,
 					Message: fmt.Sprintf("the API server refused %s %s: %v", kindOf(obj), obj.GetName(), err)}, nil
@@ -194,7 +194,7 @@ func kindOf(obj client.Object) string {
 
 // toApply renders a typed object (with its apiVersion and kind) as the
 // unstructured apply configuration server-side apply takes.
-func toApply(obj client.Object) (client.Object, error) {
+func toApply(obj client.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, err
