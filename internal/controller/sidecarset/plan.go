@@ -37,6 +37,10 @@ type podState struct {
 	// had under one of the SidecarSet's container names, which kept the pod
 	// webhook from injecting it.
 	clash string
+	// optedOut, for a pod not injected: a new pod would not be injected
+	// either (the pod carries the skip-injection annotation, or the
+	// SidecarSet's injection is paused), so recreating it is pointless.
+	optedOut bool
 
 	// resize: not revisionCurrent, and reaching the latest revision takes a
 	// change of sidecar CPU or memory resources (the pod resize subresource)
@@ -62,12 +66,13 @@ type podState struct {
 }
 
 // needsRecreate reports whether only recreating the pod brings it to the
-// latest revision: not injected (and not kept out by a container name
-// clash, which a new pod would hit again), behind in more than images and
-// resources, or a resize that failed.
+// latest revision: not injected (unless a new pod would not be injected
+// either: a container name clash, the skip-injection annotation, paused
+// injection), behind in more than images and resources, or a resize that
+// failed.
 func (p *podState) needsRecreate() bool {
 	if !p.injected {
-		return p.clash == ""
+		return p.clash == "" && !p.optedOut
 	}
 	return !p.upgradable || p.resizeFailed
 }
@@ -128,7 +133,7 @@ func planRollout(in rolloutInput) rolloutPlan {
 	}
 	var candidates []*podState
 	for _, p := range in.pods {
-		if !p.injected && (!in.evict || p.clash != "") {
+		if !p.injected && (!in.evict || !p.needsRecreate()) {
 			continue
 		}
 		total++
@@ -231,6 +236,7 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 	st.injected = rec.Has(s.Name)
 	if !st.injected {
 		st.clash = clashingContainer(s, pod)
+		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
 		return st
 	}
 	hash, withoutImage := rec.Revisions(s.Name)

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // evictionReplaceTimeout is how long an evicted pod whose controller has not
@@ -295,6 +297,8 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 				"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
 			requeue = minRequeue(requeue, evictionRetryDelay)
 		case evictionStale:
+			// Nothing was done; the next pass sees the pod as it is now.
+			logf.FromContext(ctx).Info("evicting a pod: the cached copy is out of date", "pod", klog.KObj(p.pod), "error", err.Error())
 			r.recreates.evictionFailed(s.Name, p.pod.UID, false, sc.now)
 			requeue = minRequeue(requeue, time.Second)
 		default:

@@ -113,11 +113,11 @@ func (sc *scope) rolloutInput() rolloutInput {
 
 // rolloutPopulation is the number of pods a rollout under Evict covers:
 // the injected ones and those that missed injection for a reason a new pod
-// would not hit again.
+// would not hit again (needsRecreate).
 func (sc *scope) rolloutPopulation() int {
 	n := 0
 	for _, p := range sc.pods {
-		if p.injected || p.clash == "" {
+		if p.injected || p.needsRecreate() {
 			n++
 		}
 	}
