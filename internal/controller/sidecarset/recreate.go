@@ -132,7 +132,7 @@ type observation struct {
 
 // observe matches the evictions remembered for set against the active and
 // terminating pods the SidecarSet selects, forgets those whose pods were
-// replaced (or have waited past evictionReplaceTimeout) and the refusals
+// replaced or that are older than evictionReplaceTimeout, and the refusals
 // of pods no longer active, and counts the rest.
 func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, now time.Time) observation {
 	rs.mu.Lock()
@@ -159,6 +159,10 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 			}
 		}
 		switch {
+		case now.Sub(rec.at) > evictionReplaceTimeout:
+			// Whatever became of it, it stops counting: a lost event or a
+			// controller that never replaces it cannot hold the rollout.
+			delete(rs.evicted[set], uid)
 		case activeUIDs[uid]:
 			if obs.lagging == nil {
 				obs.lagging = map[types.UID]bool{}
@@ -169,7 +173,7 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 			// Counted among the terminating pods until it is gone, even once
 			// replaced: the replacement counts too while it is not Ready.
 			obs.evicting++
-		case replaced || now.Sub(rec.at) > evictionReplaceTimeout:
+		case replaced:
 			delete(rs.evicted[set], uid)
 		default:
 			obs.evicting++
