@@ -299,3 +299,39 @@ func TestResizeInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestResizeRefusedFallsBackToEvict changes a sidecar's limits so that the
+// pods' QoS class would change, which the API server refuses to do in place:
+// the refusal is reported (ResizeRefused) and, under recreate: Evict, the
+// pods are recreated with the new resources instead.
+func TestResizeRefusedFallsBackToEvict(t *testing.T) {
+	guaranteed := func(cpu, mem string) corev1.ResourceRequirements {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+		return corev1.ResourceRequirements{Requests: l, Limits: l.DeepCopy()}
+	}
+	sc := newScenario(t, "qos", func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Resources = guaranteed("100m", "64Mi")
+		s.Spec.UpdateStrategy.Recreate = deckhandv1alpha1.RecreateEvict
+	})
+	d := testutil.Deployment(sc.ns, sc.app, 2, map[string]string{"app": sc.app}, corev1.Container{Name: "app", Image: "app:1", Resources: guaranteed("100m", "64Mi")})
+	testutil.Create(ctxT(t), t, env.Client, d)
+	old := map[types.UID]bool{}
+	for _, p := range sc.waitReadyPods(2) {
+		old[p.UID] = true
+		if p.Status.QOSClass != corev1.PodQOSGuaranteed {
+			t.Fatalf("pod %s is %s, want Guaranteed", p.Name, p.Status.QOSClass)
+		}
+	}
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Resources.Limits[corev1.ResourceCPU] = resource.MustParse("200m") // Burstable now
+	})
+	waitEvent(t, sc.name, corev1.EventTypeWarning, "ResizeRefused", "QOS")
+	sc.waitStatus(3*time.Minute, "both pods recreated", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.MatchedPods == 2 && s.Status.UpdatedReadyPods == 2 && s.Status.NotUpdatablePods == 0 && s.Status.EvictingPods == 0
+	})
+	for _, p := range sc.waitReadyPods(2) {
+		if old[p.UID] || p.Status.QOSClass != corev1.PodQOSBurstable {
+			t.Errorf("pod %s (old: %v) is %s, want a new Burstable pod", p.Name, old[p.UID], p.Status.QOSClass)
+		}
+	}
+}
