@@ -2,6 +2,7 @@ package sidecarset
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,6 +188,18 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 			delete(rs.blocked[set], uid)
 		}
 	}
+	// What is remembered about a pod goes with it, so that pod churn does
+	// not grow these maps.
+	for key := range rs.resizeRefused[set] {
+		if !activeUIDs[types.UID(strings.SplitN(key, "/", 2)[0])] {
+			delete(rs.resizeRefused[set], key)
+		}
+	}
+	for key := range rs.reported[set] {
+		if parts := strings.SplitN(key, "/", 3); len(parts) < 2 || !activeUIDs[types.UID(parts[1])] {
+			delete(rs.reported[set], key)
+		}
+	}
 	return obs
 }
 
@@ -297,8 +310,12 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 			requeue = minRequeue(requeue, time.Second)
 		case evictionBlocked:
 			r.recreates.evictionFailed(s.Name, p.pod.UID, true, sc.now)
-			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "EvictPod",
-				"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
+			// Once per pod and revision: the refusal repeats every few
+			// seconds while the budget is used up; the status counts it.
+			if r.recreates.firstReport(s.Name, "blocked/"+string(p.pod.UID)+"/"+sc.compiled.Hash) {
+				r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "EvictPod",
+					"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
+			}
 			requeue = minRequeue(requeue, evictionRetryDelay)
 		case evictionStale:
 			// Nothing was done; the next pass sees the pod as it is now.
