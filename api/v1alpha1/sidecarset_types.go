@@ -127,7 +127,22 @@ const (
 	NotUpdateSidecarSetStrategy SidecarSetUpdateStrategyType = "NotUpdate"
 )
 
-// SidecarSetUpdateStrategy says how sidecar image changes roll out to running pods.
+// SidecarSetRecreatePolicy says whether pods that cannot reach the latest
+// revision in place are recreated.
+// +kubebuilder:validation:Enum=Never;Evict
+type SidecarSetRecreatePolicy string
+
+const (
+	// RecreateNever leaves pods that cannot be updated in place alone and
+	// reports them (status.notUpdatablePods, status.notInjectedPods).
+	RecreateNever SidecarSetRecreatePolicy = "Never"
+	// RecreateEvict evicts them through the Eviction API, honouring
+	// PodDisruptionBudgets, so that their controllers recreate them and the
+	// pod webhook injects the latest revision.
+	RecreateEvict SidecarSetRecreatePolicy = "Evict"
+)
+
+// SidecarSetUpdateStrategy says how sidecar changes roll out to running pods.
 // +kubebuilder:validation:XValidation:rule="!(has(self.partition) && has(self.selector))",message="partition and selector are mutually exclusive",fieldPath=".partition"
 type SidecarSetUpdateStrategy struct {
 	// Type is RollingUpdate (the default: image changes are applied in place
@@ -164,6 +179,19 @@ type SidecarSetUpdateStrategy struct {
 	// +kubebuilder:default=1
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// Recreate says what happens to the pods the rollout cannot bring to the
+	// latest revision in place (sidecars that differ in more than images and
+	// CPU or memory resources) and to the selected pods that missed
+	// injection: Never (the default) reports them; Evict evicts them through
+	// the Eviction API, within maxUnavailable, partition, selector and
+	// paused, and only when a PodDisruptionBudget allows it, so that their
+	// controllers recreate them with the latest sidecars. A pod without a
+	// controller owner that recreates it is never evicted. Evict requires
+	// type RollingUpdate.
+	// +kubebuilder:default=Never
+	// +optional
+	Recreate SidecarSetRecreatePolicy `json:"recreate,omitempty"`
 }
 
 // SidecarSetInjectionStrategy says whether new pods are injected.
@@ -235,6 +263,13 @@ type SidecarSetSpec struct {
 	InjectionMode InjectionMode `json:"injectionMode,omitempty"`
 }
 
+// SidecarSetResizeAnnotation on a pod maps, as a JSON object, the name of
+// each SidecarSet that brought the pod to its recorded revision through an
+// in-place resize to that revision. While it names the pod's recorded
+// revision, the SidecarSet controller keeps the sidecars' CPU and memory
+// resources at the SidecarSet's through the pod resize subresource.
+const SidecarSetResizeAnnotation = "apps.deckhand.dev/sidecarset-resize"
+
 // SidecarSet condition types.
 const (
 	// SidecarSetPodsInjectedCondition is True when every pod the SidecarSet
@@ -289,7 +324,30 @@ type SidecarSetStatus struct {
 	// from the latest in more than images; they are updated only by
 	// recreating them.
 	// +optional
-	NotUpdatablePods int32 `json:"notUpdatablePods,omitempty"`
+	NotUpdatablePods int32 `json:"notUpdatablePods"`
+
+	// ResizingPods is the number of matched pods whose sidecar CPU or memory
+	// resources are being changed in place (the pod resize subresource) and
+	// whose kubelet has not yet reported the new resources.
+	// +optional
+	ResizingPods int32 `json:"resizingPods"`
+
+	// EvictingPods is the number of pods the rollout evicted (recreate:
+	// Evict) that are still terminating or whose controller has not created
+	// their replacement yet.
+	// +optional
+	EvictingPods int32 `json:"evictingPods"`
+
+	// DisruptionBlockedPods is the number of pods whose last eviction a
+	// PodDisruptionBudget refused; the rollout tries them again later.
+	// +optional
+	DisruptionBlockedPods int32 `json:"disruptionBlockedPods"`
+
+	// UnmanagedPods is the number of pods that need recreating (recreate:
+	// Evict) but have no controller owner that would recreate them; they
+	// are never evicted. Recreate them by hand.
+	// +optional
+	UnmanagedPods int32 `json:"unmanagedPods"`
 
 	// LatestRevision is the hash of everything the SidecarSet injects
 	// (containers, init containers, volumes, image pull secrets); injected
@@ -317,6 +375,7 @@ type SidecarSetStatus struct {
 // +kubebuilder:printcolumn:name="READY-PODS",type="integer",JSONPath=".status.readyPods",description="Matched pods that are Ready"
 // +kubebuilder:printcolumn:name="MODE",type=string,JSONPath=".spec.injectionMode",priority=1,description="Who injects new pods: Webhook or Policy (empty: the manager's default)"
 // +kubebuilder:printcolumn:name="NOT-INJECTED",type="integer",JSONPath=".status.notInjectedPods",priority=1,description="Pods selected that do not carry the sidecars"
+// +kubebuilder:printcolumn:name="EVICTING",type="integer",JSONPath=".status.evictingPods",priority=1,description="Pods evicted to be recreated, not yet replaced"
 // +kubebuilder:printcolumn:name="READY",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the SidecarSet has reached its spec: the status of its Ready condition"
 // +kubebuilder:printcolumn:name="REASON",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the SidecarSet is or is not Ready"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"

@@ -14,10 +14,14 @@
 //     crowded nodes next);
 //   - name, image and restartPolicy of containers and init containers:
 //     PodSet and SidecarSet in-place updates, native sidecar detection;
-//   - status.phase, the Ready condition's status and lastTransitionTime (the
-//     only condition read), and the containers'
+//   - the CPU and memory requests and limits of containers and init
+//     containers, in their spec and as their status reports them: SidecarSet
+//     in-place resizes (whether one applies, and when it is done);
+//   - status.phase, the Ready condition's status and lastTransitionTime, the
+//     PodResizePending and PodResizeInProgress conditions' status, reason and
+//     lastTransitionTime (the only conditions read), and the containers'
 //     name/ready/started/image/imageID/restartCount: readiness, availability
-//     (minReadySeconds), in-place update completion, ranking.
+//     (minReadySeconds), in-place update and resize completion, ranking.
 //
 // The cached object is never written back whole: every pod write is a
 // patch computed from the difference between two trimmed copies or built by
@@ -92,19 +96,43 @@ func trimContainers(in []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(in))
 	for i := range in {
-		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, RestartPolicy: in[i].RestartPolicy}
+		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, RestartPolicy: in[i].RestartPolicy, Resources: trimResources(&in[i].Resources)}
 	}
 	return out
 }
 
-// trimConditions keeps the Ready condition only.
-func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
-	for i := range in {
-		if in[i].Type == corev1.PodReady {
-			return []corev1.PodCondition{{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime}}
+// trimResources keeps the CPU and memory requests and limits, the only
+// resources a pod resize changes; most pods have none, and they cost
+// nothing then.
+func trimResources(in *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: cpuMemory(in.Requests), Limits: cpuMemory(in.Limits)}
+}
+
+func cpuMemory(in corev1.ResourceList) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, k := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := in[k]; ok {
+			if out == nil {
+				out = make(corev1.ResourceList, 2)
+			}
+			out[k] = q
 		}
 	}
-	return nil
+	return out
+}
+
+// trimConditions keeps the Ready condition and the resize conditions only.
+func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
+	var out []corev1.PodCondition
+	for i := range in {
+		switch in[i].Type {
+		case corev1.PodReady:
+			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime})
+		case corev1.PodResizePending, corev1.PodResizeInProgress:
+			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, Reason: in[i].Reason, LastTransitionTime: in[i].LastTransitionTime})
+		}
+	}
+	return out
 }
 
 func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
@@ -116,6 +144,10 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 		out[i] = corev1.ContainerStatus{
 			Name: in[i].Name, Ready: in[i].Ready, Started: in[i].Started,
 			Image: in[i].Image, ImageID: in[i].ImageID, RestartCount: in[i].RestartCount,
+		}
+		if r := in[i].Resources; r != nil {
+			trimmed := trimResources(r)
+			out[i].Resources = &trimmed
 		}
 	}
 	return out

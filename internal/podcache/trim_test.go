@@ -44,10 +44,13 @@ func fullPod() *corev1.Pod {
 				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now},
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m"},
 				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, Message: "m", LastTransitionTime: now},
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
-				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+				State:              corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+				Resources:          &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
+				AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 			}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "log", Ready: true, Image: "fluent-bit:3", ImageID: "sha256:2", RestartCount: 1}},
 			PodIP:                 "10.0.0.1",
@@ -79,13 +82,17 @@ func TestTrimKeeps(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{
 			NodeName:       "node-1",
-			Containers:     []corev1.Container{{Name: "app", Image: "nginx:1.27"}},
+			Containers:     []corev1.Container{{Name: "app", Image: "nginx:1.27", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
 			InitContainers: []corev1.Container{{Name: "log", Image: "fluent-bit:3", RestartPolicy: &always}},
 		},
 		Status: corev1.PodStatus{
-			Phase:                 corev1.PodRunning,
-			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime}},
-			ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2}},
+			Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
+				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
+				Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
 			InitContainerStatuses: []corev1.ContainerStatus{{Name: "log", Ready: true, Image: "fluent-bit:3", ImageID: "sha256:2", RestartCount: 1}},
 		},
 	}

@@ -195,6 +195,11 @@ func invalidCases() []invalidCase {
 			s.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
 		}), "spec.containers[0].restartPolicy"},
 		{"sidecarset unknown update strategy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Type = "Recreate" }), "spec.updateStrategy.type"},
+		{"sidecarset unknown recreate policy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Recreate = "Delete" }), "spec.updateStrategy.recreate"},
+		{"sidecarset recreate Evict under NotUpdate", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Type = deckhandv1alpha1.NotUpdateSidecarSetStrategy
+			s.Spec.UpdateStrategy.Recreate = deckhandv1alpha1.RecreateEvict
+		}), "spec.updateStrategy.recreate"},
 		{"sidecarset maxUnavailable 0", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = num(0) }), "spec.updateStrategy.maxUnavailable"},
 		{"sidecarset partition and selector", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.UpdateStrategy.Partition = num(1)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,8 +35,10 @@ var suite struct {
 	// output is devcluster's stdout and stderr: its progress lines and the
 	// manager's log.
 	output string
-	// client is cluster-admin, for the checks of what each doc claims.
-	client client.Client
+	// client is cluster-admin, for the checks of what each doc claims;
+	// clientset the same, for watches.
+	client    client.Client
+	clientset kubernetes.Interface
 }
 
 func TestMain(m *testing.M) {
@@ -88,6 +91,9 @@ func runSuite(m *testing.M, s *testutil.Suite) int {
 		return fail("%v", err)
 	}
 	if suite.client, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		return fail("%v", err)
+	}
+	if suite.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return fail("%v", err)
 	}
 

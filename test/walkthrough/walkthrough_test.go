@@ -19,10 +19,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // blockTimeout bounds one block: the longest wait a walkthrough asks for
@@ -280,7 +282,7 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		}
 	}
 
-	w.runUntil(t, "kubectl delete")
+	w.runUntil(t, "create poddisruptionbudget")
 	var scs deckhandv1alpha1.SidecarSet
 	get(t, &scs, "", name)
 	if s := scs.Status; s.ObservedGeneration != scs.Generation || s.MatchedPods != 3 || s.UpdatedPods != s.MatchedPods {
@@ -296,6 +298,49 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		}
 	}
 
+	// The env change under recreate: Evict, followed from a watch from the
+	// moment the PodDisruptionBudget is created: never more than one of the
+	// Deployment's three pods unavailable, each old pod deleted once.
+	disruptions := testutil.WatchDisruptions(t, suite.clientset, ns, labels.SelectorFromSet(shop), 3)
+	inPlace := podUIDs(t, ns, shop)
+	w.runUntil(t, "name: shop-metrics")
+	disruptions.Stop()
+	get(t, &scs, "", name)
+	if s := scs.Status; s.ObservedGeneration != scs.Generation || s.MatchedPods != 3 || s.UpdatedReadyPods != 3 || s.NotUpdatablePods != 0 || s.EvictingPods != 0 {
+		t.Errorf("SidecarSet status after the env change: %+v; want the latest generation, 3 of 3 updated and ready, none not updatable or evicting", s)
+	}
+	old := map[types.UID]bool{}
+	for _, uid := range inPlace {
+		old[uid] = true
+	}
+	pods := listPods(t, ns, shop)
+	if len(pods) != 3 {
+		t.Errorf("%d pods after the env change, want 3", len(pods))
+	}
+	for _, p := range pods {
+		var env []corev1.EnvVar
+		for _, c := range p.Spec.Containers {
+			if c.Name == "logger" {
+				env = c.Env
+			}
+		}
+		if old[p.UID] || len(env) != 1 || env[0].Name != "LOG_LEVEL" || env[0].Value != "debug" {
+			t.Errorf("pod %s (old: %v): logger env %v; want a new pod with LOG_LEVEL=debug", p.Name, old[p.UID], env)
+		}
+	}
+	if m := disruptions.MaxUnavailable(); m > 1 {
+		t.Errorf("%d of the 3 pods were unavailable at once; the PodDisruptionBudget allows 1:\n%s", m, disruptions.History())
+	}
+	deleted, names := disruptions.Deleted()
+	seen := map[types.UID]bool{}
+	for _, uid := range deleted {
+		if !old[uid] || seen[uid] {
+			t.Errorf("pod %s deleted: want each old pod evicted once, no new pod deleted", names[uid])
+		}
+		seen[uid] = true
+	}
+
+	w.runUntil(t, "kubectl delete")
 	// Policy mode: the policy and binding exist, owned by the SidecarSet,
 	// and the API server injected the pod created after them.
 	var metrics deckhandv1alpha1.SidecarSet

@@ -1,9 +1,12 @@
 package sidecarset
 
 import (
+	"encoding/json"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -34,6 +37,44 @@ type podState struct {
 	// had under one of the SidecarSet's container names, which kept the pod
 	// webhook from injecting it.
 	clash string
+	// optedOut, for a pod not injected: a new pod would not be injected
+	// either (the pod carries the skip-injection annotation, or the
+	// SidecarSet's injection is paused), so recreating it is pointless.
+	optedOut bool
+
+	// resize: not revisionCurrent, and reaching the latest revision takes a
+	// change of sidecar CPU or memory resources (the pod resize subresource)
+	// besides any image. upgradable is true.
+	resize bool
+	// resizeOwned: revisionCurrent, reached through a resize (the pod's
+	// resize annotation names the latest revision), so the controller keeps
+	// the sidecars' resources at the SidecarSet's.
+	resizeOwned bool
+	// resizeDue: resizeOwned, and the spec resources of a sidecar are not
+	// the SidecarSet's yet (a resize request is still to be made).
+	resizeDue bool
+	// resizing: resizeOwned, and the kubelet has not reported the new
+	// resources yet.
+	resizing bool
+	// resizeFailed: resizeOwned, and the resize is Infeasible, Deferred for
+	// longer than the controller waits, or was refused: only recreating the
+	// pod brings it to the latest revision.
+	resizeFailed bool
+	// controlled: the pod has a controller owner that recreates an evicted
+	// pod (anything but a Job).
+	controlled bool
+}
+
+// needsRecreate reports whether only recreating the pod brings it to the
+// latest revision: not injected (unless a new pod would not be injected
+// either: a container name clash, the skip-injection annotation, paused
+// injection), behind in more than images and resources, or a resize that
+// failed.
+func (p *podState) needsRecreate() bool {
+	if !p.injected {
+		return p.clash == "" && !p.optedOut
+	}
+	return !p.upgradable || p.resizeFailed
 }
 
 // unavailable reports whether the pod counts against maxUnavailable: not
@@ -42,16 +83,57 @@ func (p *podState) unavailable() bool {
 	return !p.ready || p.pending || (p.revisionCurrent && !p.updated)
 }
 
-// planUpdates chooses the injected pods to update in place now, in order.
-// At most maxUnavailable pods may be unavailable (not ready or mid-update) at
-// once, counting the ones that already are; updating a pod that is already
-// not ready does not make things worse, so not-ready pods go first and
-// do not use the budget. partition pods are kept on their old revision.
+// rolloutInput is what planRollout decides from.
+type rolloutInput struct {
+	pods []*podState
+	// gone is the number of pods that are unavailable without being in
+	// pods: terminating, or evicted and not yet replaced by their
+	// controller (counted under recreate: Evict only).
+	gone int
+	// maxUnavailable and partition are the strategy's, resolved.
+	maxUnavailable, partition int
+	// evict: updateStrategy.recreate is Evict.
+	evict bool
+}
+
+// rolloutPlan is what the controller does to pods in one pass.
+type rolloutPlan struct {
+	// inPlace are updated in place: images patched, resources resized.
+	inPlace []*podState
+	// evict are evicted so that their controllers recreate them.
+	evict []*podState
+	// resize are at the latest revision with a resize request still to make
+	// (a pass that stopped between the pod patch and the resize).
+	resize []*podState
+	// unmanaged need recreating but have no controller owner: reported,
+	// never evicted.
+	unmanaged []*podState
+}
+
+// planUpdates chooses the injected pods to update in place now, in order:
+// planRollout without evictions.
 func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
+	return planRollout(rolloutInput{pods: pods, maxUnavailable: maxUnavailable, partition: partition}).inPlace
+}
+
+// planRollout chooses what to do to which pods now. At most maxUnavailable
+// pods may be unavailable (not ready, mid-update, or, under Evict,
+// terminating or evicted and not yet replaced) at once, counting the ones
+// that already are; updating or evicting a pod that is already not ready
+// does not make things worse, so not-ready pods go first and do not use the
+// budget. partition pods are kept on their old revision. Under Evict the
+// pods that missed injection belong to the rollout too (they are behind
+// the latest revision); pods outside updateStrategy.selector are never
+// touched.
+func planRollout(in rolloutInput) rolloutPlan {
+	var out rolloutPlan
 	total, atLatest, unavailable := 0, 0, 0
+	if in.evict {
+		unavailable = in.gone
+	}
 	var candidates []*podState
-	for _, p := range pods {
-		if !p.injected {
+	for _, p := range in.pods {
+		if !p.injected && (!in.evict || !p.needsRecreate()) {
 			continue
 		}
 		total++
@@ -61,13 +143,33 @@ func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
 		if p.unavailable() {
 			unavailable++
 		}
-		if !p.revisionCurrent && !p.pending && p.upgradable && p.inScope {
+		if p.pending || !p.inScope {
+			continue
+		}
+		switch {
+		case p.revisionCurrent:
+			// Already counted at the latest revision and unavailable while
+			// its resize lasts: finishing it needs no budget.
+			if p.resizeFailed && in.evict {
+				if p.controlled {
+					out.evict = append(out.evict, p)
+				} else {
+					out.unmanaged = append(out.unmanaged, p)
+				}
+			} else if p.resizeDue && !p.resizeFailed {
+				out.resize = append(out.resize, p)
+			}
+		case !p.needsRecreate():
+			candidates = append(candidates, p)
+		case in.evict && !p.controlled:
+			out.unmanaged = append(out.unmanaged, p)
+		case in.evict:
 			candidates = append(candidates, p)
 		}
 	}
-	allowed := total - partition - atLatest
+	allowed := total - in.partition - atLatest
 	if allowed <= 0 || len(candidates) == 0 {
-		return nil
+		return out
 	}
 	sort.SliceStable(candidates, func(i, j int) bool {
 		if candidates[i].ready != candidates[j].ready {
@@ -79,18 +181,21 @@ func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
 		}
 		return a.Name < b.Name
 	})
-	var out []*podState
 	for _, p := range candidates {
 		if allowed == 0 {
 			break
 		}
 		if p.ready {
-			if unavailable >= maxUnavailable {
+			if unavailable >= in.maxUnavailable {
 				break
 			}
 			unavailable++
 		}
-		out = append(out, p)
+		if p.needsRecreate() {
+			out.evict = append(out.evict, p)
+		} else {
+			out.inPlace = append(out.inPlace, p)
+		}
 		allowed--
 	}
 	return out
@@ -108,25 +213,114 @@ func scaled(v *intstr.IntOrString, total, def int) int {
 	return n
 }
 
-// classify computes the podState of pod for SidecarSet s (compiled as c).
-func classify(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *corev1.Pod) *podState {
-	st := &podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true}
+// classifyInput is what classify needs besides the pod.
+type classifyInput struct {
+	set      *deckhandv1alpha1.SidecarSet
+	compiled *sidecarcontrol.Compiled
+	// now and deferredTimeout decide when a Deferred resize has waited too long.
+	now             time.Time
+	deferredTimeout time.Duration
+	// resizeRefused holds the pods the API server refused to resize to the
+	// latest revision, by resizeKey.
+	resizeRefused map[string]bool
+}
+
+// classify computes the podState of pod.
+func classify(in classifyInput, pod *corev1.Pod) *podState {
+	s, c := in.set, in.compiled
+	st := &podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true, controlled: recreatedByController(pod)}
+	if c.UpdateSelector != nil {
+		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
+	}
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	st.injected = rec.Has(s.Name)
 	if !st.injected {
 		st.clash = clashingContainer(s, pod)
+		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
 		return st
 	}
 	hash, withoutImage := rec.Revisions(s.Name)
+	refused := in.resizeRefused[resizeKey(pod, c.Hash)]
 	st.revisionCurrent = hash == c.Hash
 	st.upgradable = st.revisionCurrent || withoutImage == c.HashWithoutImage
-	if c.UpdateSelector != nil {
-		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
+	if !st.upgradable && !refused && sidecarcontrol.ResizeOnly(&s.Spec, pod, withoutImage) {
+		st.upgradable, st.resize = true, true
 	}
-	if st.revisionCurrent {
-		st.updated = sidecarsRunLatest(s, pod)
+	if !st.revisionCurrent {
+		return st
 	}
+	st.updated = sidecarsRunLatest(s, pod)
+	if resizedTo(pod, s.Name) != c.Hash {
+		return st
+	}
+	st.resizeOwned = true
+	st.resizeDue = !sidecarResourcesMatch(s, pod)
+	state, since := podutil.PodResizeState(pod, rec.Containers(s.Name))
+	switch {
+	case refused && st.resizeDue:
+		st.resizeFailed = true
+	case state == podutil.ResizeInfeasible:
+		st.resizeFailed = true
+	case state == podutil.ResizeDeferred && in.now.Sub(since) >= in.deferredTimeout:
+		st.resizeFailed = true
+	}
+	st.resizing = st.resizeDue || state != podutil.ResizeDone
+	st.updated = st.updated && !st.resizing
 	return st
+}
+
+// resizeKey identifies a resize of pod to revision hash.
+func resizeKey(pod *corev1.Pod, hash string) string { return string(pod.UID) + "/" + hash }
+
+// recreatedByController reports whether pod has a controller owner that
+// creates a new pod when this one is evicted. A Job counts an evicted pod
+// as a failure, so its pods are not.
+func recreatedByController(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && ref.Kind != "Job"
+}
+
+// resizedTo returns the revision that the pod's resize annotation records
+// for the SidecarSet called name, "" if none.
+func resizedTo(pod *corev1.Pod, name string) string {
+	raw := pod.Annotations[deckhandv1alpha1.SidecarSetResizeAnnotation]
+	if raw == "" {
+		return ""
+	}
+	m := map[string]string{}
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		return ""
+	}
+	return m[name]
+}
+
+// sidecarResourcesMatch reports whether every sidecar container and native
+// sidecar of s in pod asks for the SidecarSet's CPU and memory.
+func sidecarResourcesMatch(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
+	for i := range s.Spec.Containers {
+		if c := findContainer(pod.Spec.Containers, s.Spec.Containers[i].Name); c != nil && !podutil.SameCPUMemory(&c.Resources, &s.Spec.Containers[i].Resources) {
+			return false
+		}
+	}
+	for i := range s.Spec.InitContainers {
+		sc := &s.Spec.InitContainers[i]
+		if !podutil.IsNativeSidecar(&sc.Container) {
+			continue
+		}
+		if c := findContainer(pod.Spec.InitContainers, sc.Name); c != nil && !podutil.SameCPUMemory(&c.Resources, &sc.Resources) {
+			return false
+		}
+	}
+	return true
+}
+
+func findContainer(list []corev1.Container, name string) *corev1.Container {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
 }
 
 // clashingContainer returns the first of s's container names that pod

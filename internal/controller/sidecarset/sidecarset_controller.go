@@ -27,7 +27,26 @@ import (
 const (
 	ReasonUpdatingPod  = "UpdatingPod"
 	ReasonUpdateFailed = "UpdateFailed"
+	// ReasonResizeRefused: the API server refused an in-place resize; the
+	// pod needs recreating.
+	ReasonResizeRefused = "ResizeRefused"
+	// ReasonEvictingPod: a pod was evicted for its controller to recreate.
+	ReasonEvictingPod = "EvictingPod"
+	// ReasonEvictionBlocked: a PodDisruptionBudget refused an eviction; it
+	// is tried again later.
+	ReasonEvictionBlocked = "EvictionBlocked"
+	// ReasonEvictionFailed: an eviction failed for another reason.
+	ReasonEvictionFailed = "EvictionFailed"
+	// ReasonPodNotRecreatable: a pod needs recreating but has no controller
+	// owner that would recreate it.
+	ReasonPodNotRecreatable = "PodNotRecreatable"
 )
+
+// DefaultResizeDeferredTimeout is how long a resize the kubelet reports as
+// Deferred (PodResizePending, reason Deferred) is waited for before the pod
+// is recreated instead (recreate: Evict) or reported. An Infeasible resize
+// is not waited for.
+const DefaultResizeDeferredTimeout = 2 * time.Minute
 
 // Reconciler computes SidecarSet status from the cache and rolls sidecar
 // image changes out to injected pods in place.
@@ -53,6 +72,14 @@ type Reconciler struct {
 	// cannot hold it. Created by SetupWithManager if nil.
 	Expectations *expectations.Expectations
 
+	// ResizeDeferredTimeout is how long a Deferred in-place resize is waited
+	// for (default DefaultResizeDeferredTimeout).
+	ResizeDeferredTimeout time.Duration
+
+	// recreates remembers evictions, PodDisruptionBudget refusals and
+	// refused resizes between reconciles.
+	recreates *recreateState
+
 	// Lister reads SidecarSets and their compiled form from the cache. Give
 	// the controller the pod webhook's Lister so that a process compiles
 	// each SidecarSet once; built from the manager's cache if nil.
@@ -60,10 +87,14 @@ type Reconciler struct {
 }
 
 // Reads go through the informer cache (list, watch); writes are pod patches
-// (in-place updates) and status patches.
+// (in-place image updates), pod resizes (in-place resource changes),
+// evictions (recreate: Evict; the API server checks PodDisruptionBudgets
+// itself, so the controller never reads them) and status patches.
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -73,6 +104,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Expectations == nil {
 		r.Expectations = expectations.New(expectations.WithClock(r.Clock))
 	}
+	if r.ResizeDeferredTimeout <= 0 {
+		r.ResizeDeferredTimeout = DefaultResizeDeferredTimeout
+	}
+	r.recreates = newRecreateState()
 	if r.Lister == nil {
 		lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 		if err != nil {
@@ -93,8 +128,12 @@ type scope struct {
 	status   deckhandv1alpha1.SidecarSetStatus
 	// now is when the reconcile started, the time of condition transitions.
 	now time.Time
-	// pending is the number of pods updated whose update the cache has not shown yet.
+	// pending is the number of pods updated (or evicted) whose change the
+	// cache has not shown yet.
 	pending int
+	// observed is what the cache shows of the pods the SidecarSet evicted
+	// and of its terminating pods.
+	observed observation
 }
 
 // Reconcile implements reconcile.Reconciler. It never branches on which
@@ -106,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Delete(req.Name)
+			r.recreates.forget(req.Name)
 			forgetMetrics(req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -143,16 +183,26 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 		return ctrl.Result{}, err
 	}
 	pods := make([]*corev1.Pod, 0, len(list.Items))
+	var terminating []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if podActive(p) && c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
+		if !c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
+			continue
+		}
+		switch {
+		case podActive(p):
 			pods = append(pods, p)
+		case terminatingPod(p):
+			terminating = append(terminating, p)
 		}
 	}
 	pending := r.observeUpdates(s.Name, pods)
+	sc.observed = r.recreates.observe(s.Name, pods, terminating, sc.now)
+	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: r.recreates.refusedResizes(s.Name)}
 	for _, p := range pods {
-		st := classify(s, c, p)
-		if _, ok := pending[string(p.UID)]; ok {
+		st := classify(in, p)
+		_, updating := pending[string(p.UID)]
+		if updating || sc.observed.lagging[p.UID] {
 			st.pending = true
 			sc.pending++
 		}

@@ -30,6 +30,9 @@ const (
 	ReasonUpdatePaused          = "UpdatePaused"
 	ReasonUpdateHeld            = "UpdateHeld"
 	ReasonRollingUpdate         = "RollingUpdate"
+	// ReasonPodsNotRecreatable: pods need recreating (recreate: Evict) but
+	// have no controller owner that would recreate them.
+	ReasonPodsNotRecreatable = "PodsNotRecreatable"
 
 	// Reasons of the summary conditions Ready, Reconciling and Stalled. A
 	// Ready SidecarSet has the reason of its PodsUpdated condition
@@ -39,6 +42,9 @@ const (
 
 	// ReasonRolloutInProgress: injected pods are being updated in place.
 	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonRecreatingPods: pods that missed injection are being evicted
+	// for their controllers to recreate (recreate: Evict).
+	ReasonRecreatingPods = "RecreatingPods"
 	// ReasonPodsNotReady: every pod is as far as the strategy takes it, but
 	// some are not Ready.
 	ReasonPodsNotReady = "PodsNotReady"
@@ -54,7 +60,13 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	}
 	var clashes int
 	var clash *podState // the first clashing pod by namespace and name, for a stable message
+	evict := s.Spec.UpdateStrategy.Recreate == deckhandv1alpha1.RecreateEvict
+	st.EvictingPods = int32(sc.observed.evicting)
+	st.DisruptionBlockedPods = int32(sc.observed.blocked)
 	for _, p := range sc.pods {
+		if evict && p.inScope && p.needsRecreate() && !p.controlled {
+			st.UnmanagedPods++
+		}
 		if !p.injected {
 			st.NotInjectedPods++
 			if p.clash != "" {
@@ -75,8 +87,18 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 				st.UpdatedReadyPods++
 			}
 		}
-		if !p.upgradable {
+		if !p.upgradable || p.resizeFailed {
 			st.NotUpdatablePods++
+		}
+		if p.resizing {
+			st.ResizingPods++
+		}
+	}
+	recreateNote := ""
+	if evict {
+		recreateNote = "; updateStrategy.recreate is Evict, so they are evicted for their controllers to recreate them"
+		if st.UnmanagedPods > 0 {
+			recreateNote += fmt.Sprintf(", except %d pod(s) without a controller owner that would recreate them (recreate those by hand)", st.UnmanagedPods)
 		}
 	}
 	gen := s.Generation
@@ -98,7 +120,7 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	case st.NotInjectedPods > 0:
 		set(metav1.Condition{
 			Type: deckhandv1alpha1.SidecarSetPodsInjectedCondition, Status: metav1.ConditionFalse, Reason: ReasonPodsNotInjected, ObservedGeneration: gen,
-			Message: fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars (created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed); recreate them to inject them", st.NotInjectedPods),
+			Message: fmt.Sprintf("%d pod(s) match the selector but do not carry this SidecarSet's sidecars (created while the pod webhook was unavailable, while injection was paused, or before the SidecarSet existed); recreating them injects them", st.NotInjectedPods) + recreateNote,
 		})
 	default:
 		set(metav1.Condition{
@@ -109,7 +131,7 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	if st.NotUpdatablePods > 0 {
 		set(metav1.Condition{
 			Type: deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition, Status: metav1.ConditionFalse, Reason: ReasonNonImageChanges, ObservedGeneration: gen,
-			Message: fmt.Sprintf("%d pod(s) carry a revision that differs from the latest in more than images; only images are updated in place, so these pods get the change only when they are recreated", st.NotUpdatablePods),
+			Message: fmt.Sprintf("%d pod(s) carry a revision that differs from the latest in more than images and CPU or memory resources, or could not be resized in place; only images and resources are updated in place, so these pods get the change only when they are recreated", st.NotUpdatablePods) + recreateNote,
 		})
 	} else {
 		set(metav1.Condition{
@@ -120,6 +142,15 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	us := s.Spec.UpdateStrategy
 	cond := metav1.Condition{Type: deckhandv1alpha1.SidecarSetPodsUpdatedCondition, ObservedGeneration: gen, Status: metav1.ConditionFalse}
 	progress := fmt.Sprintf("%d of %d pod(s) updated", st.UpdatedPods, st.MatchedPods)
+	if st.ResizingPods > 0 {
+		progress += fmt.Sprintf(", %d resizing in place", st.ResizingPods)
+	}
+	if st.EvictingPods > 0 {
+		progress += fmt.Sprintf(", %d evicted and not yet replaced", st.EvictingPods)
+	}
+	if st.DisruptionBlockedPods > 0 {
+		progress += fmt.Sprintf(", %d waiting on a PodDisruptionBudget", st.DisruptionBlockedPods)
+	}
 	switch {
 	case st.UpdatedPods == st.MatchedPods:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonAllPodsUpdated, "every injected pod runs the latest revision"
@@ -133,7 +164,7 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		cond.Reason, cond.Message = ReasonRollingUpdate, progress
 	}
 	set(cond)
-	conditions.Set(&st.Conditions, gen, sc.now, summarize(&st, blockedPods(sc, int(st.MatchedPods))))
+	conditions.Set(&st.Conditions, gen, sc.now, summarize(&st, blockedPods(sc, int(st.MatchedPods)), evict))
 	sc.status = st
 	return ctrl.Result{}, nil
 }
@@ -145,10 +176,19 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 // was created with; pods held back by partition or selector stay where they
 // are) and is Ready. blocked is the number of pods the rollout must update
 // but cannot in place.
-func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int) conditions.Summary {
+//
+// Under recreate: Evict (evict), pods that missed injection or that only a
+// recreation updates are the rollout's work, not a stall, unless they have
+// no controller to recreate them.
+func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int, evict bool) conditions.Summary {
 	injected := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
 	updated := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 	switch {
+	case evict && st.UnmanagedPods > 0 && (injected.Status == metav1.ConditionFalse && injected.Reason == ReasonPodsNotInjected || blocked > 0):
+		return conditions.Summary{State: conditions.Stalled, Reason: ReasonPodsNotRecreatable,
+			Message: fmt.Sprintf("%d pod(s) need recreating to get the latest revision but have no controller owner that would recreate them: recreate them by hand", st.UnmanagedPods)}
+	case evict && injected.Status == metav1.ConditionFalse && injected.Reason == ReasonPodsNotInjected && updated.Reason != ReasonUpdatePaused:
+		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRecreatingPods, Message: injected.Message}
 	case injected.Status == metav1.ConditionFalse:
 		// Only recreating the pods injects them: nothing Deckhand can do.
 		return conditions.Summary{State: conditions.Stalled, Reason: injected.Reason, Message: injected.Message}
@@ -159,6 +199,9 @@ func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int) conditions.Su
 	case updated.Reason == ReasonUpdateHeld && blocked > 0:
 		return conditions.Summary{State: conditions.Stalled, Reason: ReasonNonImageChanges,
 			Message: fmt.Sprintf("%d pod(s) the rollout must update carry a revision that differs from the latest in more than images; only images are updated in place: recreate them", blocked)}
+	case st.EvictingPods > 0 && updated.Reason != ReasonUpdatePaused:
+		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRecreatingPods,
+			Message: fmt.Sprintf("%d evicted pod(s) not yet replaced by their controllers; %s", st.EvictingPods, updated.Message)}
 	case st.ReadyPods < st.MatchedPods:
 		return conditions.Summary{State: conditions.Waiting, Reason: ReasonPodsNotReady,
 			Message: fmt.Sprintf("%d of %d pod(s) Ready; %s", st.ReadyPods, st.MatchedPods, updated.Message)}
@@ -170,14 +213,26 @@ func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int) conditions.Su
 // blockedPods counts the injected pods the rollout must update but cannot
 // in place: selected by updateStrategy.selector, behind the latest revision
 // in more than images, and not kept back by the partition anyway.
+//
+// Under recreate: Evict, only the pods without a controller owner that
+// would recreate them are blocked.
 func blockedPods(sc *scope, matched int) int {
+	evict := sc.set.Spec.UpdateStrategy.Recreate == deckhandv1alpha1.RecreateEvict
 	behind, blocked := 0, 0
 	for _, p := range sc.pods {
-		if !p.injected || p.revisionCurrent || p.pending {
+		if !p.injected || p.pending {
+			continue
+		}
+		if p.revisionCurrent {
+			// A failed resize leaves a pod at the latest revision that only
+			// recreating it can finish.
+			if p.resizeFailed && p.inScope && (!evict || !p.controlled) {
+				blocked++
+			}
 			continue
 		}
 		behind++
-		if !p.upgradable && p.inScope {
+		if p.needsRecreate() && p.inScope && (!evict || !p.controlled) {
 			blocked++
 		}
 	}
@@ -191,6 +246,7 @@ func blockedPods(sc *scope, matched int) int {
 // controller update is updated, so the rollout stands still by design.
 func rolloutHeld(sc *scope, matched int) bool {
 	partition := scaled(sc.set.Spec.UpdateStrategy.Partition, matched, 0)
+	evict := sc.set.Spec.UpdateStrategy.Recreate == deckhandv1alpha1.RecreateEvict
 	atLatest, movable := 0, 0
 	for _, p := range sc.pods {
 		if !p.injected {
@@ -198,12 +254,15 @@ func rolloutHeld(sc *scope, matched int) bool {
 		}
 		if p.revisionCurrent || p.pending {
 			atLatest++
+			if p.resizeFailed && !p.pending && (!evict || !p.controlled) {
+				continue // stuck: only recreating it finishes it
+			}
 			if !p.updated || p.pending {
 				return false // an update is in flight
 			}
 			continue
 		}
-		if p.upgradable && p.inScope {
+		if p.inScope && (!p.needsRecreate() || evict && p.controlled) {
 			movable++
 		}
 	}
@@ -258,6 +317,7 @@ func (r *Reconciler) recordMetrics(name string, st *deckhandv1alpha1.SidecarSetS
 	for state, v := range map[string]int32{
 		"matched": st.MatchedPods, "updated": st.UpdatedPods, "ready": st.ReadyPods, "updated_ready": st.UpdatedReadyPods,
 		"not_injected": st.NotInjectedPods, "not_updatable": st.NotUpdatablePods,
+		"resizing": st.ResizingPods, "evicting": st.EvictingPods, "disruption_blocked": st.DisruptionBlockedPods, "unmanaged": st.UnmanagedPods,
 	} {
 		podsGauge.WithLabelValues(name, state).Set(float64(v))
 	}

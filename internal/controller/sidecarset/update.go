@@ -14,23 +14,34 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
-// updatePods updates the sidecar images of the pods the strategy allows.
+// updatePods moves the pods the strategy allows towards the latest
+// revision: images patched and resources resized in place, and, under
+// recreate: Evict, the rest evicted for their controllers to recreate.
 func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	s, c := sc.set, sc.compiled
 	us := s.Spec.UpdateStrategy
 	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || sc.pending > 0 {
 		return ctrl.Result{}, nil
 	}
-	total := int(sc.status.MatchedPods)
-	maxUnavailable := scaled(us.MaxUnavailable, total, 1)
-	if maxUnavailable < 1 {
-		maxUnavailable = 1
-	}
-	partition := scaled(us.Partition, total, 0)
-	plan := planUpdates(sc.pods, maxUnavailable, partition)
+	plan := planRollout(sc.rolloutInput())
 	var errs []error
-	for _, p := range plan {
-		if err := r.updatePod(ctx, sc, p.pod); err != nil {
+	var requeue time.Duration
+	for _, p := range plan.inPlace {
+		if p.resize {
+			// A resize the API server would refuse (the pod's QoS class would
+			// change, or it has no resize subresource) is found out before the
+			// pod is moved to the new revision; the pod is then recreated.
+			if err := r.resizePod(ctx, sc, p.pod, true); err != nil {
+				if resizeRefused(err) {
+					r.refuseResize(sc, p.pod, err)
+					requeue = minRequeue(requeue, time.Second)
+					continue
+				}
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if err := r.updatePod(ctx, sc, p.pod, p.resize); err != nil {
 			podUpdates.WithLabelValues(s.Name, "error").Inc()
 			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdatePod",
 				"updating the sidecars of pod %s/%s to revision %s: %v", p.pod.Namespace, p.pod.Name, c.Hash, err)
@@ -38,18 +49,92 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 			continue
 		}
 		podUpdates.WithLabelValues(s.Name, "success").Inc()
+		what := "images"
+		if p.resize {
+			what = "images and resources"
+			// The pod now records the new revision and the resize annotation:
+			// if this resize request is lost, the next pass makes it again.
+			if err := r.resizePod(ctx, sc, p.pod, false); err != nil && resizeRefused(err) {
+				r.refuseResize(sc, p.pod, err)
+			}
+		}
 		r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonUpdatingPod, "UpdatePod",
-			"updating the sidecar images of pod %s/%s to revision %s", p.pod.Namespace, p.pod.Name, c.Hash)
+			"updating the sidecar %s of pod %s/%s to revision %s", what, p.pod.Namespace, p.pod.Name, c.Hash)
+		requeue = minRequeue(requeue, time.Second)
 	}
-	if len(plan) > 0 {
-		return ctrl.Result{RequeueAfter: time.Second}, errors.Join(errs...)
+	for _, p := range plan.resize {
+		if err := r.resizePod(ctx, sc, p.pod, false); err != nil {
+			if resizeRefused(err) {
+				r.refuseResize(sc, p.pod, err)
+			} else {
+				errs = append(errs, err)
+			}
+		}
+		requeue = minRequeue(requeue, time.Second)
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	if us.Recreate == deckhandv1alpha1.RecreateEvict {
+		after, evictErrs := r.evictPods(ctx, sc, plan)
+		errs = append(errs, evictErrs...)
+		if after > 0 {
+			requeue = minRequeue(requeue, after)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
+}
+
+// refuseResize remembers that the API server refused to resize pod to the
+// latest revision, so that the pod is recreated instead (or reported).
+func (r *Reconciler) refuseResize(sc *scope, pod *corev1.Pod, err error) {
+	r.recreates.refuseResize(sc.set.Name, resizeKey(pod, sc.compiled.Hash))
+	if r.recreates.firstReport(sc.set.Name, "resize/"+resizeKey(pod, sc.compiled.Hash)) {
+		r.Recorder.Eventf(sc.set, pod, corev1.EventTypeWarning, ReasonResizeRefused, "ResizePod",
+			"resizing the sidecars of pod %s/%s in place to revision %s was refused (%v): the pod needs recreating",
+			pod.Namespace, pod.Name, sc.compiled.Hash, err)
+	}
+}
+
+// rolloutInput resolves the strategy against the pods the scope observed.
+func (sc *scope) rolloutInput() rolloutInput {
+	us := sc.set.Spec.UpdateStrategy
+	evict := us.Recreate == deckhandv1alpha1.RecreateEvict
+	total := int(sc.status.MatchedPods)
+	if evict {
+		total = sc.rolloutPopulation()
+	}
+	maxUnavailable := scaled(us.MaxUnavailable, total, 1)
+	if maxUnavailable < 1 {
+		maxUnavailable = 1
+	}
+	return rolloutInput{
+		pods: sc.pods, gone: sc.observed.gone, evict: evict,
+		maxUnavailable: maxUnavailable, partition: scaled(us.Partition, total, 0),
+	}
+}
+
+// rolloutPopulation is the number of pods a rollout under Evict covers:
+// the injected ones and those that missed injection for a reason a new pod
+// would not hit again (needsRecreate).
+func (sc *scope) rolloutPopulation() int {
+	n := 0
+	for _, p := range sc.pods {
+		if p.injected || p.needsRecreate() {
+			n++
+		}
+	}
+	return n
+}
+
+func ownedContainers(name string, pod *corev1.Pod) []string {
+	return sidecarcontrol.ReadPodRecord(pod.Annotations).Containers(name)
 }
 
 // updatePod patches the images of s's containers in pod and records the new
-// revision, with an optimistic lock on the pod's resourceVersion.
-func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod) error {
+// revision, with an optimistic lock on the pod's resourceVersion. With
+// resize it also records, in the resize annotation, that the pod reaches
+// the revision through a resize, which the caller requests next: the
+// annotation comes first so that a pass that stops between the two finds
+// the resize still to do.
+func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod, resize bool) error {
 	s, c := sc.set, sc.compiled
 	pod := cached.DeepCopy()
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
@@ -80,6 +165,9 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 	}
 	rec.Set(s.Name, c.Hash, c.HashWithoutImage, owned)
 	rec.Apply(pod)
+	if resize {
+		withResizeAnnotation(pod, s.Name, c.Hash)
+	}
 	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
 	r.Expectations.ExpectUpdates(s.Name, map[string]string{string(pod.UID): c.Hash})
 	if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {

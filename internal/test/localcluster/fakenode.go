@@ -22,10 +22,17 @@ import (
 //go:embed kwokstages/pod-container-restart.yaml
 var podContainerRestartStages []byte
 
+// podResizeStages are the Stage objects that make kwok's fake nodes report
+// container resources and complete in-place resizes, as a kubelet does;
+// see the file for what they emulate.
+//
+//go:embed kwokstages/pod-resize.yaml
+var podResizeStages []byte
+
 // writeKwokStages writes the Stage configuration kwok runs with into the
 // cluster directory: kwok's own node and pod lifecycle (built into BinDir by
 // hack/k8s/build.sh from the pinned kwok module) followed by Deckhand's
-// in-place container restart.
+// in-place container restart and resize.
 func (c *Cluster) writeKwokStages() (string, error) {
 	stock, err := os.ReadFile(filepath.Join(c.opts.BinDir, "kwok-stages.yaml"))
 	if err != nil {
@@ -33,6 +40,7 @@ func (c *Cluster) writeKwokStages() (string, error) {
 	}
 	path := filepath.Join(c.dir, "kwok-stages.yaml")
 	data := append(append(stock, "\n---\n"...), podContainerRestartStages...)
+	data = append(append(data, "\n---\n"...), podResizeStages...)
 	return path, os.WriteFile(path, data, 0o600)
 }
 

@@ -36,6 +36,9 @@ func SetDefaults(s *deckhandv1alpha1.SidecarSet) {
 	if us.Type == "" {
 		us.Type = deckhandv1alpha1.RollingUpdateSidecarSetStrategy
 	}
+	if us.Recreate == "" {
+		us.Recreate = deckhandv1alpha1.RecreateNever
+	}
 	if us.MaxUnavailable == nil {
 		one := intstr.FromInt32(1)
 		us.MaxUnavailable = &one

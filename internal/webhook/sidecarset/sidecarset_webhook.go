@@ -115,6 +115,17 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 		errs = append(errs, field.NotSupported(usPath.Child("type"), us.Type, []string{
 			string(deckhandv1alpha1.RollingUpdateSidecarSetStrategy), string(deckhandv1alpha1.NotUpdateSidecarSetStrategy)}))
 	}
+	switch us.Recreate {
+	case "", deckhandv1alpha1.RecreateNever:
+	case deckhandv1alpha1.RecreateEvict:
+		if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy {
+			errs = append(errs, field.Invalid(usPath.Child("recreate"), us.Recreate,
+				"Evict recreates running pods, which spec.updateStrategy.type NotUpdate never changes: set type to RollingUpdate, or recreate to Never"))
+		}
+	default:
+		errs = append(errs, field.NotSupported(usPath.Child("recreate"), us.Recreate, []string{
+			string(deckhandv1alpha1.RecreateNever), string(deckhandv1alpha1.RecreateEvict)}))
+	}
 	if us.MaxUnavailable != nil {
 		errs = append(errs, webhookutil.ValidateIntOrPercent(us.MaxUnavailable, usPath.Child("maxUnavailable"), 1, true)...)
 	}

@@ -82,6 +82,13 @@ func TestValidation(t *testing.T) {
 			s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1))
 			s.Spec.UpdateStrategy.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"canary": "true"}}
 		}), "spec.updateStrategy", "mutually exclusive"},
+		{"recreate unknown", valid(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Recreate = "Delete"
+		}), "spec.updateStrategy.recreate", ""},
+		{"recreate Evict under NotUpdate", valid(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.Type = deckhandv1alpha1.NotUpdateSidecarSetStrategy
+			s.Spec.UpdateStrategy.Recreate = deckhandv1alpha1.RecreateEvict
+		}), "spec.updateStrategy.recreate", "NotUpdate"},
 		// Judged by the API server's own pod validation through the dry-run pod.
 		{"container port (dry run)", valid(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 70000}}

@@ -1,0 +1,354 @@
+package sidecarset
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// evictionReplaceTimeout is how long an evicted pod whose controller has not
+// created a replacement keeps counting against maxUnavailable: a controller
+// scaled down meanwhile never replaces it, and the rollout must not wait
+// for it forever.
+const evictionReplaceTimeout = 5 * time.Minute
+
+// evictionRecord is a pod this process evicted, kept until its controller
+// has replaced it.
+type evictionRecord struct {
+	namespace, name string
+	// owner is the UID of the pod's controller; siblings are the UIDs of
+	// that controller's pods when the pod was evicted. A pod of the same
+	// controller that is not among them is the replacement. No clock is
+	// compared with the API server's.
+	owner    types.UID
+	siblings map[types.UID]bool
+	at       time.Time
+}
+
+// recreateState is what the controller remembers between reconciles about
+// the pods it recreates and resizes. Losing it (a restart) is safe: a pod
+// evicted earlier is terminating (counted from the cache) or already
+// replaced (the replacement counts while it is not Ready); a pod is never
+// evicted twice because every eviction carries the UID and resourceVersion
+// the cache showed, and a pod already being deleted is not a candidate.
+// What a restart forgets is a pod that has finished terminating and whose
+// controller has not created its replacement yet (a ReplicaSet replaces a
+// pod as soon as it starts terminating; a StatefulSet once it is gone):
+// for that moment the pod is not counted.
+type recreateState struct {
+	mu sync.Mutex
+	// evicted, by SidecarSet name and pod UID.
+	evicted map[string]map[types.UID]*evictionRecord
+	// blocked: pods whose last eviction a PodDisruptionBudget refused, by
+	// SidecarSet name and pod UID, with when.
+	blocked map[string]map[types.UID]time.Time
+	// resizeRefused: resizes the API server refused, by SidecarSet name and
+	// resizeKey.
+	resizeRefused map[string]map[string]bool
+	// reported: pods already announced by an Event (unmanaged, refused
+	// resize), by SidecarSet name and pod UID and reason.
+	reported map[string]map[string]bool
+}
+
+func newRecreateState() *recreateState {
+	return &recreateState{
+		evicted:       map[string]map[types.UID]*evictionRecord{},
+		blocked:       map[string]map[types.UID]time.Time{},
+		resizeRefused: map[string]map[string]bool{},
+		reported:      map[string]map[string]bool{},
+	}
+}
+
+// forget drops everything about a deleted SidecarSet.
+func (rs *recreateState) forget(set string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	delete(rs.evicted, set)
+	delete(rs.blocked, set)
+	delete(rs.resizeRefused, set)
+	delete(rs.reported, set)
+}
+
+// refusedResizes returns a copy of the refused resizes of set.
+func (rs *recreateState) refusedResizes(set string) map[string]bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make(map[string]bool, len(rs.resizeRefused[set]))
+	for k := range rs.resizeRefused[set] {
+		out[k] = true
+	}
+	return out
+}
+
+func (rs *recreateState) refuseResize(set, key string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.resizeRefused[set] == nil {
+		rs.resizeRefused[set] = map[string]bool{}
+	}
+	rs.resizeRefused[set][key] = true
+}
+
+// firstReport reports whether what (a reason and a pod UID) has not been
+// announced for set yet, and remembers that it now has.
+func (rs *recreateState) firstReport(set, what string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.reported[set] == nil {
+		rs.reported[set] = map[string]bool{}
+	}
+	if rs.reported[set][what] {
+		return false
+	}
+	rs.reported[set][what] = true
+	return true
+}
+
+// observation is what the cache shows about the pods a SidecarSet's
+// evictions concern.
+type observation struct {
+	// evicting is the number of pods this process evicted that are not
+	// replaced yet (still shown active by a lagging cache, terminating, or
+	// gone with no replacement).
+	evicting int
+	// gone is the number of pods that count against maxUnavailable without
+	// being active: the terminating pods the SidecarSet selects plus the
+	// evicted ones that are gone and not yet replaced.
+	gone int
+	// lagging are the UIDs of evicted pods the cache still shows active.
+	lagging map[types.UID]bool
+	// blocked is the number of active pods whose last eviction a
+	// PodDisruptionBudget refused.
+	blocked int
+}
+
+// observe matches the evictions remembered for set against the active and
+// terminating pods the SidecarSet selects, forgets those whose pods were
+// replaced or that are older than evictionReplaceTimeout, and the refusals
+// of pods no longer active, and counts the rest.
+func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, now time.Time) observation {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	obs := observation{gone: len(terminating)}
+	activeUIDs := make(map[types.UID]bool, len(active))
+	byOwner := map[types.UID][]types.UID{}
+	for _, p := range active {
+		activeUIDs[p.UID] = true
+		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+			byOwner[ref.UID] = append(byOwner[ref.UID], p.UID)
+		}
+	}
+	terminatingUIDs := make(map[types.UID]bool, len(terminating))
+	for _, p := range terminating {
+		terminatingUIDs[p.UID] = true
+	}
+	for uid, rec := range rs.evicted[set] {
+		replaced := false
+		for _, sib := range byOwner[rec.owner] {
+			if !rec.siblings[sib] && sib != uid {
+				replaced = true
+				break
+			}
+		}
+		switch {
+		case now.Sub(rec.at) > evictionReplaceTimeout:
+			// Whatever became of it, it stops counting: a lost event or a
+			// controller that never replaces it cannot hold the rollout.
+			delete(rs.evicted[set], uid)
+		case activeUIDs[uid]:
+			if obs.lagging == nil {
+				obs.lagging = map[types.UID]bool{}
+			}
+			obs.lagging[uid] = true
+			obs.evicting++
+		case terminatingUIDs[uid]:
+			// Counted among the terminating pods until it is gone, even once
+			// replaced: the replacement counts too while it is not Ready.
+			obs.evicting++
+		case replaced:
+			delete(rs.evicted[set], uid)
+		default:
+			obs.evicting++
+			obs.gone++
+		}
+	}
+	for uid := range rs.blocked[set] {
+		if activeUIDs[uid] {
+			obs.blocked++
+		} else {
+			delete(rs.blocked[set], uid)
+		}
+	}
+	// What is remembered about a pod goes with it, so that pod churn does
+	// not grow these maps.
+	for key := range rs.resizeRefused[set] {
+		if !activeUIDs[types.UID(strings.SplitN(key, "/", 2)[0])] {
+			delete(rs.resizeRefused[set], key)
+		}
+	}
+	for key := range rs.reported[set] {
+		if parts := strings.SplitN(key, "/", 3); len(parts) < 2 || !activeUIDs[types.UID(parts[1])] {
+			delete(rs.reported[set], key)
+		}
+	}
+	return obs
+}
+
+// evictionStarted records that pod, one of active (the SidecarSet's active
+// pods), is being evicted.
+func (rs *recreateState) evictionStarted(set string, pod *corev1.Pod, active []*podState, now time.Time) {
+	rec := &evictionRecord{namespace: pod.Namespace, name: pod.Name, at: now, siblings: map[types.UID]bool{}}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		rec.owner = ref.UID
+		for _, p := range active {
+			if r := metav1.GetControllerOfNoCopy(p.pod); r != nil && r.UID == ref.UID {
+				rec.siblings[p.pod.UID] = true
+			}
+		}
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.evicted[set] == nil {
+		rs.evicted[set] = map[types.UID]*evictionRecord{}
+	}
+	rs.evicted[set][pod.UID] = rec
+	if rs.blocked[set] != nil {
+		delete(rs.blocked[set], pod.UID)
+	}
+}
+
+// evictionFailed forgets the record of an eviction that did not happen;
+// blocked says a PodDisruptionBudget refused it.
+func (rs *recreateState) evictionFailed(set string, uid types.UID, blocked bool, now time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.evicted[set] != nil {
+		delete(rs.evicted[set], uid)
+	}
+	if blocked {
+		if rs.blocked[set] == nil {
+			rs.blocked[set] = map[types.UID]time.Time{}
+		}
+		rs.blocked[set][uid] = now
+	}
+}
+
+// evictionResult is how one eviction went.
+type evictionResult int
+
+const (
+	evicted evictionResult = iota
+	// evictionBlocked: a PodDisruptionBudget refused it (HTTP 429).
+	evictionBlocked
+	// evictionStale: the cache's copy of the pod is out of date (it changed,
+	// is gone, or is already being deleted): nothing was done.
+	evictionStale
+	evictionError
+)
+
+// evictPod asks the Eviction API to evict pod, on the condition that it is
+// still the pod the cache showed (same UID and resourceVersion): a pod that
+// another pass or process already evicted has a deletionTimestamp and so a
+// newer resourceVersion, and is never evicted twice. The API server checks
+// the PodDisruptionBudgets that select the pod and answers 429 when one
+// does not allow the disruption; the controller then waits and tries later,
+// and never falls back to a plain delete.
+func (r *Reconciler) evictPod(ctx context.Context, pod *corev1.Pod) (evictionResult, error) {
+	uid, rv := pod.UID, pod.ResourceVersion
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	ev := &policyv1.Eviction{
+		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
+		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}},
+	}
+	err := r.Client.SubResource("eviction").Create(ctx, target, ev)
+	switch {
+	case err == nil:
+		return evicted, nil
+	case apierrors.IsTooManyRequests(err):
+		return evictionBlocked, err
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return evictionStale, err
+	default:
+		return evictionError, err
+	}
+}
+
+// evictPods evicts the planned pods and the failed resizes, and reports
+// the pods that need recreating but have no controller to do it.
+func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan) (requeue time.Duration, errs []error) {
+	s := sc.set
+	for _, p := range plan.unmanaged {
+		if r.recreates.firstReport(s.Name, "unmanaged/"+string(p.pod.UID)) {
+			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonPodNotRecreatable, "EvictPod",
+				"pod %s/%s needs recreating to get revision %s but has no controller owner that would recreate it: it is not evicted; recreate it by hand",
+				p.pod.Namespace, p.pod.Name, sc.compiled.Hash)
+		}
+	}
+	for _, p := range plan.evict {
+		r.recreates.evictionStarted(s.Name, p.pod, sc.pods, sc.now)
+		res, err := r.evictPod(ctx, p.pod)
+		podEvictions.WithLabelValues(s.Name, evictionResultLabel[res]).Inc()
+		switch res {
+		case evicted:
+			why := "its sidecars differ from the latest revision in more than images and resources"
+			if !p.injected {
+				why = "it does not carry the SidecarSet's sidecars"
+			} else if p.resizeFailed {
+				why = "its in-place resize did not complete"
+			}
+			r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonEvictingPod, "EvictPod",
+				"evicted pod %s/%s so that its controller recreates it with revision %s: %s", p.pod.Namespace, p.pod.Name, sc.compiled.Hash, why)
+			requeue = minRequeue(requeue, time.Second)
+		case evictionBlocked:
+			r.recreates.evictionFailed(s.Name, p.pod.UID, true, sc.now)
+			// Once per pod and revision: the refusal repeats every few
+			// seconds while the budget is used up; the status counts it.
+			if r.recreates.firstReport(s.Name, "blocked/"+string(p.pod.UID)+"/"+sc.compiled.Hash) {
+				r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "EvictPod",
+					"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
+			}
+			requeue = minRequeue(requeue, evictionRetryDelay)
+		case evictionStale:
+			// Nothing was done; the next pass sees the pod as it is now.
+			logf.FromContext(ctx).Info("evicting a pod: the cached copy is out of date", "pod", klog.KObj(p.pod), "error", err.Error())
+			r.recreates.evictionFailed(s.Name, p.pod.UID, false, sc.now)
+			requeue = minRequeue(requeue, time.Second)
+		default:
+			r.recreates.evictionFailed(s.Name, p.pod.UID, false, sc.now)
+			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonEvictionFailed, "EvictPod",
+				"evicting pod %s/%s: %v", p.pod.Namespace, p.pod.Name, err)
+			errs = append(errs, err)
+		}
+	}
+	return requeue, errs
+}
+
+// evictionRetryDelay is how soon an eviction a PodDisruptionBudget refused
+// is tried again (a pod event may bring it sooner).
+const evictionRetryDelay = 5 * time.Second
+
+var evictionResultLabel = map[evictionResult]string{
+	evicted: "success", evictionBlocked: "blocked", evictionStale: "stale", evictionError: "error",
+}
+
+func minRequeue(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// terminatingPod reports a pod being deleted that has not finished: it is
+// not available, and its controller may not have replaced it yet.
+func terminatingPod(p *corev1.Pod) bool {
+	return p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}

@@ -1,0 +1,96 @@
+package localcluster
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+)
+
+// TestFakeNodeResizesContainers resizes a running pod's regular container
+// and native sidecar through the pod resize subresource and follows the
+// pod from a watch, as a kubelet reports a resize: containerStatuses report
+// the resources the pod started with, then PodResizeInProgress while the
+// resize lasts, then the new resources (and the requests as allocated) with
+// the condition gone. Nothing restarts and the pod stays Ready.
+func TestFakeNodeResizesContainers(t *testing.T) {
+	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	res := func(cpu, mem string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "resize"},
+		Spec: corev1.PodSpec{
+			NodeName:       "kwok-node-0",
+			InitContainers: []corev1.Container{{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: res("50m", "32Mi")}},
+			Containers:     []corev1.Container{{Name: "app", Image: "app:1", Resources: res("100m", "64Mi")}, {Name: "other", Image: "other:1"}},
+		},
+	}
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := func(want map[string]corev1.ResourceRequirements) func(*corev1.Pod) bool {
+		return func(p *corev1.Pod) bool {
+			if !podutil.IsPodReady(p) {
+				return false
+			}
+			for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
+				w, ok := want[cs.Name]
+				if !ok {
+					continue
+				}
+				if cs.Resources == nil || !podutil.SameCPUMemory(cs.Resources, &w) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	started := waitPod(t, ctx, pods, created.Name, "", reports(map[string]corev1.ResourceRequirements{"app": res("100m", "64Mi"), "sidecar": res("50m", "32Mi")}))
+
+	patch := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m","memory":"128Mi"},"limits":{"cpu":"200m","memory":"128Mi"}}}],` +
+		`"initContainers":[{"name":"sidecar","resources":{"requests":{"cpu":"70m","memory":"32Mi"},"limits":{"cpu":"70m","memory":"32Mi"}}}]}}`
+	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]corev1.ResourceRequirements{"app": res("200m", "128Mi"), "sidecar": res("70m", "32Mi")}
+	sawInProgress := false
+	final := waitPod(t, ctx, pods, pod.Name, started.ResourceVersion, func(p *corev1.Pod) bool {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodResizeInProgress {
+				sawInProgress = true
+				return false
+			}
+		}
+		return sawInProgress && reports(want)(p)
+	})
+	if final.UID != created.UID {
+		t.Fatalf("the pod was recreated (UID %s, was %s)", final.UID, created.UID)
+	}
+	if state, _ := podutil.PodResizeState(final, []string{"app", "sidecar", "other"}); state != podutil.ResizeDone {
+		t.Errorf("resize state %v, want done", state)
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), final.Status.ContainerStatuses...), final.Status.InitContainerStatuses...) {
+		if cs.Resources == nil {
+			t.Errorf("container %s reports no resources: the API server would take the node for one without resize support", cs.Name)
+		}
+		if cs.RestartCount != 0 {
+			t.Errorf("container %s restarted %d times: a resize restarts nothing", cs.Name, cs.RestartCount)
+		}
+		if w, ok := want[cs.Name]; ok {
+			if cpu := cs.AllocatedResources[corev1.ResourceCPU]; cpu.Cmp(w.Requests[corev1.ResourceCPU]) != 0 {
+				t.Errorf("container %s: allocatedResources %v, want the requests %v", cs.Name, cs.AllocatedResources, w.Requests)
+			}
+		}
+	}
+}
