@@ -7,12 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -115,7 +117,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.Lister = lister
 	}
-	return reconcileutil.NewController(mgr, "sidecarset", 3, &deckhandv1alpha1.SidecarSet{}, predicate.GenerationChangedPredicate{}).
+	// A spec change, or a change of the InjectionPolicyReady condition the
+	// policy controller writes: Ready summarises it.
+	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, policyConditionChanged)
+	return reconcileutil.NewController(mgr, "sidecarset", 3, &deckhandv1alpha1.SidecarSet{}, changed).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
 		Complete(r)
 }
@@ -238,3 +243,19 @@ func (r *Reconciler) observeUpdates(name string, pods []*corev1.Pod) map[string]
 }
 
 func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
+
+// policyConditionChanged passes updates that change the status or reason of
+// a SidecarSet's InjectionPolicyReady condition.
+var policyConditionChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	oldSet, ok1 := e.ObjectOld.(*deckhandv1alpha1.SidecarSet)
+	newSet, ok2 := e.ObjectNew.(*deckhandv1alpha1.SidecarSet)
+	if !ok1 || !ok2 {
+		return false
+	}
+	before := meta.FindStatusCondition(oldSet.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	after := meta.FindStatusCondition(newSet.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	if before == nil || after == nil {
+		return before != after
+	}
+	return before.Status != after.Status || before.Reason != after.Reason
+}}

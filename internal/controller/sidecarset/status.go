@@ -15,6 +15,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
+	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
 )
 
 // Condition reasons, stable for users' automation; a change of a
@@ -183,7 +184,14 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int, evict bool) conditions.Summary {
 	injected := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsInjectedCondition)
 	updated := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
+	policy := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
 	switch {
+	case policy != nil && policy.Status == metav1.ConditionFalse && policy.Reason != sidecarpolicyctrl.ReasonPolicyAPIUnavailable:
+		// Policy mode without a policy for the current spec: new pods miss
+		// their sidecars (or get an old revision) until the spec or the
+		// conflicting object changes. Where the API is not served, the
+		// webhook injects instead, and that is no stall.
+		return conditions.Summary{State: conditions.Stalled, Reason: policy.Reason, Message: policy.Message}
 	case evict && st.UnmanagedPods > 0 && (injected.Status == metav1.ConditionFalse && injected.Reason == ReasonPodsNotInjected || blocked > 0):
 		return conditions.Summary{State: conditions.Stalled, Reason: ReasonPodsNotRecreatable,
 			Message: fmt.Sprintf("%d pod(s) need recreating to get the latest revision but have no controller owner that would recreate them: recreate them by hand", st.UnmanagedPods)}
