@@ -219,17 +219,22 @@ func split(cs []deckhandv1alpha1.SidecarContainer) (before, after []string) {
 }
 
 func (c *compiler) matchConditions() []admissionregistrationv1.MatchCondition {
-	mc := []admissionregistrationv1.MatchCondition{{
-		Name: "not-skipped",
-		Expression: fmt.Sprintf("!(has(object.metadata.annotations) && %s in object.metadata.annotations && object.metadata.annotations[%s] == 'true')",
-			q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation), q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation)),
-	}}
+	// NOTE: the skip annotation is checked in the patch expression, not here:
+	// the API server builds a CEL activation (the pod, the request holding
+	// the pod again, the namespace, each converted to unstructured) for every
+	// evaluation, so a match condition costs every pod a second one.
 	if c.s.Spec.InjectionStrategy.Paused {
 		// spec.injectionStrategy.paused: the policy stays in place and
 		// matches nothing, so that resuming is one update.
-		mc = append(mc, admissionregistrationv1.MatchCondition{Name: "injection-not-paused", Expression: "false"})
+		return []admissionregistrationv1.MatchCondition{{Name: "injection-not-paused", Expression: "false"}}
 	}
-	return mc
+	return nil
+}
+
+// skippedCondition is true for a pod that opted out of injection.
+func skippedCondition() string {
+	return fmt.Sprintf("has(object.metadata.annotations) && %s in object.metadata.annotations && object.metadata.annotations[%s] == 'true'",
+		q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation), q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation))
 }
 
 // variables are evaluated lazily, once per admission, in this order.

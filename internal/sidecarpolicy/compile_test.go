@@ -37,7 +37,7 @@ func TestCompile(t *testing.T) {
 			set: scs("log", nil),
 			wantNamespaceSel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}}}},
-			wantConditions: []string{"not-skipped"},
+			wantConditions: nil,
 			wantName:       "deckhand-sidecarset-log",
 		},
 		"namespace and namespaceSelector, paused": {
@@ -49,14 +49,14 @@ func TestCompile(t *testing.T) {
 			wantNamespaceSel: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}, MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"shop"}},
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}}}},
-			wantConditions: []string{"not-skipped", "injection-not-paused"},
+			wantConditions: []string{"injection-not-paused"},
 			wantName:       "deckhand-sidecarset-log",
 		},
 		"a name too long for the prefix": {
 			set: scs(strings.Repeat("a", 250), nil),
 			wantNamespaceSel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}}}},
-			wantConditions: []string{"not-skipped"},
+			wantConditions: nil,
 			wantName:       "deckhand-sidecarset-" + strings.Repeat("a", 253-20-17) + "-",
 		},
 	}

@@ -64,7 +64,7 @@ func (c *compiler) patch() string {
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashAnnotation), "'{' + variables.newEntries.join(',') + '}'")
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), "'{' + variables.newEntriesWI.join(',') + '}'")
 	full := "variables.skip ? [] :\n" + strings.Join(ops, " +\n")
-	return fmt.Sprintf("%s ?\n(%s) :\n(%s)", freshCondition, c.freshPatch(bi, ai, bc, ac), full)
+	return fmt.Sprintf("%s ? [] :\n%s ?\n(%s) :\n(%s)", skippedCondition(), freshCondition, c.freshPatch(bi, ai, bc, ac), full)
 }
 
 // freshCondition: the pod carries no injection record, the common case (a
