@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // managePods creates, deletes and updates pods toward the spec, when the
@@ -114,23 +114,17 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 	var errs []error
 	s.blocked = map[string]string{}
 	for _, p := range pods {
-		uid := p.UID
-		ev := &policyv1.Eviction{DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}}
-		err := r.Client.SubResource("eviction").Create(ctx, p, ev)
-		outcome := result(err)
-		if apierrors.IsTooManyRequests(err) {
-			outcome = "blocked"
-		}
-		podOps.WithLabelValues("evict", outcome).Inc()
-		if err == nil {
+		res, err := podutil.Evict(ctx, r.Client, p, false)
+		podOps.WithLabelValues("evict", res.String()).Inc()
+		if res == podutil.Evicted {
 			done.add(p)
 			continue
 		}
 		r.Expectations.DeletionObserved(s.key, podKey(p))
-		switch {
-		case apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err):
-			s.blocked[p.Name] = disruptionMessage(err)
+		switch res {
+		case podutil.EvictionStale:
+		case podutil.EvictionBlocked:
+			s.blocked[p.Name] = podutil.DisruptionMessage(err)
 		default:
 			r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedEvict, "Evict", "Error evicting: %v", err)
 			errs = append(errs, err)
@@ -153,24 +147,6 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 		return fmt.Errorf("evicting pods: %w", errors.Join(errs...))
 	}
 	return nil
-}
-
-// disruptionMessage is the API server's reason for refusing an eviction:
-// the DisruptionBudget cause names the budget ("The disruption budget web
-// needs 2 healthy pods and has 2 currently"), else the error itself.
-func disruptionMessage(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		if d := status.Status().Details; d != nil {
-			for _, c := range d.Causes {
-				if c.Type == policyv1.DisruptionBudgetCause {
-					return c.Message
-				}
-			}
-		}
-		return status.Status().Message
-	}
-	return err.Error()
 }
 
 // newPod builds a pod from the template: generateName "<podset>-", the

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // evictionReplaceTimeout is how long an evicted pod whose controller has not
@@ -242,46 +242,6 @@ func (rs *recreateState) evictionFailed(set string, uid types.UID, blocked bool,
 	}
 }
 
-// evictionResult is how one eviction went.
-type evictionResult int
-
-const (
-	evicted evictionResult = iota
-	// evictionBlocked: a PodDisruptionBudget refused it (HTTP 429).
-	evictionBlocked
-	// evictionStale: the cache's copy of the pod is out of date (it changed,
-	// is gone, or is already being deleted): nothing was done.
-	evictionStale
-	evictionError
-)
-
-// evictPod asks the Eviction API to evict pod, on the condition that it is
-// still the pod the cache showed (same UID and resourceVersion): a pod that
-// another pass or process already evicted has a deletionTimestamp and so a
-// newer resourceVersion, and is never evicted twice. The API server checks
-// the PodDisruptionBudgets that select the pod and answers 429 when one
-// does not allow the disruption; the controller then waits and tries later,
-// and never falls back to a plain delete.
-func (r *Reconciler) evictPod(ctx context.Context, pod *corev1.Pod) (evictionResult, error) {
-	uid, rv := pod.UID, pod.ResourceVersion
-	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-	ev := &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}},
-	}
-	err := r.Client.SubResource("eviction").Create(ctx, target, ev)
-	switch {
-	case err == nil:
-		return evicted, nil
-	case apierrors.IsTooManyRequests(err):
-		return evictionBlocked, err
-	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return evictionStale, err
-	default:
-		return evictionError, err
-	}
-}
-
 // evictPods evicts the planned pods and the failed resizes, and reports
 // the pods that need recreating but have no controller to do it.
 func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan) (requeue time.Duration, errs []error) {
@@ -295,10 +255,12 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 	}
 	for _, p := range plan.evict {
 		r.recreates.evictionStarted(s.Name, p.pod, sc.pods, sc.now)
-		res, err := r.evictPod(ctx, p.pod)
-		podEvictions.WithLabelValues(s.Name, evictionResultLabel[res]).Inc()
+		// NOTE: the resourceVersion precondition is what keeps a pod from
+		// being evicted twice: once evicted it carries a deletionTimestamp.
+		res, err := podutil.Evict(ctx, r.Client, p.pod, true)
+		podEvictions.WithLabelValues(s.Name, res.String()).Inc()
 		switch res {
-		case evicted:
+		case podutil.Evicted:
 			why := "its sidecars differ from the latest revision in more than images and resources"
 			if !p.injected {
 				why = "it does not carry the SidecarSet's sidecars"
@@ -308,7 +270,7 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 			r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonEvictingPod, "EvictPod",
 				"evicted pod %s/%s so that its controller recreates it with revision %s: %s", p.pod.Namespace, p.pod.Name, sc.compiled.Hash, why)
 			requeue = minRequeue(requeue, time.Second)
-		case evictionBlocked:
+		case podutil.EvictionBlocked:
 			r.recreates.evictionFailed(s.Name, p.pod.UID, true, sc.now)
 			// Once per pod and revision: the refusal repeats every few
 			// seconds while the budget is used up; the status counts it.
@@ -317,7 +279,7 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 					"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
 			}
 			requeue = minRequeue(requeue, evictionRetryDelay)
-		case evictionStale:
+		case podutil.EvictionStale:
 			// Nothing was done; the next pass sees the pod as it is now.
 			logf.FromContext(ctx).Info("evicting a pod: the cached copy is out of date", "pod", klog.KObj(p.pod), "error", err.Error())
 			r.recreates.evictionFailed(s.Name, p.pod.UID, false, sc.now)
@@ -335,10 +297,6 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 // evictionRetryDelay is how soon an eviction a PodDisruptionBudget refused
 // is tried again (a pod event may bring it sooner).
 const evictionRetryDelay = 5 * time.Second
-
-var evictionResultLabel = map[evictionResult]string{
-	evicted: "success", evictionBlocked: "blocked", evictionStale: "stale", evictionError: "error",
-}
 
 func minRequeue(a, b time.Duration) time.Duration {
 	if a == 0 || b < a {
