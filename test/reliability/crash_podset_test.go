@@ -3,12 +3,15 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,10 +81,11 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 		}
 		return active, ready, versions
 	}
+	var c *chaos
 	scaleCheck := func(bound int) func(map[string]*corev1.Pod) error {
 		return func(pods map[string]*corev1.Pod) error {
 			if active, _, _ := mine(pods); active > bound {
-				return fmt.Errorf("%d active pods, more than the %d replicas", active, bound)
+				return fmt.Errorf("%d active pods, more than the %d replicas (%s)", active, bound, newestPods(pods, sel, uid, c))
 			}
 			return nil
 		}
@@ -124,7 +128,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	}
 
 	start := time.Now()
-	c := startChaos(t, minGap, maxGap, 0)
+	c = startChaos(t, minGap, maxGap, 0)
 	cycles := 0
 	for version := 1; cycles < maxCycles; version++ {
 		cycles++
@@ -164,4 +168,27 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	retry(t, 2*time.Minute, "deleting the PodSet", func(ctx context.Context) error { return client.IgnoreNotFound(suite.client.Delete(ctx, ps)) })
 	assertNoLeftovers(t, ns, deletedOwner{what: "the PodSet", uid: uid, name: ps.Name, selector: sel, podsOnly: true})
 	by.assertUntouched(t)
+}
+
+// newestPods describes, for a violation's message, the three newest pods
+// sel selects and when the manager was last killed: a pod created just
+// after a kill points at a create the killed process had in flight.
+func newestPods(pods map[string]*corev1.Pod, sel labels.Selector, uid types.UID, c *chaos) string {
+	var mine []*corev1.Pod
+	for _, p := range pods {
+		if selects(sel, uid, p) {
+			mine = append(mine, p)
+		}
+	}
+	sort.Slice(mine, func(i, j int) bool { return mine[i].CreationTimestamp.After(mine[j].CreationTimestamp.Time) })
+	var b strings.Builder
+	for _, p := range mine[:min(3, len(mine))] {
+		fmt.Fprintf(&b, "%s created %s; ", p.Name, p.CreationTimestamp.Format(time.RFC3339))
+	}
+	if c != nil && !c.LastKill().IsZero() {
+		fmt.Fprintf(&b, "last kill %s", c.LastKill().Format(time.RFC3339Nano))
+	} else {
+		b.WriteString("no kill yet")
+	}
+	return b.String()
 }

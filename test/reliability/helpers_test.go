@@ -54,6 +54,7 @@ func orErr(ok bool, err error) (bool, error) {
 type chaos struct {
 	mu       sync.Mutex
 	kills    int
+	lastKill time.Time
 	downtime time.Duration
 	err      error
 	stop     chan struct{}
@@ -78,6 +79,9 @@ func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos
 			}
 			start := time.Now()
 			suite.deckhand.Kill()
+			c.mu.Lock()
+			c.lastKill = start
+			c.mu.Unlock()
 			time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			err := suite.deckhand.Restart(ctx)
@@ -97,6 +101,9 @@ func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos
 	t.Cleanup(func() { c.Stop(t) })
 	return c
 }
+
+// LastKill is when the manager was last killed (zero: never).
+func (c *chaos) LastKill() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.lastKill }
 
 // Kills is how many times the manager was killed (and restarted) so far.
 func (c *chaos) Kills() int { c.mu.Lock(); defer c.mu.Unlock(); return c.kills }

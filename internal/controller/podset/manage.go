@@ -7,12 +7,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -184,10 +186,14 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	s.wrote = true
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulCreate, "Create", "Created", "")
+	var unknown atomic.Int32
 	created, err := slowStartBatch(n, slowStartInitialBatchSize, func() error {
 		pod := newPod(s.ps, s.revision, s.inPlace)
 		err := r.Client.Create(ctx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
 		podOps.WithLabelValues("create", result(err)).Inc()
+		if err != nil && createOutcomeUnknown(err) {
+			unknown.Add(1)
+		}
 		if err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// Every create would fail; nothing worth an event or a retry.
@@ -199,7 +205,10 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 		done.add(pod)
 		return nil
 	})
-	for range n - created {
+	// NOTE: a create whose outcome is unknown may have stored its pod: its
+	// expectation stays until the cache shows the pod or the expectation
+	// expires, so that no second pod is created for the same replica.
+	for range n - created - int(unknown.Load()) {
 		r.Expectations.CreationObserved(s.key)
 	}
 	if err != nil {
@@ -213,6 +222,15 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 		return fmt.Errorf("creating pods: %w", err)
 	}
 	return nil
+}
+
+// createOutcomeUnknown reports a create error after which the pod may
+// still have been stored: the API server's 504 (it gave up waiting but may
+// still be processing the request), a client-side deadline, or a connection
+// lost before the response arrived.
+func createOutcomeUnknown(err error) bool {
+	return apierrors.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded) ||
+		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
 }
 
 // deletePods deletes pods concurrently, expecting each by key first. The

@@ -48,6 +48,9 @@ func TestMain(m *testing.M) {
 				}
 				r.PodCache = c
 			}
+			if every := lostCreateEvery.Load(); every > 0 {
+				r.Client = losingCreates(mgr.GetClient(), every)
+			}
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
 			}
