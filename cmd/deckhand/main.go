@@ -122,6 +122,8 @@ func main() {
 		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
 	injectionMode := flag.String("sidecarset-injection-mode", string(o.operator.SidecarSetInjectionMode),
 		"Injection mode of SidecarSets that leave spec.injectionMode unset: Webhook (Deckhand's pod webhook) or Policy (a MutatingAdmissionPolicy the API server applies; needs Kubernetes 1.36, falls back to the webhook where it is not served).")
+	flag.BoolVar(&o.operator.SidecarSetPodWebhook, "sidecarset-pod-webhook", o.operator.SidecarSetPodWebhook,
+		"Serve the pod injection webhook. false takes Deckhand off the pod create path (the webhook must then be left out of the MutatingWebhookConfiguration too): every SidecarSet must be in Policy mode, so it needs --sidecarset-injection-mode=Policy and Kubernetes 1.36.")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)

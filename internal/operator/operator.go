@@ -41,11 +41,15 @@ type Options struct {
 	// PolicyAPIServed, when set, replaces the discovery of whether the API
 	// server serves MutatingAdmissionPolicies (tests force a fallback).
 	PolicyAPIServed *bool
+	// SidecarSetPodWebhook serves the pod injection webhook. Without it
+	// Deckhand is off the pod create path: every SidecarSet must be in
+	// Policy mode, which must then be the default and served.
+	SidecarSetPodWebhook bool
 }
 
 // DefaultOptions returns the options the manager uses when no flag is set.
 func DefaultOptions() Options {
-	return Options{DefaultRestartSchedule: "0 3 * * *", SidecarSetInjectionMode: deckhandv1alpha1.WebhookInjection}
+	return Options{DefaultRestartSchedule: "0 3 * * *", SidecarSetInjectionMode: deckhandv1alpha1.WebhookInjection, SidecarSetPodWebhook: true}
 }
 
 // podSetRevisions selects the ControllerRevisions PodSets create.
@@ -110,7 +114,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 // MutatingAdmissionPolicies, and says so in the log when a SidecarSet
 // cannot be injected by policy.
 func injectionModes(mgr ctrl.Manager, opts Options) (sidecarcontrol.Modes, error) {
-	m := sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode}
+	m := sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode, WithoutPodWebhook: !opts.SidecarSetPodWebhook}
 	switch m.Default {
 	case "", deckhandv1alpha1.WebhookInjection, deckhandv1alpha1.PolicyInjection:
 	default:
@@ -124,6 +128,16 @@ func injectionModes(mgr ctrl.Manager, opts Options) (sidecarcontrol.Modes, error
 			return m, fmt.Errorf("asking the API server whether it serves MutatingAdmissionPolicies: %w", err)
 		}
 		m.PolicyServed = served
+	}
+	if m.WithoutPodWebhook {
+		// Without the webhook nothing could inject a SidecarSet that is not
+		// in Policy mode: refuse to start rather than admit pods bare.
+		if m.Default != deckhandv1alpha1.PolicyInjection {
+			return m, fmt.Errorf("--sidecarset-pod-webhook=false needs --sidecarset-injection-mode=Policy: without the pod webhook only Policy mode injects")
+		}
+		if !m.PolicyServed {
+			return m, fmt.Errorf("--sidecarset-pod-webhook=false needs an API server that serves admissionregistration.k8s.io/v1 MutatingAdmissionPolicies (Kubernetes 1.36 or later); this one does not")
+		}
 	}
 	log := ctrl.Log.WithName("setup")
 	if m.PolicyServed {

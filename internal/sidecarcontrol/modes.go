@@ -15,6 +15,11 @@ type Modes struct {
 	// PolicyServed is true when the API server serves
 	// MutatingAdmissionPolicies and their bindings.
 	PolicyServed bool
+	// WithoutPodWebhook is set when the manager serves no pod webhook
+	// (--sidecarset-pod-webhook=false): Deckhand is off the pod create path,
+	// and only Policy mode injects. The manager refuses to start so unless
+	// Policy is the default and the API server serves the policies.
+	WithoutPodWebhook bool
 }
 
 // Effective returns the mode s asks for: its own, or the default.

@@ -255,6 +255,32 @@ func TestValues(t *testing.T) {
 			}
 		},
 	}, {
+		name: "Policy mode by default",
+		set:  []string{"sidecarSet.injectionMode=Policy"},
+		check: func(t *testing.T, r rendered) {
+			if !slices.Contains(args(t, r, ns), "--sidecarset-injection-mode=Policy") {
+				t.Errorf("args %v lack --sidecarset-injection-mode=Policy", args(t, r, ns))
+			}
+			podWebhook(t, r) // still served: SidecarSets may choose Webhook mode
+		},
+	}, {
+		name: "no pod webhook",
+		set:  []string{"sidecarSet.injectionMode=Policy", "sidecarSet.podWebhook=false"},
+		check: func(t *testing.T, r rendered) {
+			if !slices.Contains(args(t, r, ns), "--sidecarset-pod-webhook=false") {
+				t.Errorf("args %v lack --sidecarset-pod-webhook=false", args(t, r, ns))
+			}
+			hooks := nested(t, r.get(t, "MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration"), "webhooks").([]any)
+			for _, h := range hooks {
+				if name := h.(map[string]any)["name"]; name == "msidecarset-pod.apps.deckhand.dev" {
+					t.Errorf("the pod webhook is rendered")
+				}
+			}
+			if len(hooks) == 0 {
+				t.Errorf("no mutating webhook left; the SidecarSet, PodSet and WebServer defaulters must stay")
+			}
+		},
+	}, {
 		name: "leader election off",
 		set:  []string{"leaderElection.enabled=false", "replicas=1"},
 		check: func(t *testing.T, r rendered) {
@@ -263,6 +289,13 @@ func TestValues(t *testing.T) {
 			}
 		},
 	}}
+	t.Run("no pod webhook without Policy mode is refused", func(t *testing.T) {
+		t.Parallel()
+		out, err := runHelm(t, "template", "deckhand", chartDir(t), "--set", "sidecarSet.podWebhook=false")
+		if err == nil || !strings.Contains(out+err.Error(), "sidecarSet.podWebhook: false needs sidecarSet.injectionMode: Policy") {
+			t.Errorf("rendering with sidecarSet.podWebhook=false alone: err %v, output %.200s", err, out)
+		}
+	})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

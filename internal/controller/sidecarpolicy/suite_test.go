@@ -38,6 +38,10 @@ var webhooksOnly atomic.Bool
 // server does not serve MutatingAdmissionPolicies.
 var policyAPIServed atomic.Bool
 
+// withoutPodWebhook, when set, makes the next manager run as
+// --sidecarset-pod-webhook=false --sidecarset-injection-mode=Policy.
+var withoutPodWebhook atomic.Bool
+
 // The whole of Deckhand, as the binary runs it, on an API server only (the
 // pods need not run): the pod webhook, the SidecarSet controllers and the
 // policy controller, under the manager's ServiceAccount.
@@ -51,6 +55,10 @@ func TestMain(m *testing.M) {
 			opts := operator.DefaultOptions()
 			if !policyAPIServed.Load() {
 				opts.PolicyAPIServed = new(bool)
+			}
+			if withoutPodWebhook.Load() {
+				opts.SidecarSetPodWebhook = false
+				opts.SidecarSetInjectionMode = deckhandv1alpha1.PolicyInjection
 			}
 			if webhooksOnly.Load() {
 				lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())

@@ -46,7 +46,9 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 // SetupWebhookWithLister registers the same webhooks reading SidecarSets
 // through lister, which the SidecarSet controller may share.
 func SetupWebhookWithLister(mgr ctrl.Manager, lister *sidecarcontrol.Lister) error {
-	mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
+	if !lister.Modes().WithoutPodWebhook {
+		mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).
 		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet]((&Validator{

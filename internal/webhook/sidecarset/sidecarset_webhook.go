@@ -35,6 +35,7 @@ func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.Sidec
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
+		errs = append(errs, validateModeServed(s, v.Lister.Modes())...)
 	}
 	var warnings admission.Warnings
 	if len(errs) == 0 && v.DryRun != nil {
@@ -285,4 +286,14 @@ func validatePolicyPeers(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alp
 		}
 	}
 	return errs
+}
+
+// validateModeServed refuses Webhook mode where the manager serves no pod
+// webhook: nothing would inject the SidecarSet's pods.
+func validateModeServed(s *deckhandv1alpha1.SidecarSet, modes sidecarcontrol.Modes) field.ErrorList {
+	if !modes.WithoutPodWebhook || modes.Effective(s) != deckhandv1alpha1.WebhookInjection {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(field.NewPath("spec", "injectionMode"), s.Spec.InjectionMode,
+		"this installation serves no pod webhook (--sidecarset-pod-webhook=false), so only Policy mode injects: set Policy or leave the field unset")}
 }
