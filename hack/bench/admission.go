@@ -31,7 +31,8 @@ const (
 	admHundred admVariant = "100 SidecarSets (1 matches)"
 	// admPolicy is the same SidecarSet in Policy mode: the API server
 	// injects the sidecar itself through the MutatingAdmissionPolicy
-	// Deckhand compiled; Deckhand's pod webhook is not called.
+	// Deckhand compiled; Deckhand's pod webhook is not registered, as in an
+	// installation with --sidecarset-pod-webhook=false.
 	admPolicy admVariant = "1 SidecarSet, Policy mode (MutatingAdmissionPolicy)"
 	// admKruise is OpenKruise's manager injecting the same sidecar with one
 	// SidecarSet of its own, into a namespace only its webhook sees.
