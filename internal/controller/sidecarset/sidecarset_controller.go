@@ -167,6 +167,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// after a failed list they would count and roll out to no pods at all.
 	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.updatePods))
 	if werr := r.writeStatus(ctx, sc, err == nil); werr != nil {
+		if apierrors.IsConflict(werr) && err == nil {
+			// The policy controller wrote its condition since the read.
+			return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
+		}
 		return ctrl.Result{}, errors.Join(err, werr)
 	}
 	return res, err

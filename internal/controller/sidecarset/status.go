@@ -294,8 +294,10 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) error 
 		return nil
 	}
 	// The whole status goes in the patch: a diff would leave out the zero
-	// counts a fresh SidecarSet has never had written.
-	data, err := json.Marshal(map[string]any{"status": st})
+	// counts a fresh SidecarSet has never had written. The conditions list
+	// replaces the stored one, so the patch is conditional on the version
+	// read: a condition the policy controller added since is never dropped.
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": s.ResourceVersion}, "status": st})
 	if err != nil {
 		return err
 	}
