@@ -192,6 +192,24 @@ type SidecarSetUpdateStrategy struct {
 	// +kubebuilder:default=Never
 	// +optional
 	Recreate SidecarSetRecreatePolicy `json:"recreate,omitempty"`
+
+	// PriorityStrategy says which pods the rollout updates (or evicts)
+	// first: by weights of label selectors (weightPriority) or by label
+	// keys and their values' trailing integers (orderPriority). Among pods
+	// of equal priority, pods that are not ready go first, then by
+	// namespace and name. The pods partition keeps are the last in this
+	// order.
+	// +optional
+	PriorityStrategy *UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
+
+	// ScatterStrategy spreads the pods carrying the given labels through
+	// the rollout instead of updating them one after another: with
+	// [{key: zone, value: "*"}], consecutive updates alternate between
+	// zones as far as the pods allow. Applied within each priority level.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ScatterStrategy []UpdateScatterTerm `json:"scatterStrategy,omitempty"`
 }
 
 // SidecarSetInjectionStrategy says whether new pods are injected.
