@@ -288,6 +288,15 @@ type SidecarSetSpec struct {
 // resources at the SidecarSet's through the pod resize subresource.
 const SidecarSetResizeAnnotation = "apps.deckhand.dev/sidecarset-resize"
 
+// SidecarSetsUpdatablePodCondition is the pod condition that tells a pod's
+// owner whether the pod's sidecars can be updated in place. It is False,
+// with reason NotUpdatableInPlace and a message naming each SidecarSet and
+// why ("SidecarSet <name>: <why>", joined by "; "), while one or more
+// SidecarSets count the pod in status.notUpdatablePods; True, with reason
+// UpdatableInPlace, once none does any longer. A pod no SidecarSet ever
+// counted does not carry it.
+const SidecarSetsUpdatablePodCondition corev1.PodConditionType = "apps.deckhand.dev/SidecarSetsUpdatable"
+
 // SidecarSet condition types.
 const (
 	// SidecarSetPodsInjectedCondition is True when every pod the SidecarSet
