@@ -261,7 +261,10 @@ type SidecarSetSpec struct {
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
-	// UpdateStrategy says how image changes roll out to running pods.
+	// UpdateStrategy says how image changes roll out to running pods: how
+	// many at a time (maxUnavailable), which are held back (partition,
+	// selector, paused), in which order (priorityStrategy, scatterStrategy)
+	// and what happens to pods that cannot be updated in place (recreate).
 	// +kubebuilder:default={}
 	// +optional
 	UpdateStrategy SidecarSetUpdateStrategy `json:"updateStrategy,omitempty"`
