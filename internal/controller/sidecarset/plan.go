@@ -124,8 +124,9 @@ func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
 // pods may be unavailable (not ready, mid-update, or, under Evict,
 // terminating or evicted and not yet replaced) at once, counting the ones
 // that already are; updating or evicting a pod that is already not ready
-// does not make things worse, so not-ready pods go first and do not use the
-// budget. partition pods are kept on their old revision. Under Evict the
+// does not make things worse, so not-ready pods go first (within a
+// priority, see sortCandidates) and do not use the budget. partition pods,
+// the last in that order, are kept on their old revision. Under Evict the
 // pods that missed injection belong to the rollout too (they are behind
 // the latest revision); pods outside updateStrategy.selector are never
 // touched.
