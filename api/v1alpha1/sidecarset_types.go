@@ -192,6 +192,24 @@ type SidecarSetUpdateStrategy struct {
 	// +kubebuilder:default=Never
 	// +optional
 	Recreate SidecarSetRecreatePolicy `json:"recreate,omitempty"`
+
+	// PriorityStrategy says which pods the rollout updates (or evicts)
+	// first: by weights of label selectors (weightPriority) or by label
+	// keys and their values' trailing integers (orderPriority). Among pods
+	// of equal priority, pods that are not ready go first, then by
+	// namespace and name. The pods partition keeps are the last in this
+	// order.
+	// +optional
+	PriorityStrategy *UpdatePriorityStrategy `json:"priorityStrategy,omitempty"`
+
+	// ScatterStrategy spreads the pods carrying the given labels through
+	// the rollout instead of updating them one after another: with
+	// [{key: zone, value: "*"}], consecutive updates alternate between
+	// zones as far as the pods allow. Applied within each priority level.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ScatterStrategy []UpdateScatterTerm `json:"scatterStrategy,omitempty"`
 }
 
 // SidecarSetInjectionStrategy says whether new pods are injected.
@@ -243,7 +261,10 @@ type SidecarSetSpec struct {
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
-	// UpdateStrategy says how image changes roll out to running pods.
+	// UpdateStrategy says how image changes roll out to running pods: how
+	// many at a time (maxUnavailable), which are held back (partition,
+	// selector, paused), in which order (priorityStrategy, scatterStrategy)
+	// and what happens to pods that cannot be updated in place (recreate).
 	// +kubebuilder:default={}
 	// +optional
 	UpdateStrategy SidecarSetUpdateStrategy `json:"updateStrategy,omitempty"`
@@ -269,6 +290,15 @@ type SidecarSetSpec struct {
 // revision, the SidecarSet controller keeps the sidecars' CPU and memory
 // resources at the SidecarSet's through the pod resize subresource.
 const SidecarSetResizeAnnotation = "apps.deckhand.dev/sidecarset-resize"
+
+// SidecarSetsUpdatablePodCondition is the pod condition that tells a pod's
+// owner whether the pod's sidecars can be updated in place. It is False,
+// with reason NotUpdatableInPlace and a message naming each SidecarSet and
+// why ("SidecarSet <name>: <why>", joined by "; "), while one or more
+// SidecarSets count the pod in status.notUpdatablePods; True, with reason
+// UpdatableInPlace, once none does any longer. A pod no SidecarSet ever
+// counted does not carry it.
+const SidecarSetsUpdatablePodCondition corev1.PodConditionType = "apps.deckhand.dev/SidecarSetsUpdatable"
 
 // SidecarSet condition types.
 const (

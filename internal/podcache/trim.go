@@ -19,9 +19,13 @@
 //     in-place resizes (whether one applies, and when it is done);
 //   - status.phase, the Ready condition's status and lastTransitionTime, the
 //     PodResizePending and PodResizeInProgress conditions' status, reason and
-//     lastTransitionTime (the only conditions read), and the containers'
+//     lastTransitionTime, the apps.deckhand.dev/SidecarSetsUpdatable
+//     condition's status, reason, message and lastTransitionTime (the only
+//     conditions read), and the containers'
 //     name/ready/started/image/imageID/restartCount: readiness, availability
-//     (minReadySeconds), in-place update and resize completion, ranking.
+//     (minReadySeconds), in-place update and resize completion, ranking, and
+//     the SidecarSet controller's comparison of the pod condition it writes
+//     with the one the pod carries (a write only when it changes).
 //
 // The cached object is never written back whole: every pod write is a
 // patch computed from the difference between two trimmed copies or built by
@@ -121,7 +125,12 @@ func cpuMemory(in corev1.ResourceList) corev1.ResourceList {
 	return out
 }
 
-// trimConditions keeps the Ready condition and the resize conditions only.
+// sidecarSetsUpdatable is deckhandv1alpha1.SidecarSetsUpdatablePodCondition,
+// spelled out so that the cache does not import the API package.
+const sidecarSetsUpdatable corev1.PodConditionType = "apps.deckhand.dev/SidecarSetsUpdatable"
+
+// trimConditions keeps the Ready condition, the resize conditions and the
+// SidecarSet pod condition only.
 func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 	var out []corev1.PodCondition
 	for i := range in {
@@ -130,6 +139,8 @@ func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime})
 		case corev1.PodResizePending, corev1.PodResizeInProgress:
 			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, Reason: in[i].Reason, LastTransitionTime: in[i].LastTransitionTime})
+		case sidecarSetsUpdatable:
+			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, Reason: in[i].Reason, Message: in[i].Message, LastTransitionTime: in[i].LastTransitionTime})
 		}
 	}
 	return out

@@ -45,6 +45,7 @@ func fullPod() *corev1.Pod {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now, Reason: "r", Message: "m"},
 				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, Message: "m", LastTransitionTime: now},
+				{Type: "apps.deckhand.dev/SidecarSetsUpdatable", Status: corev1.ConditionFalse, Reason: "NotUpdatableInPlace", Message: "SidecarSet log: why", LastTransitionTime: now, LastProbeTime: now},
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
@@ -90,6 +91,7 @@ func TestTrimKeeps(t *testing.T) {
 			Conditions: []corev1.PodCondition{
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
+				{Type: "apps.deckhand.dev/SidecarSetsUpdatable", Status: corev1.ConditionFalse, Reason: "NotUpdatableInPlace", Message: "SidecarSet log: why", LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
 				Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},

@@ -212,6 +212,32 @@ func invalidCases() []invalidCase {
 		{"sidecarset negative requests", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi")}
 		}), "spec.containers[0].resources.requests[memory]"},
+		{"sidecarset priorityStrategy with weight and order", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.PriorityStrategy = &deckhandv1alpha1.UpdatePriorityStrategy{
+				WeightPriority: []deckhandv1alpha1.UpdatePriorityWeightTerm{{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}}},
+				OrderPriority:  []deckhandv1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "wave"}},
+			}
+		}), "spec.updateStrategy.priorityStrategy"},
+		{"sidecarset priorityStrategy weight out of range", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.PriorityStrategy = &deckhandv1alpha1.UpdatePriorityStrategy{
+				WeightPriority: []deckhandv1alpha1.UpdatePriorityWeightTerm{{Weight: 101, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}}},
+			}
+		}), "spec.updateStrategy.priorityStrategy.weightPriority[0].weight"},
+		{"sidecarset priorityStrategy selector that does not parse", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.PriorityStrategy = &deckhandv1alpha1.UpdatePriorityStrategy{
+				WeightPriority: []deckhandv1alpha1.UpdatePriorityWeightTerm{{Weight: 10, MatchSelector: metav1.LabelSelector{
+					MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Near", Values: []string{"db"}}}}}},
+			}
+		}), "spec.updateStrategy.priorityStrategy.weightPriority[0].matchSelector.matchExpressions[0].operator"},
+		{"sidecarset orderPriority invalid key", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.PriorityStrategy = &deckhandv1alpha1.UpdatePriorityStrategy{OrderPriority: []deckhandv1alpha1.UpdatePriorityOrderTerm{{OrderedKey: "not a key"}}}
+		}), "spec.updateStrategy.priorityStrategy.orderPriority[0].orderedKey"},
+		{"sidecarset scatterStrategy invalid value", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.ScatterStrategy = []deckhandv1alpha1.UpdateScatterTerm{{Key: "zone", Value: "a b"}}
+		}), "spec.updateStrategy.scatterStrategy[0].value"},
+		{"sidecarset scatterStrategy duplicate term", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.UpdateStrategy.ScatterStrategy = []deckhandv1alpha1.UpdateScatterTerm{{Key: "zone", Value: "*"}, {Key: "zone", Value: "*"}}
+		}), "spec.updateStrategy.scatterStrategy[1]"},
 	}
 }
 

@@ -357,6 +357,20 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		t.Errorf("pod shop-api: containers %v, injection record %q; want the metrics sidecar first and the record naming shop-metrics",
 			api.Spec.Containers, api.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation])
 	}
+	// The env change and its revert: the pod condition went False and is
+	// True again, and the SidecarSet counts no pod not updatable.
+	var podCond *corev1.PodCondition
+	for i := range api.Status.Conditions {
+		if api.Status.Conditions[i].Type == deckhandv1alpha1.SidecarSetsUpdatablePodCondition {
+			podCond = &api.Status.Conditions[i]
+		}
+	}
+	if podCond == nil || podCond.Status != corev1.ConditionTrue || podCond.Reason != "UpdatableInPlace" {
+		t.Errorf("pod shop-api: condition %s = %+v; want True, UpdatableInPlace, after the revert", deckhandv1alpha1.SidecarSetsUpdatablePodCondition, podCond)
+	}
+	if metrics.Status.NotUpdatablePods != 0 {
+		t.Errorf("SidecarSet shop-metrics: notUpdatablePods %d after the revert, want 0", metrics.Status.NotUpdatablePods)
+	}
 
 	w.runRest(t)
 }

@@ -15,6 +15,10 @@ var (
 	podsGauge  = metrics.GaugeVec("pods", "Pods a SidecarSet selects, by state (matched, updated, ready, updated_ready, not_injected, not_updatable, resizing, evicting, disruption_blocked, unmanaged).", "sidecarset", "state")
 	// podEvictions counts evictions under recreate: Evict.
 	podEvictions = metrics.CounterVec("pod_evictions_total", "Evictions of pods to recreate them with the latest sidecars, by SidecarSet and result (success, blocked by a PodDisruptionBudget, stale cache, error).", "sidecarset", "result")
+	// podConditionWrites counts writes of the pod condition
+	// apps.deckhand.dev/SidecarSetsUpdatable: one per change, never one per
+	// reconcile.
+	podConditionWrites = metrics.CounterVec("pod_condition_writes_total", "Writes of the pod condition apps.deckhand.dev/SidecarSetsUpdatable, by SidecarSet and result (success, conflict, error).", "sidecarset", "result")
 )
 
 // forgetMetrics drops the series of a deleted SidecarSet.
@@ -22,4 +26,5 @@ func forgetMetrics(name string) {
 	podsGauge.DeletePartialMatch(prometheus.Labels{"sidecarset": name})
 	podUpdates.DeletePartialMatch(prometheus.Labels{"sidecarset": name})
 	podEvictions.DeletePartialMatch(prometheus.Labels{"sidecarset": name})
+	podConditionWrites.DeletePartialMatch(prometheus.Labels{"sidecarset": name})
 }

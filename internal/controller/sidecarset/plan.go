@@ -12,6 +12,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/updateorder"
 )
 
 // podState is what the controller knows about one pod the SidecarSet selects.
@@ -94,6 +95,9 @@ type rolloutInput struct {
 	maxUnavailable, partition int
 	// evict: updateStrategy.recreate is Evict.
 	evict bool
+	// order is the compiled priority and scatter strategy; nil keeps the
+	// default order.
+	order *updateorder.Order
 }
 
 // rolloutPlan is what the controller does to pods in one pass.
@@ -120,8 +124,9 @@ func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
 // pods may be unavailable (not ready, mid-update, or, under Evict,
 // terminating or evicted and not yet replaced) at once, counting the ones
 // that already are; updating or evicting a pod that is already not ready
-// does not make things worse, so not-ready pods go first and do not use the
-// budget. partition pods are kept on their old revision. Under Evict the
+// does not make things worse, so not-ready pods go first (within a
+// priority, see sortCandidates) and do not use the budget. partition pods,
+// the last in that order, are kept on their old revision. Under Evict the
 // pods that missed injection belong to the rollout too (they are behind
 // the latest revision); pods outside updateStrategy.selector are never
 // touched.
@@ -171,16 +176,7 @@ func planRollout(in rolloutInput) rolloutPlan {
 	if allowed <= 0 || len(candidates) == 0 {
 		return out
 	}
-	sort.SliceStable(candidates, func(i, j int) bool {
-		if candidates[i].ready != candidates[j].ready {
-			return !candidates[i].ready
-		}
-		a, b := candidates[i].pod, candidates[j].pod
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
-	})
+	sortCandidates(candidates, in.order)
 	for _, p := range candidates {
 		if allowed == 0 {
 			break
@@ -199,6 +195,20 @@ func planRollout(in rolloutInput) rolloutPlan {
 		allowed--
 	}
 	return out
+}
+
+// defaultOrder sorts candidates not ready first, then by namespace and name.
+func defaultOrder(candidates []*podState) {
+	sort.SliceStable(candidates, func(i, j int) bool {
+		if candidates[i].ready != candidates[j].ready {
+			return !candidates[i].ready
+		}
+		a, b := candidates[i].pod, candidates[j].pod
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
 }
 
 // scaled resolves an int-or-percent against total, rounding percentages up.

@@ -165,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.
-	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.updatePods))
+	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.writePods))
 	if werr := r.writeStatus(ctx, sc, err == nil); werr != nil {
 		if apierrors.IsConflict(werr) && err == nil {
 			// The policy controller wrote its condition since the read.

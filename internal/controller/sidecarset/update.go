@@ -108,6 +108,7 @@ func (sc *scope) rolloutInput() rolloutInput {
 	return rolloutInput{
 		pods: sc.pods, gone: sc.observed.gone, evict: evict,
 		maxUnavailable: maxUnavailable, partition: scaled(us.Partition, total, 0),
+		order: sc.updateOrder(),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/updateorder"
 	"github.com/deckhand-dev/deckhand/internal/webhook/webhookutil"
 )
 
@@ -139,6 +140,7 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 			errs = append(errs, field.Forbidden(usPath.Child("partition"), "may not be set together with spec.updateStrategy.selector"))
 		}
 	}
+	errs = append(errs, updateorder.Validate(us.PriorityStrategy, usPath.Child("priorityStrategy"), us.ScatterStrategy, usPath.Child("scatterStrategy"))...)
 	return errs
 }
 

@@ -1,0 +1,149 @@
+package sidecarset_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
+
+func podCondition(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == deckhandv1alpha1.SidecarSetsUpdatablePodCondition {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestPodConditionFollowsNotUpdatablePods: a change that cannot reach
+// running pods in place (an env change, recreate Never) sets the pod
+// condition apps.deckhand.dev/SidecarSetsUpdatable False on each pod
+// status.notUpdatablePods counts, naming the SidecarSet; a reconcile that
+// changes nothing writes no pod; reverting the change sets it True again.
+func TestPodConditionFollowsNotUpdatablePods(t *testing.T) {
+	sc := newScenario(t, "podcond")
+	const n = 3
+	sc.createPods("pod-%d", n)
+	sc.waitStatus(90*time.Second, "all pods matched and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
+	})
+	for _, p := range sc.pods() {
+		if c := podCondition(&p); c != nil {
+			t.Fatalf("pod %s carries %s before anything blocked it: %+v", p.Name, c.Type, c)
+		}
+	}
+
+	// count returns the pods whose condition has status, and their
+	// resourceVersions.
+	count := func(ctx context.Context, status corev1.ConditionStatus, msg string) (int, map[string]string) {
+		pods, err := listPods(ctx, sc.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, rv := 0, map[string]string{}
+		for _, p := range pods {
+			rv[p.Name] = p.ResourceVersion
+			if c := podCondition(&p); c != nil && c.Status == status && strings.Contains(c.Message, msg) {
+				k++
+			}
+		}
+		return k, rv
+	}
+
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
+	})
+	sc.waitStatus(60*time.Second, "every pod counted not updatable", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.NotUpdatablePods == n
+	})
+	var rvs map[string]string
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		k, rv := count(ctx, corev1.ConditionFalse, "SidecarSet "+sc.name+": revision ")
+		rvs = rv
+		return k == n, nil
+	}, "all %d pods carry %s False naming SidecarSet %s", n, deckhandv1alpha1.SidecarSetsUpdatablePodCondition, sc.name)
+	p, err := sc.getPod(ctxT(t), "pod-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := podCondition(p)
+	if c.Reason != "NotUpdatableInPlace" || !strings.Contains(c.Message, "more than images") {
+		t.Errorf("condition %+v: want reason NotUpdatableInPlace and a message saying why", c)
+	}
+
+	// Further reconciles (a new generation that changes nothing for the
+	// pods, and the pod events it causes) leave the pods alone: the
+	// condition is written when it changes, not per reconcile. The write
+	// counter sees writes that change nothing too, which the pods'
+	// resourceVersions would not show.
+	writes := podConditionWrites(t, sc.name)
+	reconciles := sidecarSetReconciles(t)
+	s := sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Paused = true })
+	sc.waitStatus(60*time.Second, "the new generation observed", func(got *deckhandv1alpha1.SidecarSet) bool {
+		return got.Status.ObservedGeneration >= s.Generation && got.Status.NotUpdatablePods == n
+	})
+	if sidecarSetReconciles(t) == reconciles {
+		t.Fatal("no reconcile counted: the check below would prove nothing")
+	}
+	if _, after := count(ctxT(t), corev1.ConditionFalse, ""); !equalMaps(after, rvs) {
+		t.Errorf("a reconcile that changed nothing wrote pods: resourceVersions %v, then %v", rvs, after)
+	}
+	if got := podConditionWrites(t, sc.name); got != writes {
+		t.Errorf("a reconcile that changed nothing wrote the pod condition %.0f time(s)", got-writes)
+	}
+
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = nil
+		s.Spec.UpdateStrategy.Paused = false
+	})
+	sc.waitStatus(60*time.Second, "no pod counted not updatable", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.NotUpdatablePods == 0
+	})
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		k, _ := count(ctx, corev1.ConditionTrue, "")
+		return k == n, nil
+	}, "all %d pods carry %s True again", n, deckhandv1alpha1.SidecarSetsUpdatablePodCondition)
+}
+
+// podConditionWrites reads deckhand_sidecarset_pod_condition_writes_total
+// for SidecarSet name (all results) from the in-process manager's registry.
+func podConditionWrites(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if !strings.HasSuffix(f.GetName(), "pod_condition_writes_total") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "sidecarset" && l.GetValue() == name {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
