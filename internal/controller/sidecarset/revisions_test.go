@@ -256,7 +256,9 @@ func TestPinnedRevisionPartialCanary(t *testing.T) {
 		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.LatestRevision == h2 && s.Status.MatchedPods == 1 && s.Status.UpdatedPods == 0 && c != nil && c.Reason == "UpdateHeld"
 	})
-	waitCachedStatus(t, sc.name, func(c *deckhandv1alpha1.SidecarSet) bool { return c.Status.ObservedGeneration == s.Generation && c.Status.MatchedPods == 1 })
+	waitCachedStatus(t, sc.name, func(c *deckhandv1alpha1.SidecarSet) bool {
+		return c.Status.ObservedGeneration == s.Generation && c.Status.MatchedPods == 1
+	})
 	// One pod behind already: the canary pod b gets the latest.
 	b := sc.create(sc.pod("b"))
 	if img, rev := containerImage(b, "proxy"), recorded(b, sc.name); img != "proxy:2" || rev != h2 {
