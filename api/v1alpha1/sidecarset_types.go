@@ -218,6 +218,18 @@ type SidecarSetInjectionStrategy struct {
 	// sidecars and still follow image updates.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// Revision, if set, pins what new pods are injected with to one of the
+	// SidecarSet's earlier revisions (its ControllerRevisions) instead of
+	// the current spec, for all new pods (policy Always) or for those the
+	// update strategy keeps back (policy Partial). Together with
+	// updateStrategy.selector or partition this is a canary of the current
+	// spec for new and running pods alike. A pinned revision that does not
+	// exist (any more) is refused when the SidecarSet is written; one that
+	// disappears later makes injection fall back to the latest revision and
+	// the InjectionRevisionFound condition False.
+	// +optional
+	Revision *SidecarSetInjectRevision `json:"revision,omitempty"`
 }
 
 // SidecarSetSpec is the desired state of a SidecarSet.
@@ -282,6 +294,16 @@ type SidecarSetSpec struct {
 	// the webhook and the InjectionPolicyReady condition says so.
 	// +optional
 	InjectionMode InjectionMode `json:"injectionMode,omitempty"`
+
+	// RevisionHistoryLimit is the number of ControllerRevisions the
+	// SidecarSet keeps, the latest included (default 10; 0 keeps the latest
+	// only). Revisions no pod carries and no injectionStrategy.revision pins
+	// are deleted first, oldest first; one still in use is never deleted,
+	// so the history can exceed the limit while pods carry old revisions.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:default=10
+	// +optional
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
 // SidecarSetResizeAnnotation on a pod maps, as a JSON object, the name of
@@ -321,6 +343,11 @@ const (
 	// they are not, or when the API server does not serve them and the
 	// webhook injects instead.
 	SidecarSetInjectionPolicyReadyCondition = "InjectionPolicyReady"
+	// SidecarSetInjectionRevisionFoundCondition is set while
+	// spec.injectionStrategy.revision pins a revision: True when the pinned
+	// ControllerRevision exists, False when it does not, in which case new
+	// pods get the latest revision.
+	SidecarSetInjectionRevisionFoundCondition = "InjectionRevisionFound"
 )
 
 // SidecarSetStatus is the observed state of a SidecarSet, computed from the pods it selects.
@@ -382,10 +409,27 @@ type SidecarSetStatus struct {
 	// LatestRevision is the hash of everything the SidecarSet injects
 	// (containers, init containers, volumes, image pull secrets); injected
 	// pods record it in the apps.deckhand.dev/sidecarset-hash annotation.
+	// The ControllerRevision holding it carries it in its
+	// apps.deckhand.dev/sidecarset-revision label and is named in
+	// latestRevisionName.
 	// +optional
 	LatestRevision string `json:"latestRevision,omitempty"`
 
-	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, InjectionPolicyReady (Policy mode), and the
+	// LatestRevisionName is the name of the ControllerRevision (in the
+	// manager's namespace, deckhand-system by default) that holds the latest
+	// revision: <sidecarset>-<latestRevision> unless a name collision
+	// changed it (collisionCount).
+	// +optional
+	LatestRevisionName string `json:"latestRevisionName,omitempty"`
+
+	// CollisionCount is the number of times the name of the latest
+	// revision's ControllerRevision was taken by another object; it is
+	// folded into the name so that the next one is free.
+	// +optional
+	CollisionCount *int32 `json:"collisionCount,omitempty"`
+
+	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, InjectionPolicyReady (Policy mode),
+	// InjectionRevisionFound (while a revision is pinned), and the
 	// summary conditions Ready, Reconciling and Stalled.
 	// +listType=map
 	// +listMapKey=type

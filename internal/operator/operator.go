@@ -86,6 +86,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// SidecarSets' ControllerRevisions live in a cache of their own (the
+	// manager's keeps PodSets' only): the controller keeps the history, the
+	// pod webhook and the policy controller inject pinned revisions.
+	if _, err := sidecarSets.WatchRevisions(mgr); err != nil {
+		return err
+	}
 	modes, err := injectionModes(mgr, opts)
 	if err != nil {
 		return err

@@ -54,6 +54,9 @@ type Lister struct {
 	synced      func() bool
 	derived     *derivedStore
 	modes       Modes
+	// revisions holds the SidecarSets' ControllerRevisions; nil until
+	// WatchRevisions.
+	revisions *revisionStore
 }
 
 // SetModes tells the Lister how SidecarSets are injected. Call it before

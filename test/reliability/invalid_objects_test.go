@@ -209,6 +209,20 @@ func invalidCases() []invalidCase {
 			v := corev1.Volume{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 			s.Spec.Volumes = []corev1.Volume{v, v}
 		}), "spec.volumes[1].name"},
+		{"sidecarset negative revisionHistoryLimit", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.RevisionHistoryLimit = ptr.To[int32](-1) }), "spec.revisionHistoryLimit"},
+		{"sidecarset pin by both name and custom version", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To("a"), CustomVersion: ptr.To("v1")}
+		}), "spec.injectionStrategy.revision.revisionName"},
+		{"sidecarset pin to a custom version no revision carries", validSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("never-made")}
+		}), "spec.injectionStrategy.revision.customVersion"},
+		{"sidecarset pin to a revision that does not exist", validSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To("no-such-revision")}
+		}), "spec.injectionStrategy.revision.revisionName"},
+		{"sidecarset pin policy Partial in Policy mode", validSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To("x"), Policy: deckhandv1alpha1.PartialInjectRevision}
+		}), "spec.injectionStrategy.revision.policy"},
 		{"sidecarset negative requests", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi")}
 		}), "spec.containers[0].resources.requests[memory]"},

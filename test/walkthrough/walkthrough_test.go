@@ -268,7 +268,8 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 func TestSidecarSetWalkthrough(t *testing.T) {
 	const ns, name = "sidecarset-demo", "shop-logger"
 	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}}, namespace(ns))
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}}, namespace(ns),
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-history"}}, namespace("sidecarset-history"))
 	shop := map[string]string{"app": "shop"}
 
 	w.runUntil(t, "kubectl patch scs")
@@ -372,7 +373,55 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		t.Errorf("SidecarSet shop-metrics: notUpdatablePods %d after the revert, want 0", metrics.Status.NotUpdatablePods)
 	}
 
+	w.runUntil(t, "kubectl delete scs shop-history")
+	checkSidecarSetHistory(t)
 	w.runRest(t)
+}
+
+// checkSidecarSetHistory checks the end state of the revision-history
+// walkthrough: at most revisionHistoryLimit (3) ControllerRevisions after
+// five image changes, the latest among them, and a pod created while the
+// 1.39 revision was pinned carrying that revision's image and hash.
+func checkSidecarSetHistory(t *testing.T) {
+	t.Helper()
+	var scs deckhandv1alpha1.SidecarSet
+	get(t, &scs, "", "shop-history")
+	var revs appsv1.ControllerRevisionList
+	if err := suite.client.List(context.Background(), &revs, client.InNamespace("deckhand-system"),
+		client.MatchingLabels{deckhandv1alpha1.SidecarSetNameLabel: "shop-history"}); err != nil {
+		t.Fatal(err)
+	}
+	byVersion := map[string]appsv1.ControllerRevision{}
+	for _, cr := range revs.Items {
+		if !metav1.IsControlledBy(&cr, &scs) {
+			t.Errorf("ControllerRevision %s is not controlled by SidecarSet shop-history: %v", cr.Name, cr.OwnerReferences)
+		}
+		byVersion[cr.Labels[deckhandv1alpha1.SidecarSetCustomVersionLabel]] = cr
+	}
+	if len(revs.Items) > 3 {
+		t.Errorf("%d ControllerRevisions of shop-history (revisionHistoryLimit 3): %v", len(revs.Items), slices.Collect(maps.Keys(byVersion)))
+	}
+	latest, ok := byVersion["1.41"]
+	if !ok || latest.Name != scs.Status.LatestRevisionName || latest.Labels[deckhandv1alpha1.SidecarSetRevisionLabel] != scs.Status.LatestRevision {
+		t.Errorf("the latest ControllerRevision (custom version 1.41) is %q; status names %q at %s", latest.Name, scs.Status.LatestRevisionName, scs.Status.LatestRevision)
+	}
+	pinned, ok := byVersion["1.39"]
+	if !ok {
+		t.Fatalf("no ControllerRevision of custom version 1.39 (the pinned one): %v", slices.Collect(maps.Keys(byVersion)))
+	}
+	var pod corev1.Pod
+	get(t, &pod, "sidecarset-history", "shop-history")
+	image := ""
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "logger" {
+			image = c.Image
+		}
+	}
+	record := pod.Annotations[deckhandv1alpha1.SidecarSetHashAnnotation]
+	if image != "busybox:1.39" || !strings.Contains(record, pinned.Labels[deckhandv1alpha1.SidecarSetRevisionLabel]) {
+		t.Errorf("pod shop-history: logger image %s, record %s; want busybox:1.39 at the pinned revision %s",
+			image, record, pinned.Labels[deckhandv1alpha1.SidecarSetRevisionLabel])
+	}
 }
 
 func TestPodSetWalkthrough(t *testing.T) {

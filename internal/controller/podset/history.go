@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/revisionhistory"
 )
 
 // Event reasons of the revision history.
@@ -60,14 +60,9 @@ func RevisionWithCollisions(t *corev1.PodTemplateSpec, collisionCount *int32) st
 }
 
 // RevisionName is the name of the ControllerRevision that holds a PodSet's
-// revision: <podset>-<revision>, as a StatefulSet names its own. The PodSet
-// name is shortened if needed to keep the name a valid object name.
+// revision: <podset>-<revision>, as a StatefulSet names its own.
 func RevisionName(podSet, revision string) string {
-	const maxLen = 253
-	if len(podSet)+1+len(revision) > maxLen {
-		podSet = podSet[:maxLen-1-len(revision)]
-	}
-	return podSet + "-" + revision
+	return revisionhistory.Name(podSet, revision)
 }
 
 // revisionData is the content of a ControllerRevision: the template, in the
@@ -109,54 +104,6 @@ func infoOf(cr *appsv1.ControllerRevision) revisionInfo {
 	return revisionInfo{name: cr.Name, hash: cr.Labels[deckhandv1alpha1.PodSetRevisionLabel], number: cr.Revision, template: t}
 }
 
-// revisionCounter remembers, per PodSet, the highest revision number this
-// process gave a ControllerRevision and to which, so that a sync whose
-// cache does not show the previous sync's write yet does not give the same
-// number twice. After a restart the cache starts from a full list, which
-// shows every earlier one.
-type revisionCounter struct {
-	mu   sync.Mutex
-	last map[string]givenNumber
-}
-
-// givenNumber is the last number given for one PodSet (key), to which
-// ControllerRevision; uid tells a PodSet from an earlier one of the same
-// name.
-type givenNumber struct {
-	uid    types.UID
-	name   string
-	number int64
-}
-
-// max returns the higher of seen and the last number given to another
-// ControllerRevision than name of the PodSet key with uid.
-func (c *revisionCounter) max(key string, uid types.UID, name string, seen int64) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if g, ok := c.last[key]; ok && g.uid == uid && g.name != name {
-		return max(seen, g.number)
-	}
-	return seen
-}
-
-func (c *revisionCounter) record(key string, uid types.UID, name string, n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.last == nil {
-		c.last = map[string]givenNumber{}
-	}
-	if g := c.last[key]; g.uid != uid || n >= g.number {
-		c.last[key] = givenNumber{uid: uid, name: name, number: n}
-	}
-}
-
-// forget drops what is known of a PodSet that is gone.
-func (c *revisionCounter) forget(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.last, key)
-}
-
 // listRevisions returns the ControllerRevisions the PodSet controls, from
 // the cache, oldest revision first.
 func (r *Reconciler) listRevisions(ctx context.Context, ps *deckhandv1alpha1.PodSet) ([]*appsv1.ControllerRevision, error) {
@@ -194,38 +141,34 @@ func (r *Reconciler) syncRevisions(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	s.revisions = revs
 	tmpl := &s.ps.Spec.Template
-	count := s.collisionCount
-	for range 100 {
-		hash := RevisionWithCollisions(tmpl, count)
-		name := RevisionName(s.ps.Name, hash)
-		var existing *appsv1.ControllerRevision
+	var hash string
+	nameFor := func(count *int32) string {
+		hash = RevisionWithCollisions(tmpl, count)
+		return RevisionName(s.ps.Name, hash)
+	}
+	get := func(name string) (*appsv1.ControllerRevision, error) {
 		for _, cr := range revs {
 			if cr.Name == name {
-				existing = cr
+				return cr, nil
 			}
 		}
-		if existing == nil {
-			existing, err = r.createRevision(ctx, s, name, hash, revs)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		if existing != nil {
-			if t, err := revisionTemplate(existing); err == nil && apiequality.Semantic.DeepEqual(*t, *tmpl) {
-				s.revision = hash
-				s.collisionCount = count
-				return ctrl.Result{}, r.renumber(ctx, s, existing, revs)
-			}
-		}
+		return r.createRevision(ctx, s, name, hash, revs)
+	}
+	holds := func(cr *appsv1.ControllerRevision) bool {
+		t, err := revisionTemplate(cr)
+		return err == nil && apiequality.Semantic.DeepEqual(*t, *tmpl)
+	}
+	collided := func(name string) {
 		r.Recorder.Eventf(s.ps, nil, corev1.EventTypeWarning, ReasonRevisionCollision, "SyncRevision",
 			"ControllerRevision %s exists with another template or owner; collisionCount goes up", name)
-		next := int32(1)
-		if count != nil {
-			next = *count + 1
-		}
-		count = &next
 	}
-	return ctrl.Result{}, fmt.Errorf("no free ControllerRevision name after 100 collisions")
+	existing, count, err := revisionhistory.Resolve(s.collisionCount, nameFor, get, holds, collided)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s.revision = hash
+	s.collisionCount = count
+	return ctrl.Result{}, r.renumber(ctx, s, existing, revs)
 }
 
 // createRevision creates the ControllerRevision of the current template. It
@@ -241,7 +184,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	for _, cr := range revs {
 		highest = max(highest, cr.Revision)
 	}
-	number := r.revisionNumbers.max(s.key, s.ps.UID, name, highest) + 1
+	number := r.revisionNumbers.Max(s.key, s.ps.UID, name, highest) + 1
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -257,7 +200,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	}
 	err = r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
 	if err == nil {
-		r.revisionNumbers.record(s.key, s.ps.UID, name, number)
+		r.revisionNumbers.Record(s.key, s.ps.UID, name, number)
 		return cr, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -272,7 +215,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.ps.UID {
 		return nil, nil
 	}
-	r.revisionNumbers.record(s.key, s.ps.UID, name, got.Revision)
+	r.revisionNumbers.Record(s.key, s.ps.UID, name, got.Revision)
 	return got, nil
 }
 
@@ -287,7 +230,7 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 			others = max(others, cr.Revision)
 		}
 	}
-	others = r.revisionNumbers.max(s.key, s.ps.UID, cur.Name, others)
+	others = r.revisionNumbers.Max(s.key, s.ps.UID, cur.Name, others)
 	if cur.Revision > others {
 		return nil
 	}
@@ -296,7 +239,7 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
 	}
-	r.revisionNumbers.record(s.key, s.ps.UID, cur.Name, number)
+	r.revisionNumbers.Record(s.key, s.ps.UID, cur.Name, number)
 	return nil
 }
 
@@ -304,16 +247,13 @@ func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.Control
 // runs and that are neither the update nor the current revision, all but
 // the limit newest. revs is sorted oldest first.
 func revisionsToPrune(revs []revisionInfo, inUse map[string]bool, limit int) []revisionInfo {
-	var idle []revisionInfo
+	idle := 0
 	for _, r := range revs {
 		if !inUse[r.hash] {
-			idle = append(idle, r)
+			idle++
 		}
 	}
-	if len(idle) <= limit {
-		return nil
-	}
-	return idle[:len(idle)-limit]
+	return revisionhistory.OldestIdle(revs, func(r revisionInfo) string { return r.hash }, inUse, idle-limit)
 }
 
 // truncateHistory deletes the ControllerRevisions beyond

@@ -24,6 +24,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/revisionhistory"
 )
 
 // Event reasons, as kube-controller-manager's ReplicaSet controller uses them.
@@ -71,7 +72,7 @@ type Reconciler struct {
 	// podReader lists pods: PodCache or the manager's client.
 	podReader client.Reader
 	// revisionNumbers remembers the revision numbers this process gave.
-	revisionNumbers revisionCounter
+	revisionNumbers revisionhistory.Counter
 }
 
 // The controller writes a PodSet's spec only to consume the rollback-to
@@ -156,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// The owner is gone: forget its expectations; the garbage
 			// collector removes its pods.
 			r.Expectations.Delete(key)
-			r.revisionNumbers.forget(key)
+			r.revisionNumbers.Forget(key)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

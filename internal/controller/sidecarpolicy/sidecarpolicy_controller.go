@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// pinRetry is how often a pinned revision the cache does not show is
+// looked for again.
+const pinRetry = 5 * time.Second
+
 // SetupWithManager registers the controller with mgr. The policies and
 // bindings are watched only where the API server serves them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -141,10 +146,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			peers = append(peers, o)
 		}
 	}
-	policy, binding := sidecarpolicy.Compile(s, peers, *r.Options)
+	// A pinned revision (injectionStrategy.revision, policy Always) is
+	// compiled in place of the current spec's containers. One the cache does
+	// not show (yet) compiles the latest, as the webhook would inject, and
+	// is looked for again shortly: no event announces its arrival here.
+	injected, found := r.Lister.PolicyInjection(s)
+	policy, binding := sidecarpolicy.Compile(injected, peers, *r.Options)
 	cond, err := r.apply(ctx, s, policy, binding)
 	if cerr := r.setCondition(ctx, s, cond); err == nil {
 		err = cerr
+	}
+	if !found && err == nil {
+		return ctrl.Result{RequeueAfter: pinRetry}, nil
 	}
 	return ctrl.Result{}, err
 }

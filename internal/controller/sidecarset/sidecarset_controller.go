@@ -21,6 +21,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/revisionhistory"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -82,6 +83,12 @@ type Reconciler struct {
 	// refused resizes between reconciles.
 	recreates *recreateState
 
+	// APIReader reads past the cache (a ControllerRevision the cache has
+	// not shown yet); the manager's API reader if nil.
+	APIReader client.Reader
+	// revisionNumbers remembers the revision numbers this process gave.
+	revisionNumbers revisionhistory.Counter
+
 	// Lister reads SidecarSets and their compiled form from the cache. Give
 	// the controller the pod webhook's Lister so that a process compiles
 	// each SidecarSet once; built from the manager's cache if nil.
@@ -117,11 +124,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.Lister = lister
 	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	revisions, err := r.Lister.WatchRevisions(mgr)
+	if err != nil {
+		return err
+	}
 	// A spec change, or a change of the InjectionPolicyReady condition the
 	// policy controller writes: Ready summarises it.
 	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, policyConditionChanged)
 	return reconcileutil.NewController(mgr, "sidecarset", 3, &deckhandv1alpha1.SidecarSet{}, changed).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
+		WatchesRawSource(revisionSource(revisions)).
 		Complete(r)
 }
 
@@ -151,6 +166,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.Expectations.Delete(req.Name)
 			r.recreates.forget(req.Name)
+			r.revisionNumbers.Forget(req.Name)
 			forgetMetrics(req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -165,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.
-	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.writePods))
+	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.writePods), r.syncRevisions)
 	if werr := r.writeStatus(ctx, sc, err == nil); werr != nil {
 		if apierrors.IsConflict(werr) && err == nil {
 			// The policy controller wrote its condition since the read.

@@ -33,7 +33,9 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection
 	}
 	p := planner{pod: pod, record: sidecarcontrol.ReadPodRecord(pod.Annotations)}
 	for _, s := range sets {
-		p.add(s, l.Compiled(s))
+		// The pinned revision's parts when injectionStrategy.revision says
+		// so for this pod (pinned.go); s itself otherwise.
+		p.add(l.Injection(s, l.Compiled(s), pod.Labels))
 	}
 	res.injected, res.warnings = p.injected, p.warnings
 	if !p.recordChanged {

@@ -23,6 +23,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
+// The injector reads pinned revisions (ControllerRevisions in the manager's namespace).
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=list;watch
 
 // DryRunNamespace is the namespace the synthetic validation pods are
 // dry-run in; it exists in every cluster.
@@ -38,6 +40,9 @@ func init() {
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 	if err != nil {
+		return err
+	}
+	if _, err := lister.WatchRevisions(mgr); err != nil {
 		return err
 	}
 	return SetupWebhookWithLister(mgr, lister)

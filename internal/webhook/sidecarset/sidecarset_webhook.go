@@ -37,6 +37,7 @@ func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.Sidec
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
 		errs = append(errs, validateModeServed(s, v.Lister.Modes())...)
+		errs = append(errs, validatePin(old, s, v.Lister)...)
 	}
 	var warnings admission.Warnings
 	if len(errs) == 0 && v.DryRun != nil {

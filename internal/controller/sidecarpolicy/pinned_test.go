@@ -1,0 +1,73 @@
+package sidecarpolicy_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
+
+// A revision pinned with policy Always is compiled into the policy: a pod
+// the API server injects in Policy mode is the pod the webhook injects in
+// Webhook mode, with the pinned revision's sidecar and hash.
+func TestPinnedRevisionIsCompiledIntoThePolicy(t *testing.T) {
+	ns := env.Namespace(t)
+	s := policySet("pinned-"+ns, ns, "log:1")
+	s.Spec.InjectionMode = deckhandv1alpha1.WebhookInjection
+	s.Labels = map[string]string{deckhandv1alpha1.SidecarSetCustomVersionLabel: "v1"}
+	createSidecarSet(t, s)
+	var pinnedHash string
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		got := &deckhandv1alpha1.SidecarSet{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: s.Name}, got); err != nil {
+			return false, err
+		}
+		pinnedHash = got.Status.LatestRevision
+		return got.Status.LatestRevisionName != "", nil
+	}, "SidecarSet %s records its first revision", s.Name)
+
+	gen := updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Image = "log:2"
+		s.Labels[deckhandv1alpha1.SidecarSetCustomVersionLabel] = "v2"
+		s.Spec.UpdateStrategy.Paused = true
+		s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")}
+	})
+	waitCached(t, s.Name, gen)
+	if image, rev := podImage(t, ns, "w"); image != "log:1" || rev != pinnedHash {
+		t.Fatalf("webhook mode, pinned: log sidecar %q at %s, want log:1 at %s", image, rev, pinnedHash)
+	}
+	byWebhook := &corev1.Pod{}
+	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: ns, Name: "w"}, byWebhook); err != nil {
+		t.Fatal(err)
+	}
+
+	gen = updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection })
+	waitCached(t, s.Name, gen)
+	waitPolicyReady(t, s.Name)
+	eventuallyInjects(t, ns, "log:1")
+	byPolicy, err := createPod(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: web},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev, _ := sidecarcontrol.ReadPodRecord(byPolicy.Annotations).Revisions(s.Name); rev != pinnedHash {
+		t.Fatalf("policy mode, pinned: the pod records %s, want the pinned %s", rev, pinnedHash)
+	}
+	normalize(byWebhook)
+	normalize(byPolicy)
+	if !apiequality.Semantic.DeepEqual(byWebhook.Spec, byPolicy.Spec) || !apiequality.Semantic.DeepEqual(byWebhook.Annotations, byPolicy.Annotations) {
+		wj, _ := json.Marshal(map[string]any{"annotations": byWebhook.Annotations, "spec": byWebhook.Spec})
+		pj, _ := json.Marshal(map[string]any{"annotations": byPolicy.Annotations, "spec": byPolicy.Spec})
+		t.Errorf("the pinned pod differs between the modes:\nwebhook: %s\npolicy:  %s", wj, pj)
+	}
+}
