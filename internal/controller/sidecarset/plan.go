@@ -63,6 +63,13 @@ type podState struct {
 	// controlled: the pod has a controller owner that recreates an evicted
 	// pod (anything but a Job).
 	controlled bool
+
+	// hotStepDue: revisionCurrent, and a HotUpgrade sidecar has a step to
+	// take (a switch to its new container, or a reset to the empty image).
+	hotStepDue bool
+	// hotUpgrading: a HotUpgrade sidecar's idle container does not run the
+	// empty image (a hot upgrade is under way).
+	hotUpgrading bool
 }
 
 // needsRecreate reports whether only recreating the pod brings it to the
@@ -108,6 +115,10 @@ type rolloutPlan struct {
 	// unmanaged need recreating but have no controller owner: reported,
 	// never evicted.
 	unmanaged []*podState
+	// hotUpgrade are at the latest revision with a hot upgrade step to
+	// take; the pods are already counted unavailable until it is done, so
+	// it needs no budget.
+	hotUpgrade []*podState
 }
 
 // planUpdates chooses the injected pods to update in place now, in order:
@@ -158,6 +169,9 @@ func planRollout(in rolloutInput) rolloutPlan {
 				}
 			} else if p.resizeDue && !p.resizeFailed {
 				out.resize = append(out.resize, p)
+			}
+			if p.hotStepDue {
+				out.hotUpgrade = append(out.hotUpgrade, p)
 			}
 		case !p.needsRecreate():
 			candidates = append(candidates, p)
@@ -239,6 +253,9 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
 		return st
 	}
+	if c.Hot != nil {
+		st.hotUpgrading = hotUpgrading(s, pod)
+	}
 	hash, withoutImage := rec.Revisions(s.Name)
 	refused := in.resizeRefused[resizeKey(pod, c.Hash)]
 	st.revisionCurrent = hash == c.Hash
@@ -250,6 +267,10 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 		return st
 	}
 	st.updated = sidecarsRunLatest(s, pod)
+	if c.Hot != nil {
+		st.updated = st.updated && hotWorkingRunsLatest(s, pod)
+		st.hotStepDue = hotStepDue(s, pod)
+	}
 	if resizedTo(pod, s.Name) != c.Hash {
 		return st
 	}

@@ -94,6 +94,9 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		if p.resizing {
 			st.ResizingPods++
 		}
+		if p.hotUpgrading {
+			st.HotUpgradingPods++
+		}
 	}
 	recreateNote := ""
 	if evict {

@@ -32,9 +32,15 @@ type Validator struct {
 // Validate judges a new (old is nil) or changed SidecarSet.
 func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
 	errs := validate(old, s)
+	mode := s.Spec.InjectionMode
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
+		mode = v.Lister.Modes().Effective(s)
+	}
+	errs = append(errs, validateHotUpgrade(s, mode)...)
+	if old != nil {
+		errs = append(errs, validateHotUpgradeUpdate(old, s)...)
 	}
 	var warnings admission.Warnings
 	if len(errs) == 0 && v.DryRun != nil {
