@@ -410,7 +410,7 @@ type SidecarSetStatus struct {
 	// upgrade: a HotUpgrade sidecar's idle container does not run the empty
 	// image (it is starting the new image, or being reset after a switch).
 	// +optional
-	HotUpgradingPods int32 `json:"hotUpgradingPods,omitempty"`
+	HotUpgradingPods int32 `json:"hotUpgradingPods"`
 
 	// LatestRevision is the hash of everything the SidecarSet injects
 	// (containers, init containers, volumes, image pull secrets); injected

@@ -175,10 +175,10 @@ func applyHotUpgrade(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod, steps []ho
 			}
 			working[st.sidecar.Name] = st.idle
 			findContainer(pod.Spec.Containers, st.work).Image = st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage
-			ann[version(st.work)], ann[alt(st.idle)] = "0", "0"
+			ann[version(st.work)], ann[alt(st.work)], ann[alt(st.idle)] = "0", "0", "0"
 		case hotReset:
 			findContainer(pod.Spec.Containers, st.idle).Image = st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage
-			ann[version(st.idle)], ann[alt(st.work)] = "0", "0"
+			ann[version(st.idle)], ann[alt(st.idle)], ann[alt(st.work)] = "0", "0", "0"
 		default:
 			continue
 		}
