@@ -268,7 +268,8 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 func TestSidecarSetWalkthrough(t *testing.T) {
 	const ns, name = "sidecarset-demo", "shop-logger"
 	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}}, namespace(ns))
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-mesh"}}, namespace(ns))
 	shop := map[string]string{"app": "shop"}
 
 	w.runUntil(t, "kubectl patch scs")
@@ -340,7 +341,7 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		seen[uid] = true
 	}
 
-	w.runUntil(t, "kubectl delete")
+	w.runUntil(t, "name: shop-mesh")
 	// Policy mode: the policy and binding exist, owned by the SidecarSet,
 	// and the API server injected the pod created after them.
 	var metrics deckhandv1alpha1.SidecarSet
@@ -358,7 +359,45 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 			api.Spec.Containers, api.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation])
 	}
 
+	// HotUpgrade: two containers injected, and the image change leaves the
+	// same pod with the new image working and the old container on the
+	// empty image.
+	w.runUntil(t, "kubectl patch scs shop-mesh")
+	var mesh corev1.Pod
+	get(t, &mesh, ns, "shop-mesh")
+	if got := fmt.Sprint(containerNames(mesh)); got != "[proxy-1 proxy-2 shop-mesh]" {
+		t.Errorf("pod shop-mesh: containers %s; want proxy-1 proxy-2 shop-mesh", got)
+	}
+	meshUID := mesh.UID
+	w.runUntil(t, "kubectl delete")
+	get(t, &mesh, ns, "shop-mesh")
+	images := map[string]string{}
+	for _, c := range mesh.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	if mesh.UID != meshUID || mesh.Annotations[deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation] != `{"proxy":"proxy-2"}` ||
+		images["proxy-2"] != "ghcr.io/example/mesh-proxy:1.1" || images["proxy-1"] != "ghcr.io/example/mesh-empty:1.0" {
+		t.Errorf("pod shop-mesh after the hot upgrade: UID %s (before %s), working %s, images %v; want the same pod working in proxy-2 with mesh-proxy:1.1, proxy-1 on the empty image",
+			mesh.UID, meshUID, mesh.Annotations[deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation], images)
+	}
+	if s, ok := containerStatus(mesh, "proxy-2"); !ok || !s.Ready || s.Image != "ghcr.io/example/mesh-proxy:1.1" {
+		t.Errorf("pod shop-mesh: proxy-2 status %+v; want mesh-proxy:1.1 ready", s)
+	}
+	var meshSet deckhandv1alpha1.SidecarSet
+	get(t, &meshSet, "", "shop-mesh")
+	if st := meshSet.Status; st.ObservedGeneration != meshSet.Generation || st.UpdatedPods != 1 || st.HotUpgradingPods != 0 {
+		t.Errorf("SidecarSet shop-mesh status %+v; want the latest generation, 1 pod updated, none hot-upgrading", st)
+	}
+
 	w.runRest(t)
+}
+
+func containerNames(p corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Spec.Containers {
+		out = append(out, c.Name)
+	}
+	return out
 }
 
 func TestPodSetWalkthrough(t *testing.T) {
