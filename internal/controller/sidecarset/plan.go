@@ -249,7 +249,7 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	st.injected = rec.Has(s.Name)
 	if !st.injected {
-		st.clash = clashingContainer(s, pod)
+		st.clash = clashingContainer(c.ContainerNames, pod)
 		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
 		return st
 	}
@@ -344,14 +344,13 @@ func findContainer(list []corev1.Container, name string) *corev1.Container {
 	return nil
 }
 
-// clashingContainer returns the first of s's container names that pod
-// already has as a container or init container, "" if none.
-func clashingContainer(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) string {
-	for _, list := range [][]deckhandv1alpha1.SidecarContainer{s.Spec.InitContainers, s.Spec.Containers} {
-		for i := range list {
-			if hasContainer(pod, list[i].Name) {
-				return list[i].Name
-			}
+// clashingContainer returns the first of the names a SidecarSet injects
+// (its compiled ContainerNames: a HotUpgrade sidecar's two containers) that
+// pod already has as a container or init container, "" if none.
+func clashingContainer(names []string, pod *corev1.Pod) string {
+	for _, n := range names {
+		if hasContainer(pod, n) {
+			return n
 		}
 	}
 	return ""

@@ -168,6 +168,16 @@ func TestHotUpgradeValidation(t *testing.T) {
 			}
 		})
 	}
+	// Another SidecarSet that can select the same pods cannot inject a
+	// container called like one of the HotUpgrade sidecar's two.
+	clash := newSidecarSet("hot-clash-"+ns, ns, "web", sidecar("mesh-2", "other:1"))
+	if err := env.Client.Create(ctxT(t), clash); err == nil {
+		_ = env.Client.Delete(ctxT(t), clash)
+		t.Error("created a SidecarSet injecting mesh-2 beside a HotUpgrade sidecar mesh")
+	} else if !strings.Contains(err.Error(), "spec.containers[0].name") || !strings.Contains(err.Error(), name) {
+		t.Errorf("error does not name the field and the other SidecarSet: %v", err)
+	}
+
 	// What a hot upgrade carries is accepted: a new image, and changes to
 	// the cold sidecar.
 	updateSidecarSet(t, name, func(s *deckhandv1alpha1.SidecarSet) {

@@ -146,3 +146,66 @@ func upgradeTypeOf(sc *deckhandv1alpha1.SidecarContainer) deckhandv1alpha1.Sidec
 	}
 	return deckhandv1alpha1.ColdUpgrade
 }
+
+// validateHotUpgradeConflicts extends validateConflicts to the containers a
+// HotUpgrade sidecar is injected as: no SidecarSet that can select the same
+// pods may inject a container called like one of them (<name>-1, <name>-2),
+// nor may a HotUpgrade sidecar's containers take a name the other injects.
+// Clashes of plain names are validateConflicts' to report.
+func validateHotUpgradeConflicts(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alpha1.SidecarSet) field.ErrorList {
+	var errs field.ErrorList
+	mine := injectedNames(s)
+	for _, o := range others {
+		if o.Name == s.Name || o.DeletionTimestamp != nil || (!sidecarcontrol.HasHotUpgrade(&s.Spec) && !sidecarcontrol.HasHotUpgrade(&o.Spec)) ||
+			!sidecarcontrol.CanOverlap(s, o) {
+			continue
+		}
+		theirs := injectedNames(o)
+		for _, n := range mine {
+			t, ok := find(theirs, n.injected)
+			if !ok || (!n.hot && !t.hot) {
+				continue
+			}
+			errs = append(errs, field.Invalid(n.path, n.spec, fmt.Sprintf(
+				"SidecarSet %q, whose selector and namespaces can match the same pods, injects a container called %s (HotUpgrade sidecars are injected as <name>-1 and <name>-2)", o.Name, n.injected)))
+		}
+	}
+	return errs
+}
+
+// injectedName is one container a SidecarSet injects: its name in the pod,
+// the name and path of the sidecar in the spec, and whether it is one of a
+// HotUpgrade sidecar's two.
+type injectedName struct {
+	injected, spec string
+	path           *field.Path
+	hot            bool
+}
+
+func injectedNames(s *deckhandv1alpha1.SidecarSet) []injectedName {
+	var out []injectedName
+	for i := range s.Spec.InitContainers {
+		n := s.Spec.InitContainers[i].Name
+		out = append(out, injectedName{injected: n, spec: n, path: field.NewPath("spec", "initContainers").Index(i).Child("name")})
+	}
+	for i := range s.Spec.Containers {
+		sc := &s.Spec.Containers[i]
+		p := field.NewPath("spec", "containers").Index(i).Child("name")
+		if !sidecarcontrol.IsHotUpgrade(sc) {
+			out = append(out, injectedName{injected: sc.Name, spec: sc.Name, path: p})
+			continue
+		}
+		first, second := sidecarcontrol.HotUpgradeSlots(sc.Name)
+		out = append(out, injectedName{injected: first, spec: sc.Name, path: p, hot: true}, injectedName{injected: second, spec: sc.Name, path: p, hot: true})
+	}
+	return out
+}
+
+func find(names []injectedName, injected string) (injectedName, bool) {
+	for _, n := range names {
+		if n.injected == injected {
+			return n, true
+		}
+	}
+	return injectedName{}, false
+}

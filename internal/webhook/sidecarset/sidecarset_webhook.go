@@ -36,6 +36,7 @@ func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.Sidec
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
+		errs = append(errs, validateHotUpgradeConflicts(s, v.Lister.All())...)
 		mode = v.Lister.Modes().Effective(s)
 	}
 	errs = append(errs, validateHotUpgrade(s, mode)...)
