@@ -43,6 +43,10 @@ type Compiled struct {
 	// Hot are the HotUpgrade sidecars, with the annotations injection
 	// writes for them; nil without any.
 	Hot []HotSidecar
+	// HotAnnotations are the annotations injecting all of Hot into a pod
+	// that records no working container yet writes, pre-rendered: the
+	// working-container map, then each sidecar's versions.
+	HotAnnotations []podjson.Annotation
 }
 
 // compile computes the Compiled form of s; s is not modified. Callers go
@@ -55,6 +59,7 @@ func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
 		spec := s.Spec
 		spec.Containers = c.Containers
 		c.Fragments = podjson.EncodeFragments(&spec)
+		c.HotAnnotations = hotAnnotations(c.Hot)
 	} else {
 		c.Fragments = podjson.EncodeFragments(&s.Spec)
 	}

@@ -226,4 +226,18 @@ func TestFastPathHotUpgradeSeedInjects(t *testing.T) {
 	if got := fast.Annotations["version.sidecarset.apps.deckhand.dev/mesh-1"]; got != "1" {
 		t.Errorf("version of mesh-1 %q, want the generation", got)
 	}
+
+	// Two SidecarSets with HotUpgrade sidecars on one pod without a record,
+	// and one on a pod that has one already: the working containers merge.
+	second := []byte(`{"metadata":{"name":"hot2"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"dns","image":"dns:1","upgradeStrategy":{"upgradeType":"HotUpgrade","hotUpgradeEmptyImage":"dns-empty:1"}}]}}`)
+	for _, l := range []*sidecarcontrol.Lister{fuzzLister(t, []byte(hotUpgradeSeedSet), second), fuzzLister(t, second)} {
+		for _, raw := range [][]byte{[]byte(`{"metadata":{"name":"web-1","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"nginx"}]}}`), raw} {
+			fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+			if !apiequality.Semantic.DeepEqual(fast, typed) {
+				f, _ := json.Marshal(fast)
+				g, _ := json.Marshal(typed)
+				t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+			}
+		}
+	}
 }
