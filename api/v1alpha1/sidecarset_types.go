@@ -98,6 +98,45 @@ type SidecarContainer struct {
 	// +listType=atomic
 	// +optional
 	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
+
+	// UpgradeStrategy says how an image change reaches running pods:
+	// ColdUpgrade (unset: the container restarts with the new image) or
+	// HotUpgrade (the sidecar runs as two containers, <name>-1 and
+	// <name>-2, and the new image starts beside the old one, which hands
+	// over and is then parked on hotUpgradeEmptyImage). Containers only,
+	// not init containers.
+	// +optional
+	UpgradeStrategy *SidecarContainerUpgradeStrategy `json:"upgradeStrategy,omitempty"`
+}
+
+// SidecarContainerUpgradeType is ColdUpgrade or HotUpgrade.
+// +kubebuilder:validation:Enum=ColdUpgrade;HotUpgrade
+type SidecarContainerUpgradeType string
+
+const (
+	// ColdUpgrade restarts the sidecar container with the new image.
+	ColdUpgrade SidecarContainerUpgradeType = "ColdUpgrade"
+	// HotUpgrade injects the sidecar as two containers, one working and one
+	// idle on hotUpgradeEmptyImage; a new image starts in the idle one,
+	// which takes over (its postStart hook migrates the state), and the old
+	// one is then reset to the empty image.
+	HotUpgrade SidecarContainerUpgradeType = "HotUpgrade"
+)
+
+// SidecarContainerUpgradeStrategy says how a sidecar container is upgraded.
+type SidecarContainerUpgradeStrategy struct {
+	// UpgradeType is ColdUpgrade (the default) or HotUpgrade. It cannot be
+	// changed once the container exists.
+	// +optional
+	UpgradeType SidecarContainerUpgradeType `json:"upgradeType,omitempty"`
+
+	// HotUpgradeEmptyImage is the image the idle container of a HotUpgrade
+	// sidecar runs: one that does nothing and keeps running with the
+	// sidecar's command, probes and lifecycle. Required for HotUpgrade,
+	// forbidden otherwise, different from the sidecar's image, and it
+	// cannot be changed once the container exists.
+	// +optional
+	HotUpgradeEmptyImage string `json:"hotUpgradeEmptyImage,omitempty"`
 }
 
 // InjectionMode says who injects a SidecarSet's sidecars into new pods.
@@ -306,6 +345,24 @@ type SidecarSetSpec struct {
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }
 
+// Annotations on pods carrying HotUpgrade sidecars.
+const (
+	// SidecarSetWorkingHotUpgradeContainerAnnotation is a JSON object
+	// mapping each HotUpgrade sidecar's name to the container that works
+	// for it (<name>-1 or <name>-2); the other one is idle.
+	SidecarSetWorkingHotUpgradeContainerAnnotation = "apps.deckhand.dev/sidecarset-working-hotupgrade-container"
+	// SidecarSetVersionAnnotationPrefix + a container's name holds that
+	// container's version: the SidecarSet generation whose image it was
+	// given, "0" while it idles on the empty image. The container reads it
+	// as SIDECARSET_VERSION.
+	SidecarSetVersionAnnotationPrefix = "version.sidecarset.apps.deckhand.dev/"
+	// SidecarSetVersionAltAnnotationPrefix + a container's name holds the
+	// version of the other container of the same HotUpgrade sidecar while
+	// a hot upgrade is under way, "0" otherwise. The container reads it as
+	// SIDECARSET_VERSION_ALT.
+	SidecarSetVersionAltAnnotationPrefix = "versionalt.sidecarset.apps.deckhand.dev/"
+)
+
 // SidecarSetResizeAnnotation on a pod maps, as a JSON object, the name of
 // each SidecarSet that brought the pod to its recorded revision through an
 // in-place resize to that revision. While it names the pod's recorded
@@ -405,6 +462,12 @@ type SidecarSetStatus struct {
 	// are never evicted. Recreate them by hand.
 	// +optional
 	UnmanagedPods int32 `json:"unmanagedPods"`
+
+	// HotUpgradingPods is the number of matched pods in the middle of a hot
+	// upgrade: a HotUpgrade sidecar's idle container does not run the empty
+	// image (it is starting the new image, or being reset after a switch).
+	// +optional
+	HotUpgradingPods int32 `json:"hotUpgradingPods"`
 
 	// LatestRevision is the hash of everything the SidecarSet injects
 	// (containers, init containers, volumes, image pull secrets); injected

@@ -33,14 +33,36 @@ type Compiled struct {
 	// ContainerNames are the names of the containers and init containers
 	// the SidecarSet injects.
 	ContainerNames []string
-	// Fragments are the SidecarSet's injectable parts, JSON-encoded.
+	// Fragments are the SidecarSet's injectable parts, JSON-encoded; its
+	// Containers are those of Containers below.
 	Fragments *podjson.Fragments
+	// Containers are the containers injected: spec.containers itself,
+	// unless a sidecar is HotUpgrade, which is injected as two containers
+	// (InjectedContainers).
+	Containers []deckhandv1alpha1.SidecarContainer
+	// Hot are the HotUpgrade sidecars, with the annotations injection
+	// writes for them; nil without any.
+	Hot []HotSidecar
+	// HotAnnotations are the annotations injecting all of Hot into a pod
+	// that records no working container yet writes, pre-rendered: the
+	// working-container map, then each sidecar's versions.
+	HotAnnotations []podjson.Annotation
 }
 
 // compile computes the Compiled form of s; s is not modified. Callers go
 // through a Store, which computes it once per generation.
 func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
-	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Fragments: podjson.EncodeFragments(&s.Spec)}
+	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Containers: InjectedContainers(&s.Spec)}
+	if c.Hot = HotSidecars(&s.Spec, s.Generation); c.Hot != nil {
+		// The fragments encode the expanded containers; every other part
+		// of the spec is shared.
+		spec := s.Spec
+		spec.Containers = c.Containers
+		c.Fragments = podjson.EncodeFragments(&spec)
+		c.HotAnnotations = hotAnnotations(c.Hot)
+	} else {
+		c.Fragments = podjson.EncodeFragments(&s.Spec)
+	}
 	if sel := s.Spec.Selector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		if parsed, err := metav1.LabelSelectorAsSelector(sel); err == nil {
 			c.Selector = parsed
@@ -64,8 +86,8 @@ func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
 	for i := range s.Spec.InitContainers {
 		c.ContainerNames = append(c.ContainerNames, s.Spec.InitContainers[i].Name)
 	}
-	for i := range s.Spec.Containers {
-		c.ContainerNames = append(c.ContainerNames, s.Spec.Containers[i].Name)
+	for i := range c.Containers {
+		c.ContainerNames = append(c.ContainerNames, c.Containers[i].Name)
 	}
 	return c
 }

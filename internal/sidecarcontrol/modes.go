@@ -22,10 +22,16 @@ type Modes struct {
 	WithoutPodWebhook bool
 }
 
-// Effective returns the mode s asks for: its own, or the default.
+// Effective returns the mode s asks for: its own, or the default. A
+// SidecarSet with HotUpgrade sidecars, which Policy mode does not support
+// (validation refuses them an explicit Policy), takes Webhook for a Policy
+// default.
 func (m Modes) Effective(s *deckhandv1alpha1.SidecarSet) deckhandv1alpha1.InjectionMode {
 	if s.Spec.InjectionMode != "" {
 		return s.Spec.InjectionMode
+	}
+	if m.Default == deckhandv1alpha1.PolicyInjection && HasHotUpgrade(&s.Spec) {
+		return deckhandv1alpha1.WebhookInjection
 	}
 	if m.Default != "" {
 		return m.Default

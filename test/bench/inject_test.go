@@ -113,6 +113,16 @@ func BenchmarkInject1of100(b *testing.B) {
 	benchHandler(b, &sidecarsetwebhook.PodInjector{Lister: lister(b, sidecarSets(100))}, true)
 }
 
+// BenchmarkInject1of1Hot: BenchmarkInject1of1 with the sidecar
+// HotUpgrade, so that it is injected as two containers with their version
+// annotations.
+func BenchmarkInject1of1Hot(b *testing.B) {
+	sets := sidecarSets(1)
+	sets[0].Spec.Containers[0].UpgradeStrategy = &deckhandv1alpha1.SidecarContainerUpgradeStrategy{
+		UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: "registry.example.com/logging/empty:1.0"}
+	benchHandler(b, &sidecarsetwebhook.PodInjector{Lister: lister(b, sets)}, true)
+}
+
 // podAnnotator is the smallest useful typed defaulter: it adds one annotation.
 type podAnnotator struct{}
 

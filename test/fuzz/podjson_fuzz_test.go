@@ -53,6 +53,9 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		`{"metadata":{"name":"logging"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"fluent-bit:3","env":[{"name":"TZ","value":"none"}],"volumeMounts":[{"name":"buf","mountPath":"/data"}],"shareVolumePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerName":"app","envName":"TZ"},{"sourceContainerName":"init","envName":"TZ"}]}],"volumes":[{"name":"buf","emptyDir":{}},{"name":"data","emptyDir":{}}],"imagePullSecrets":[{"name":"logcred"},{"name":"other"}]}}`,
 		`{"metadata":{"name":"mesh"},"spec":{"selector":{"matchExpressions":[{"key":"app","operator":"Exists"}]},"namespaceSelector":{"matchLabels":{"env":"fuzz"}},"initContainers":[{"name":"proxy-init","image":"mesh/init:1"},{"name":"proxy","image":"mesh/proxy:1","restartPolicy":"Always","podInjectPolicy":"AfterAppContainer"}],"containers":[{"name":"after","image":"x:1","podInjectPolicy":"AfterAppContainer"},{"name":"first","image":"y:1"}]}}`,
 		`{"metadata":{"name":"scoped"},"spec":{"namespace":"fz","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"a:1"}],"volumes":[{"name":"buf","emptyDir":{}}]}}`,
+		// HotUpgrade: two containers per sidecar, version variables after
+		// the sidecar's own env and before transferred ones, annotations
+		hotUpgradeSeedSet,
 	}
 	for i, p := range pods {
 		f.Add([]byte(p), []byte(sets[i%len(sets)]), []byte(sets[(i+1)%len(sets)]))
@@ -193,5 +196,48 @@ func TestFastPathSeedsInject(t *testing.T) {
 	if len(c) != 2 || c[0].Name != "log" || len(c[0].Env) != 1 || c[0].Env[0].Value != "UTC" || len(c[0].VolumeMounts) != 1 ||
 		len(fast.Spec.Volumes) != 2 || !sidecarcontrol.ReadPodRecord(fast.Annotations).Has("logging") {
 		t.Fatalf("unexpected injection: %+v", fast)
+	}
+}
+
+// hotUpgradeSeedSet has a HotUpgrade sidecar that transfers env and shares
+// volumes, beside a cold one.
+const hotUpgradeSeedSet = `{"metadata":{"name":"hot","generation":4},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"mesh","image":"mesh:2","env":[{"name":"A","value":"1"}],"shareVolumePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerName":"app","envName":"TZ"}],"upgradeStrategy":{"upgradeType":"HotUpgrade","hotUpgradeEmptyImage":"mesh-empty:1"}},{"name":"log","image":"log:1","podInjectPolicy":"AfterAppContainer"}]}}`
+
+// TestFastPathHotUpgradeSeedInjects makes sure the differential covers hot
+// upgrades: the seed injects both containers of the HotUpgrade sidecar and
+// the annotations, the same way on both paths.
+func TestFastPathHotUpgradeSeedInjects(t *testing.T) {
+	l := fuzzLister(t, []byte(hotUpgradeSeedSet))
+	raw := []byte(`{"metadata":{"name":"web-0","labels":{"app":"web"},"annotations":{"apps.deckhand.dev/sidecarset-working-hotupgrade-container":"{\"other\":\"other-2\"}"}},"spec":{"containers":[{"name":"app","image":"nginx","env":[{"name":"TZ","value":"UTC"}],"volumeMounts":[{"name":"data","mountPath":"/data"}]}],"volumes":[{"name":"data","emptyDir":{}}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		f, _ := json.Marshal(fast)
+		g, _ := json.Marshal(typed)
+		t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+	}
+	c := fast.Spec.Containers
+	if len(c) != 4 || c[0].Name != "mesh-1" || c[0].Image != "mesh:2" || c[1].Name != "mesh-2" || c[1].Image != "mesh-empty:1" ||
+		len(c[1].Env) != 4 || c[1].Env[3].Value != "UTC" || len(c[1].VolumeMounts) != 1 {
+		t.Fatalf("unexpected injection: %+v", c)
+	}
+	if got := fast.Annotations["apps.deckhand.dev/sidecarset-working-hotupgrade-container"]; got != `{"mesh":"mesh-1","other":"other-2"}` {
+		t.Errorf("working annotation %s", got)
+	}
+	if got := fast.Annotations["version.sidecarset.apps.deckhand.dev/mesh-1"]; got != "1" {
+		t.Errorf("version of mesh-1 %q, want the generation", got)
+	}
+
+	// Two SidecarSets with HotUpgrade sidecars on one pod without a record,
+	// and one on a pod that has one already: the working containers merge.
+	second := []byte(`{"metadata":{"name":"hot2"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"dns","image":"dns:1","upgradeStrategy":{"upgradeType":"HotUpgrade","hotUpgradeEmptyImage":"dns-empty:1"}}]}}`)
+	for _, l := range []*sidecarcontrol.Lister{fuzzLister(t, []byte(hotUpgradeSeedSet), second), fuzzLister(t, second)} {
+		for _, raw := range [][]byte{[]byte(`{"metadata":{"name":"web-1","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"nginx"}]}}`), raw} {
+			fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+			if !apiequality.Semantic.DeepEqual(fast, typed) {
+				f, _ := json.Marshal(fast)
+				g, _ := json.Marshal(typed)
+				t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+			}
+		}
 	}
 }

@@ -65,6 +65,17 @@ func validSidecarSet(ns string) client.Object {
 	}
 }
 
+// validHotSidecarSet is validSidecarSet with a second sidecar, mesh, that
+// is HotUpgrade.
+func validHotSidecarSet(ns string) client.Object {
+	s := validSidecarSet(ns).(*deckhandv1alpha1.SidecarSet)
+	s.Spec.Containers = append(s.Spec.Containers, deckhandv1alpha1.SidecarContainer{
+		Container:       corev1.Container{Name: "mesh", Image: "mesh:1"},
+		UpgradeStrategy: &deckhandv1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: "mesh-empty:1"},
+	})
+	return s
+}
+
 func ps(f func(*deckhandv1alpha1.PodSet)) func(client.Object) {
 	return func(o client.Object) { f(o.(*deckhandv1alpha1.PodSet)) }
 }
@@ -252,6 +263,31 @@ func invalidCases() []invalidCase {
 		{"sidecarset scatterStrategy duplicate term", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.UpdateStrategy.ScatterStrategy = []deckhandv1alpha1.UpdateScatterTerm{{Key: "zone", Value: "*"}, {Key: "zone", Value: "*"}}
 		}), "spec.updateStrategy.scatterStrategy[1]"},
+		{"sidecarset HotUpgrade without an empty image", validHotSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[1].UpgradeStrategy.HotUpgradeEmptyImage = ""
+		}), "spec.containers[1].upgradeStrategy.hotUpgradeEmptyImage"},
+		{"sidecarset HotUpgrade init container", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "init", Image: "init:1"},
+				UpgradeStrategy: &deckhandv1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: "e:1"}}}
+		}), "spec.initContainers[0].upgradeStrategy.upgradeType"},
+		{"sidecarset HotUpgrade in Policy mode", validHotSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+		}), "spec.containers[1].upgradeStrategy.upgradeType"},
+		{"sidecarset HotUpgrade slot name taken", validHotSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Name = "mesh-1" }), "spec.containers[1].name"},
+		{"sidecarset upgradeType changed to HotUpgrade", validHotSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].UpgradeStrategy = &deckhandv1alpha1.SidecarContainerUpgradeStrategy{UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: "e:1"}
+		}), "spec.containers[0].upgradeStrategy.upgradeType"},
+		{"sidecarset upgradeType changed to ColdUpgrade", validHotSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[1].UpgradeStrategy.UpgradeType = deckhandv1alpha1.ColdUpgrade
+			s.Spec.Containers[1].UpgradeStrategy.HotUpgradeEmptyImage = ""
+		}), "spec.containers[1].upgradeStrategy.upgradeType"},
+		{"sidecarset hotUpgradeEmptyImage changed", validHotSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[1].UpgradeStrategy.HotUpgradeEmptyImage = "mesh-empty:2"
+		}), "spec.containers[1].upgradeStrategy.hotUpgradeEmptyImage"},
+		{"sidecarset HotUpgrade sidecar changed beyond its image", validHotSidecarSet, true, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[1].Image = "mesh:2"
+			s.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "LEVEL", Value: "debug"}}
+		}), "spec.containers[1]"},
 	}
 }
 

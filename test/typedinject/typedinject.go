@@ -40,6 +40,7 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 	pod.Spec.Volumes = append(pod.Spec.Volumes, in.volumes...)
 	pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, in.secrets...)
 	in.record.Apply(pod)
+	in.hot.apply(pod)
 }
 
 func concat(lists ...[]corev1.Container) []corev1.Container {
@@ -59,6 +60,7 @@ type injector struct {
 	secrets                           []corev1.LocalObjectReference
 	addedNames, addedVols, addedSecrs []string
 	changed                           bool
+	hot                               hotAnnotations
 }
 
 func (in *injector) has(name string) bool {
@@ -87,7 +89,7 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 		before, after *[]corev1.Container
 	}{
 		{s.Spec.InitContainers, &in.beforeInit, &in.afterInit},
-		{s.Spec.Containers, &in.before, &in.after},
+		{hotExpanded(s), &in.before, &in.after},
 	} {
 		for i := range group.list {
 			sc := &group.list[i]
@@ -103,6 +105,7 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 			added = true
 		}
 	}
+	in.hot.add(s, in.has)
 	for i := range s.Spec.Volumes {
 		v := s.Spec.Volumes[i]
 		if !slices.ContainsFunc(in.orig.Spec.Volumes, func(o corev1.Volume) bool { return o.Name == v.Name }) && !slices.Contains(in.addedVols, v.Name) {

@@ -268,7 +268,8 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 func TestSidecarSetWalkthrough(t *testing.T) {
 	const ns, name = "sidecarset-demo", "shop-logger"
 	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}}, namespace(ns),
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-mesh"}}, namespace(ns),
 		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-history"}}, namespace("sidecarset-history"))
 	shop := map[string]string{"app": "shop"}
 
@@ -341,7 +342,7 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 		seen[uid] = true
 	}
 
-	w.runUntil(t, "kubectl delete")
+	w.runUntil(t, "name: shop-mesh")
 	// Policy mode: the policy and binding exist, owned by the SidecarSet,
 	// and the API server injected the pod created after them.
 	var metrics deckhandv1alpha1.SidecarSet
@@ -371,6 +372,36 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 	}
 	if metrics.Status.NotUpdatablePods != 0 {
 		t.Errorf("SidecarSet shop-metrics: notUpdatablePods %d after the revert, want 0", metrics.Status.NotUpdatablePods)
+	}
+
+	// HotUpgrade: two containers injected, and the image change leaves the
+	// same pod with the new image working and the old container on the
+	// empty image.
+	w.runUntil(t, "kubectl patch scs shop-mesh")
+	var mesh corev1.Pod
+	get(t, &mesh, ns, "shop-mesh")
+	if got := fmt.Sprint(containerNames(mesh)); got != "[proxy-1 proxy-2 shop-mesh]" {
+		t.Errorf("pod shop-mesh: containers %s; want proxy-1 proxy-2 shop-mesh", got)
+	}
+	meshUID := mesh.UID
+	w.runUntil(t, "kubectl delete")
+	get(t, &mesh, ns, "shop-mesh")
+	images := map[string]string{}
+	for _, c := range mesh.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	if mesh.UID != meshUID || mesh.Annotations[deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation] != `{"proxy":"proxy-2"}` ||
+		images["proxy-2"] != "ghcr.io/example/mesh-proxy:1.1" || images["proxy-1"] != "ghcr.io/example/mesh-empty:1.0" {
+		t.Errorf("pod shop-mesh after the hot upgrade: UID %s (before %s), working %s, images %v; want the same pod working in proxy-2 with mesh-proxy:1.1, proxy-1 on the empty image",
+			mesh.UID, meshUID, mesh.Annotations[deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation], images)
+	}
+	if s, ok := containerStatus(mesh, "proxy-2"); !ok || !s.Ready || s.Image != "ghcr.io/example/mesh-proxy:1.1" {
+		t.Errorf("pod shop-mesh: proxy-2 status %+v; want mesh-proxy:1.1 ready", s)
+	}
+	var meshSet deckhandv1alpha1.SidecarSet
+	get(t, &meshSet, "", "shop-mesh")
+	if st := meshSet.Status; st.ObservedGeneration != meshSet.Generation || st.UpdatedPods != 1 || st.HotUpgradingPods != 0 {
+		t.Errorf("SidecarSet shop-mesh status %+v; want the latest generation, 1 pod updated, none hot-upgrading", st)
 	}
 
 	w.runUntil(t, "kubectl delete scs shop-history")
@@ -422,6 +453,14 @@ func checkSidecarSetHistory(t *testing.T) {
 		t.Errorf("pod shop-history: logger image %s, record %s; want busybox:1.39 at the pinned revision %s",
 			image, record, pinned.Labels[deckhandv1alpha1.SidecarSetRevisionLabel])
 	}
+}
+
+func containerNames(p corev1.Pod) []string {
+	var out []string
+	for _, c := range p.Spec.Containers {
+		out = append(out, c.Name)
+	}
+	return out
 }
 
 func TestPodSetWalkthrough(t *testing.T) {

@@ -12,7 +12,7 @@ var metrics = reconcileutil.NewMetrics("sidecarset")
 // counts, by state.
 var (
 	podUpdates = metrics.CounterVec("pod_updates_total", "In-place sidecar image updates of pods, by SidecarSet and result (success or error).", "sidecarset", "result")
-	podsGauge  = metrics.GaugeVec("pods", "Pods a SidecarSet selects, by state (matched, updated, ready, updated_ready, not_injected, not_updatable, resizing, evicting, disruption_blocked, unmanaged).", "sidecarset", "state")
+	podsGauge  = metrics.GaugeVec("pods", "Pods a SidecarSet selects, by state (matched, updated, ready, updated_ready, not_injected, not_updatable, resizing, evicting, disruption_blocked, unmanaged, hot_upgrading).", "sidecarset", "state")
 	// podEvictions counts evictions under recreate: Evict.
 	podEvictions = metrics.CounterVec("pod_evictions_total", "Evictions of pods to recreate them with the latest sidecars, by SidecarSet and result (success, blocked by a PodDisruptionBudget, stale cache, error).", "sidecarset", "result")
 	// podConditionWrites counts writes of the pod condition

@@ -64,6 +64,13 @@ type podState struct {
 	// controlled: the pod has a controller owner that recreates an evicted
 	// pod (anything but a Job).
 	controlled bool
+
+	// hotStepDue: revisionCurrent, and a HotUpgrade sidecar has a step to
+	// take (a switch to its new container, or a reset to the empty image).
+	hotStepDue bool
+	// hotUpgrading: a HotUpgrade sidecar's idle container does not run the
+	// empty image (a hot upgrade is under way).
+	hotUpgrading bool
 }
 
 // needsRecreate reports whether only recreating the pod brings it to the
@@ -112,6 +119,10 @@ type rolloutPlan struct {
 	// unmanaged need recreating but have no controller owner: reported,
 	// never evicted.
 	unmanaged []*podState
+	// hotUpgrade are at the latest revision with a hot upgrade step to
+	// take; the pods are already counted unavailable until it is done, so
+	// it needs no budget.
+	hotUpgrade []*podState
 }
 
 // planUpdates chooses the injected pods to update in place now, in order:
@@ -163,6 +174,9 @@ func planRollout(in rolloutInput) rolloutPlan {
 				}
 			} else if p.resizeDue && !p.resizeFailed {
 				out.resize = append(out.resize, p)
+			}
+			if p.hotStepDue {
+				out.hotUpgrade = append(out.hotUpgrade, p)
 			}
 		case !p.needsRecreate():
 			candidates = append(candidates, p)
@@ -245,9 +259,12 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	st.injected = rec.Has(s.Name)
 	if !st.injected {
-		st.clash = clashingContainer(s, pod)
+		st.clash = clashingContainer(c.ContainerNames, pod)
 		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
 		return st
+	}
+	if c.Hot != nil {
+		st.hotUpgrading = hotUpgrading(s, pod)
 	}
 	hash, withoutImage := rec.Revisions(s.Name)
 	refused := in.resizeRefused[resizeKey(pod, c.Hash)]
@@ -260,6 +277,10 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 		return st
 	}
 	st.updated = sidecarsRunLatest(s, pod)
+	if c.Hot != nil {
+		st.updated = st.updated && hotWorkingRunsLatest(s, pod)
+		st.hotStepDue = hotStepDue(s, pod)
+	}
 	if resizedTo(pod, s.Name) != c.Hash {
 		return st
 	}
@@ -333,14 +354,13 @@ func findContainer(list []corev1.Container, name string) *corev1.Container {
 	return nil
 }
 
-// clashingContainer returns the first of s's container names that pod
-// already has as a container or init container, "" if none.
-func clashingContainer(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) string {
-	for _, list := range [][]deckhandv1alpha1.SidecarContainer{s.Spec.InitContainers, s.Spec.Containers} {
-		for i := range list {
-			if hasContainer(pod, list[i].Name) {
-				return list[i].Name
-			}
+// clashingContainer returns the first of the names a SidecarSet injects
+// (its compiled ContainerNames: a HotUpgrade sidecar's two containers) that
+// pod already has as a container or init container, "" if none.
+func clashingContainer(names []string, pod *corev1.Pod) string {
+	for _, n := range names {
+		if hasContainer(pod, n) {
+			return n
 		}
 	}
 	return ""

@@ -94,6 +94,9 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		if p.resizing {
 			st.ResizingPods++
 		}
+		if p.hotUpgrading {
+			st.HotUpgradingPods++
+		}
 	}
 	recreateNote := ""
 	if evict {
@@ -328,6 +331,7 @@ func (r *Reconciler) recordMetrics(name string, st *deckhandv1alpha1.SidecarSetS
 		"matched": st.MatchedPods, "updated": st.UpdatedPods, "ready": st.ReadyPods, "updated_ready": st.UpdatedReadyPods,
 		"not_injected": st.NotInjectedPods, "not_updatable": st.NotUpdatablePods,
 		"resizing": st.ResizingPods, "evicting": st.EvictingPods, "disruption_blocked": st.DisruptionBlockedPods, "unmanaged": st.UnmanagedPods,
+		"hot_upgrading": st.HotUpgradingPods,
 	} {
 		podsGauge.WithLabelValues(name, state).Set(float64(v))
 	}

@@ -62,6 +62,12 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 			"updating the sidecar %s of pod %s/%s to revision %s", what, p.pod.Namespace, p.pod.Name, c.Hash)
 		requeue = minRequeue(requeue, time.Second)
 	}
+	for _, p := range plan.hotUpgrade {
+		if err := r.hotUpgradePod(ctx, sc, p.pod); err != nil {
+			errs = append(errs, err)
+		}
+		requeue = minRequeue(requeue, time.Second)
+	}
 	for _, p := range plan.resize {
 		if err := r.resizePod(ctx, sc, p.pod, false); err != nil {
 			if resizeRefused(err) {
@@ -166,6 +172,11 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 	}
 	rec.Set(s.Name, c.Hash, c.HashWithoutImage, owned)
 	rec.Apply(pod)
+	if c.Hot != nil {
+		// HotUpgrade sidecars take their first step with the new revision:
+		// the idle container gets the new image (hotupgrade.go).
+		applyHotUpgrade(s, pod, planHotUpgrade(s, pod))
+	}
 	if resize {
 		withResizeAnnotation(pod, s.Name, c.Hash)
 	}

@@ -78,6 +78,8 @@ type planner struct {
 	addedContainers, addedVolumes, addedSecrets []string
 	recordChanged                               bool
 	injected, warnings                          []string
+	// hot holds what the HotUpgrade sidecars added here write on the pod.
+	hot hotAdditions
 }
 
 // add plans the injection of s (compiled as c).
@@ -94,7 +96,10 @@ func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled
 		return
 	}
 	added := p.addContainers(s.Spec.InitContainers, c.Fragments.InitContainers, &p.additions.BeforeInit, &p.additions.AfterInit)
-	added = p.addContainers(s.Spec.Containers, c.Fragments.Containers, &p.additions.Before, &p.additions.After) || added
+	added = p.addContainers(c.Containers, c.Fragments.Containers, &p.additions.Before, &p.additions.After) || added
+	if c.Hot != nil {
+		p.addHotUpgrade(c)
+	}
 	for i := range s.Spec.Volumes {
 		name := s.Spec.Volumes[i].Name
 		if !slices.Contains(p.pod.Volumes, name) && !slices.Contains(p.addedVolumes, name) {
@@ -168,4 +173,5 @@ func (p *planner) writeRecord() {
 		podjson.Annotation{Key: deckhandv1alpha1.SidecarSetHashAnnotation, Value: hash},
 		podjson.Annotation{Key: deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation, Value: withoutImage},
 	)
+	p.writeHotUpgrade()
 }

@@ -33,11 +33,18 @@ type Validator struct {
 // Validate judges a new (old is nil) or changed SidecarSet.
 func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
 	errs := validate(old, s)
+	mode := s.Spec.InjectionMode
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
 		errs = append(errs, validateModeServed(s, v.Lister.Modes())...)
 		errs = append(errs, validatePin(old, s, v.Lister)...)
+		errs = append(errs, validateHotUpgradeConflicts(s, v.Lister.All())...)
+		mode = v.Lister.Modes().Effective(s)
+	}
+	errs = append(errs, validateHotUpgrade(s, mode)...)
+	if old != nil {
+		errs = append(errs, validateHotUpgradeUpdate(old, s)...)
 	}
 	var warnings admission.Warnings
 	if len(errs) == 0 && v.DryRun != nil {
@@ -296,6 +303,11 @@ func validatePolicyPeers(s *deckhandv1alpha1.SidecarSet, others []*deckhandv1alp
 func validateModeServed(s *deckhandv1alpha1.SidecarSet, modes sidecarcontrol.Modes) field.ErrorList {
 	if !modes.WithoutPodWebhook || modes.Effective(s) != deckhandv1alpha1.WebhookInjection {
 		return nil
+	}
+	if s.Spec.InjectionMode == "" && sidecarcontrol.HasHotUpgrade(&s.Spec) {
+		// HotUpgrade sidecars take the webhook even for a Policy default.
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "containers"), "HotUpgrade",
+			"HotUpgrade sidecars are injected by the pod webhook, which this installation does not serve (--sidecarset-pod-webhook=false)")}
 	}
 	return field.ErrorList{field.Invalid(field.NewPath("spec", "injectionMode"), s.Spec.InjectionMode,
 		"this installation serves no pod webhook (--sidecarset-pod-webhook=false), so only Policy mode injects: set Policy or leave the field unset")}
