@@ -261,6 +261,16 @@ type SidecarSetSpec struct {
 	// the webhook and the InjectionPolicyReady condition says so.
 	// +optional
 	InjectionMode InjectionMode `json:"injectionMode,omitempty"`
+
+	// PatchPodMetadata are annotations set on the pods the SidecarSet
+	// injects, in order, each entry with its patch policy. Annotation keys
+	// must be allowed by the manager's --sidecarset-pod-metadata-allowlist
+	// (empty by default: none is). Applied when a pod is injected, not to
+	// running pods; not part of the revision. Not supported with
+	// injectionMode Policy.
+	// +listType=atomic
+	// +optional
+	PatchPodMetadata []SidecarSetPatchPodMetadata `json:"patchPodMetadata,omitempty"`
 }
 
 // SidecarSetResizeAnnotation on a pod maps, as a JSON object, the name of

@@ -122,11 +122,14 @@ func main() {
 		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
 	injectionMode := flag.String("sidecarset-injection-mode", string(o.operator.SidecarSetInjectionMode),
 		"Injection mode of SidecarSets that leave spec.injectionMode unset: Webhook (Deckhand's pod webhook) or Policy (a MutatingAdmissionPolicy the API server applies; needs Kubernetes 1.36, falls back to the webhook where it is not served).")
+	metadataAllowlist := flag.String("sidecarset-pod-metadata-allowlist", "",
+		"Comma-separated pod annotation keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata). Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	o.operator.SidecarSetInjectionMode = deckhandv1alpha1.InjectionMode(*injectionMode)
+	o.operator.SidecarSetPodMetadataAllowlist = splitList(*metadataAllowlist)
 	build := version.Get()
 	if *printVersion {
 		fmt.Println(build)

@@ -35,12 +35,15 @@ type Compiled struct {
 	ContainerNames []string
 	// Fragments are the SidecarSet's injectable parts, JSON-encoded.
 	Fragments *podjson.Fragments
+	// PodMetadata is spec.patchPodMetadata restricted to the allowed keys;
+	// nil (nothing to do per pod) when the SidecarSet patches none.
+	PodMetadata []MetadataPatch
 }
 
 // compile computes the Compiled form of s; s is not modified. Callers go
 // through a Store, which computes it once per generation.
-func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
-	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Fragments: podjson.EncodeFragments(&s.Spec)}
+func compile(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) *Compiled {
+	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Fragments: podjson.EncodeFragments(&s.Spec), PodMetadata: compileMetadata(s, allow)}
 	if sel := s.Spec.Selector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		if parsed, err := metav1.LabelSelectorAsSelector(sel); err == nil {
 			c.Selector = parsed

@@ -46,6 +46,8 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		// empty and null lists
 		`{"metadata":{"name":"nulls","labels":{"app":"web"},"annotations":null},"spec":{"containers":[],"volumes":null,"initContainers":null,"imagePullSecrets":[]}}`,
 		`{"metadata":{"name":"skip","labels":{"app":"web"},"annotations":{"apps.deckhand.dev/sidecarset-skip-injection":"true"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
+		// annotations patchPodMetadata retains, overwrites and merges into
+		`{"metadata":{"name":"annotated","labels":{"app":"web"},"annotations":{"example.com/r":"mine","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}","other.io/x":"y"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
 		// escapes, and keys that differ only in case
 		`{"metadata":{"name":"u","labels":{"app":"web"}},"Spec":{"containers":[]},"spec":{"containers":[{"name":"app","image":"x","env":[{"name":"\u00e9\"\\","value":"\ud83d\ude00"},{"name":"TZ","value":"a\u2028b"}]}]}}`,
 	}
@@ -53,6 +55,8 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		`{"metadata":{"name":"logging"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"fluent-bit:3","env":[{"name":"TZ","value":"none"}],"volumeMounts":[{"name":"buf","mountPath":"/data"}],"shareVolumePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerName":"app","envName":"TZ"},{"sourceContainerName":"init","envName":"TZ"}]}],"volumes":[{"name":"buf","emptyDir":{}},{"name":"data","emptyDir":{}}],"imagePullSecrets":[{"name":"logcred"},{"name":"other"}]}}`,
 		`{"metadata":{"name":"mesh"},"spec":{"selector":{"matchExpressions":[{"key":"app","operator":"Exists"}]},"namespaceSelector":{"matchLabels":{"env":"fuzz"}},"initContainers":[{"name":"proxy-init","image":"mesh/init:1"},{"name":"proxy","image":"mesh/proxy:1","restartPolicy":"Always","podInjectPolicy":"AfterAppContainer"}],"containers":[{"name":"after","image":"x:1","podInjectPolicy":"AfterAppContainer"},{"name":"first","image":"y:1"}]}}`,
 		`{"metadata":{"name":"scoped"},"spec":{"namespace":"fz","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"a:1"}],"volumes":[{"name":"buf","emptyDir":{}}]}}`,
+		// patchPodMetadata, every policy, over annotations the pod has
+		`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"retained","team.io/over":"over"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written","example.com/o":"\u003c\"x"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"c\":1.50,\"d\":null},\"e\":[1]}"}}]}}`,
 	}
 	for i, p := range pods {
 		f.Add([]byte(p), []byte(sets[i%len(sets)]), []byte(sets[(i+1)%len(sets)]))
@@ -102,7 +106,7 @@ func apiServerLike(raw []byte) bool {
 // if none), as the informer cache would hold them.
 func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	ss := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
-	v := &sidecarsetwebhook.Validator{}
+	v := &sidecarsetwebhook.Validator{MetadataAllowlist: fuzzMetadataAllowlist}
 	for i, raw := range raws {
 		s := &deckhandv1alpha1.SidecarSet{}
 		if json.Unmarshal(raw, s) != nil {
@@ -128,8 +132,20 @@ func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	}
 	nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace, Labels: map[string]string{"env": "fuzz"}}})
-	return sidecarcontrol.NewLister(ss, nsIdx)
+	l := sidecarcontrol.NewLister(ss, nsIdx)
+	l.SetPodMetadataAllowlist(fuzzMetadataAllowlist)
+	return l
 }
+
+// fuzzMetadataAllowlist allows the patchPodMetadata keys of the seeds but
+// not every key, so that filtering is exercised too.
+var fuzzMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
+	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*", "team.io/over"})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}()
 
 // fastPathPod is the pod the production handler's patch makes of raw.
 func fastPathPod(t *testing.T, l *sidecarcontrol.Lister, raw []byte) *corev1.Pod {
@@ -193,5 +209,25 @@ func TestFastPathSeedsInject(t *testing.T) {
 	if len(c) != 2 || c[0].Name != "log" || len(c[0].Env) != 1 || c[0].Env[0].Value != "UTC" || len(c[0].VolumeMounts) != 1 ||
 		len(fast.Spec.Volumes) != 2 || !sidecarcontrol.ReadPodRecord(fast.Annotations).Has("logging") {
 		t.Fatalf("unexpected injection: %+v", fast)
+	}
+}
+
+// TestFastPathSeedsPatchMetadata makes sure the differential covers
+// patchPodMetadata: the seed retains, overwrites, merges and filters.
+func TestFastPathSeedsPatchMetadata(t *testing.T) {
+	l := fuzzLister(t, []byte(`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"theirs","example.com/new":"n"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"d\":null},\"e\":1}"}}]}}`))
+	if l == nil {
+		t.Fatal("the seed SidecarSet is invalid")
+	}
+	raw := []byte(`{"metadata":{"name":"web-0","labels":{"app":"web"},"annotations":{"example.com/r":"mine","team.io/over":"old","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}"}},"spec":{"containers":[{"name":"app","image":"nginx"}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		t.Fatalf("the paths disagree:\nfast  %+v\ntyped %+v", fast.Annotations, typed.Annotations)
+	}
+	want := map[string]string{"example.com/r": "mine", "example.com/new": "n", "team.io/over": "written", "example.com/j": `{"a":1,"b":{"f":3},"e":1}`}
+	for k, v := range want {
+		if fast.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, fast.Annotations[k], v)
+		}
 	}
 }

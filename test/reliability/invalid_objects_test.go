@@ -212,6 +212,21 @@ func invalidCases() []invalidCase {
 		{"sidecarset negative requests", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Mi")}
 		}), "spec.containers[0].resources.requests[memory]"},
+		// patchPodMetadata: the manager here runs with the default, empty
+		// --sidecarset-pod-metadata-allowlist, which allows no key.
+		{"sidecarset patchPodMetadata key outside the allowlist", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/team": "x"}}}
+		}), "spec.patchPodMetadata[0].annotations[example.com/team]"},
+		{"sidecarset patchPodMetadata Deckhand's own key", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"apps.deckhand.dev/sidecarsets": "x"}}}
+		}), "spec.patchPodMetadata[0].annotations[apps.deckhand.dev/sidecarsets]"},
+		{"sidecarset patchPodMetadata unknown policy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: "Append", Annotations: map[string]string{"example.com/team": "x"}}}
+		}), "spec.patchPodMetadata[0].patchPolicy"},
+		{"sidecarset patchPodMetadata in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/team": "x"}}}
+		}), "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
 	}
 }
 

@@ -26,10 +26,18 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 		return
 	}
 	cands, _ := l.Candidates(ns)
-	in := injector{orig: pod.DeepCopy(), record: sidecarcontrol.ReadPodRecord(pod.Annotations)}
+	in := injector{orig: pod.DeepCopy(), record: sidecarcontrol.ReadPodRecord(pod.Annotations), allow: l.PodMetadataAllowlist()}
 	for _, s := range cands {
 		if !s.Spec.InjectionStrategy.Paused && l.Matches(s, ns, pod.Labels) {
 			in.add(s, l.Compiled(s))
+		}
+	}
+	for k, v := range in.annotations {
+		if old, ok := pod.Annotations[k]; !ok || old != v {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
 		}
 	}
 	if !in.changed {
@@ -59,6 +67,10 @@ type injector struct {
 	secrets                           []corev1.LocalObjectReference
 	addedNames, addedVols, addedSecrs []string
 	changed                           bool
+	// annotations are the pod's as patchPodMetadata leaves them (nil until
+	// a SidecarSet has some); allow is the manager's allowlist.
+	annotations map[string]string
+	allow       sidecarcontrol.MetadataAllowlist
 }
 
 func (in *injector) has(name string) bool {
@@ -121,6 +133,15 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 	if hash, _ := in.record.Revisions(s.Name); added || !in.record.HasRevision(s.Name) || hash != c.Hash {
 		in.record.Set(s.Name, c.Hash, c.HashWithoutImage, c.ContainerNames)
 		in.changed = true
+	}
+	if len(s.Spec.PatchPodMetadata) > 0 {
+		if in.annotations == nil {
+			in.annotations = map[string]string{}
+			for k, v := range in.orig.Annotations {
+				in.annotations[k] = v
+			}
+		}
+		patchMetadata(in.annotations, s, in.allow)
 	}
 }
 

@@ -268,7 +268,9 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 func TestSidecarSetWalkthrough(t *testing.T) {
 	const ns, name = "sidecarset-demo", "shop-logger"
 	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}}, namespace(ns))
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-annotator"}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-sneaky"}}, namespace(ns))
 	shop := map[string]string{"app": "shop"}
 
 	w.runUntil(t, "kubectl patch scs")
@@ -356,6 +358,21 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 	if len(api.Spec.Containers) != 2 || api.Spec.Containers[0].Name != "metrics" || api.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation] != "shop-metrics" {
 		t.Errorf("pod shop-api: containers %v, injection record %q; want the metrics sidecar first and the record naming shop-metrics",
 			api.Spec.Containers, api.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation])
+	}
+
+	// patchPodMetadata: the pod carries the allowed annotations, policies
+	// applied to its own values; the SidecarSet naming a key outside the
+	// allowlist was never stored.
+	var web corev1.Pod
+	get(t, &web, ns, "shop-web")
+	if got := web.Annotations["example.com/log-format"]; got != "json" {
+		t.Errorf("pod shop-web: annotation example.com/log-format %q, want json (Overwrite)", got)
+	}
+	if got := web.Annotations["example.com/scrape"]; got != `{"path":"/metrics","port":9090}` {
+		t.Errorf("pod shop-web: annotation example.com/scrape %q, want the merge of the pod's and the SidecarSet's", got)
+	}
+	if err := suite.client.Get(testutil.Context(t, time.Minute), client.ObjectKey{Name: "shop-sneaky"}, &deckhandv1alpha1.SidecarSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("SidecarSet shop-sneaky (a key outside the allowlist): %v, want NotFound", err)
 	}
 
 	w.runRest(t)

@@ -36,10 +36,16 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection
 		p.add(s, l.Compiled(s))
 	}
 	res.injected, res.warnings = p.injected, p.warnings
-	if !p.recordChanged {
+	metadata := len(p.meta.keys) > 0 && p.metadataChanged()
+	if !p.recordChanged && !metadata {
 		return res, nil
 	}
-	p.writeRecord()
+	if p.recordChanged {
+		p.writeRecord()
+	}
+	if metadata {
+		p.writeMetadata()
+	}
 	res.patch, err = podjson.WritePatch(pod, &p.additions)
 	return res, err
 }
@@ -76,6 +82,8 @@ type planner struct {
 	addedContainers, addedVolumes, addedSecrets []string
 	recordChanged                               bool
 	injected, warnings                          []string
+	// meta is what spec.patchPodMetadata sets (inject_metadata.go).
+	meta metadataPlan
 }
 
 // add plans the injection of s (compiled as c).
@@ -109,6 +117,9 @@ func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled
 		}
 	}
 	p.updateRecord(s.Name, c, added)
+	if c.PodMetadata != nil {
+		p.patchMetadata(s.Name, c)
+	}
 	if added {
 		p.injected = append(p.injected, s.Name)
 	}

@@ -27,11 +27,15 @@ type Validator struct {
 	Lister *sidecarcontrol.Lister
 	// DryRun validates the containers in a synthetic pod; nil skips it.
 	DryRun *PodDryRunner
+	// MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist:
+	// the annotation keys spec.patchPodMetadata may set (none when empty).
+	MetadataAllowlist sidecarcontrol.MetadataAllowlist
 }
 
 // Validate judges a new (old is nil) or changed SidecarSet.
 func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
 	errs := validate(old, s)
+	errs = append(errs, v.validateInjectionExtras(old, s)...)
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
