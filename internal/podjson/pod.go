@@ -29,6 +29,9 @@ type RawContainer struct {
 	Name         string
 	env          []byte // raw JSON array or nil
 	volumeMounts []byte // raw JSON array or nil
+	// volumeDevices is kept raw like the two above: slicing it costs what
+	// skipping it would; it is split only for a sidecar that shares devices.
+	volumeDevices []byte // raw JSON array or nil
 }
 
 // ErrNoSpec: a pod without a spec object has nowhere to put a sidecar. The
@@ -130,6 +133,8 @@ func (s *scanner) containers() ([]RawContainer, bool) {
 					c.env = s.raw()
 				case "volumeMounts":
 					c.volumeMounts = s.raw()
+				case "volumeDevices":
+					c.volumeDevices = s.raw()
 				default:
 					s.skip()
 				}

@@ -46,6 +46,8 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		// empty and null lists
 		`{"metadata":{"name":"nulls","labels":{"app":"web"},"annotations":null},"spec":{"containers":[],"volumes":null,"initContainers":null,"imagePullSecrets":[]}}`,
 		`{"metadata":{"name":"skip","labels":{"app":"web"},"annotations":{"apps.deckhand.dev/sidecarset-skip-injection":"true"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
+		// a label and an annotation naming source containers, volume devices
+		`{"metadata":{"name":"devices","labels":{"app":"web","main":"app"},"annotations":{"example.com/src":"init"}},"spec":{"initContainers":[{"name":"init","image":"i","env":[{"name":"MODE","value":"m"}]}],"containers":[{"name":"app","image":"x","env":[{"name":"LANG","value":"C"},{"name":"TZ","value":"UTC"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"},{"name":"blk","devicePath":"/dev/blk"}]}]}}`,
 		// annotations patchPodMetadata retains, overwrites and merges into
 		`{"metadata":{"name":"annotated","labels":{"app":"web"},"annotations":{"example.com/r":"mine","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}","other.io/x":"y"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
 		// escapes, and keys that differ only in case
@@ -55,6 +57,8 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		`{"metadata":{"name":"logging"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"fluent-bit:3","env":[{"name":"TZ","value":"none"}],"volumeMounts":[{"name":"buf","mountPath":"/data"}],"shareVolumePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerName":"app","envName":"TZ"},{"sourceContainerName":"init","envName":"TZ"}]}],"volumes":[{"name":"buf","emptyDir":{}},{"name":"data","emptyDir":{}}],"imagePullSecrets":[{"name":"logcred"},{"name":"other"}]}}`,
 		`{"metadata":{"name":"mesh"},"spec":{"selector":{"matchExpressions":[{"key":"app","operator":"Exists"}]},"namespaceSelector":{"matchLabels":{"env":"fuzz"}},"initContainers":[{"name":"proxy-init","image":"mesh/init:1"},{"name":"proxy","image":"mesh/proxy:1","restartPolicy":"Always","podInjectPolicy":"AfterAppContainer"}],"containers":[{"name":"after","image":"x:1","podInjectPolicy":"AfterAppContainer"},{"name":"first","image":"y:1"}]}}`,
 		`{"metadata":{"name":"scoped"},"spec":{"namespace":"fz","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"a:1"}],"volumes":[{"name":"buf","emptyDir":{}}]}}`,
+		// envNames, a source container named by a label, shared volume devices
+		`{"metadata":{"name":"transfer"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"t","image":"t:1","env":[{"name":"TZ","value":"own"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"}],"shareVolumeDevicePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.labels['main']"}},"envNames":["TZ","LANG","NONE"]},{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.annotations['example.com/src']"}},"envName":"MODE"}]}]}}`,
 		// patchPodMetadata, every policy, over annotations the pod has
 		`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"retained","team.io/over":"over"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written","example.com/o":"\u003c\"x"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"c\":1.50,\"d\":null},\"e\":[1]}"}}]}}`,
 	}
@@ -229,5 +233,29 @@ func TestFastPathSeedsPatchMetadata(t *testing.T) {
 		if fast.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, fast.Annotations[k], v)
 		}
+	}
+}
+
+// TestFastPathSeedsTransfer makes sure the differential covers envNames,
+// sourceContainerNameFrom and shareVolumeDevicePolicy.
+func TestFastPathSeedsTransfer(t *testing.T) {
+	l := fuzzLister(t, []byte(`{"metadata":{"name":"transfer"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"t","image":"t:1","env":[{"name":"TZ","value":"own"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"}],"shareVolumeDevicePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.labels['main']"}},"envNames":["TZ","LANG","NONE"]},{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.annotations['example.com/src']"}},"envName":"MODE"}]}]}}`))
+	if l == nil {
+		t.Fatal("the seed SidecarSet is invalid")
+	}
+	raw := []byte(`{"metadata":{"name":"devices","labels":{"app":"web","main":"app"},"annotations":{"example.com/src":"init"}},"spec":{"initContainers":[{"name":"init","image":"i","env":[{"name":"MODE","value":"m"}]}],"containers":[{"name":"app","image":"x","env":[{"name":"LANG","value":"C"},{"name":"TZ","value":"UTC"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"},{"name":"blk","devicePath":"/dev/blk"}]}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		f, _ := json.Marshal(fast.Spec.Containers)
+		g, _ := json.Marshal(typed.Spec.Containers)
+		t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+	}
+	c := fast.Spec.Containers[0]
+	var env []string
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	if fmt.Sprint(env) != "[TZ=UTC LANG=C MODE=m]" || len(c.VolumeDevices) != 2 || c.VolumeDevices[1].DevicePath != "/dev/blk" {
+		t.Fatalf("unexpected sidecar: env %v devices %+v", env, c.VolumeDevices)
 	}
 }

@@ -223,6 +223,21 @@ func invalidCases() []invalidCase {
 		{"sidecarset patchPodMetadata unknown policy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: "Append", Annotations: map[string]string{"example.com/team": "x"}}}
 		}), "spec.patchPodMetadata[0].patchPolicy"},
+		{"sidecarset transferEnv with two sources", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A",
+				SourceContainerNameFrom: &deckhandv1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['a']"}}}}
+		}), "spec.containers[0].transferEnv[0].sourceContainerNameFrom"},
+		{"sidecarset transferEnv with envName and envNames", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A", EnvNames: []string{"B"}}}
+		}), "spec.containers[0].transferEnv[0].envNames"},
+		{"sidecarset transferEnv unsupported fieldPath", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{EnvName: "A",
+				SourceContainerNameFrom: &deckhandv1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
+		}), "spec.containers[0].transferEnv[0].sourceContainerNameFrom.fieldRef.fieldPath"},
+		{"sidecarset shareVolumeDevicePolicy in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.Containers[0].ShareVolumeDevicePolicy = &deckhandv1alpha1.ShareVolumePolicy{Type: deckhandv1alpha1.ShareVolumePolicyEnabled}
+		}), "spec.injectionMode: Policy does not support spec.containers[0].shareVolumeDevicePolicy"},
 		{"sidecarset patchPodMetadata in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
 			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/team": "x"}}}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -151,22 +152,37 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Container {
 	c := *sc.Container.DeepCopy()
 	for _, t := range sc.TransferEnv {
-		src := in.sourceContainer(t.SourceContainerName)
+		src := in.sourceContainer(in.sourceName(t))
 		if src == nil {
 			continue
 		}
-		i := slices.IndexFunc(src.Env, func(e corev1.EnvVar) bool { return e.Name == t.EnvName })
-		if i < 0 {
-			continue
+		names := t.EnvNames
+		if len(names) == 0 {
+			names = []string{t.EnvName}
 		}
-		replaced := false
-		for j := range c.Env {
-			if c.Env[j].Name == t.EnvName {
-				c.Env[j], replaced = *src.Env[i].DeepCopy(), true
+		for _, name := range names {
+			i := slices.IndexFunc(src.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+			if i < 0 {
+				continue
+			}
+			replaced := false
+			for j := range c.Env {
+				if c.Env[j].Name == name {
+					c.Env[j], replaced = *src.Env[i].DeepCopy(), true
+				}
+			}
+			if !replaced {
+				c.Env = append(c.Env, *src.Env[i].DeepCopy())
 			}
 		}
-		if !replaced {
-			c.Env = append(c.Env, *src.Env[i].DeepCopy())
+	}
+	if sc.ShareVolumeDevicePolicy != nil && sc.ShareVolumeDevicePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
+		for _, app := range in.orig.Spec.Containers {
+			for _, d := range app.VolumeDevices {
+				if !slices.ContainsFunc(c.VolumeDevices, func(o corev1.VolumeDevice) bool { return o.DevicePath == d.DevicePath }) {
+					c.VolumeDevices = append(c.VolumeDevices, d)
+				}
+			}
 		}
 	}
 	if sc.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
@@ -192,4 +208,21 @@ func (in *injector) sourceContainer(name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// sourceName is the name of the container t copies from: its
+// sourceContainerName, or the pod label or annotation its
+// sourceContainerNameFrom names.
+func (in *injector) sourceName(t deckhandv1alpha1.TransferEnvVar) string {
+	if t.SourceContainerName != "" || t.SourceContainerNameFrom == nil || t.SourceContainerNameFrom.FieldRef == nil {
+		return t.SourceContainerName
+	}
+	kind, key, err := podjson.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
+	if err != nil {
+		return ""
+	}
+	if kind == "labels" {
+		return in.orig.Labels[key]
+	}
+	return in.orig.Annotations[key]
 }

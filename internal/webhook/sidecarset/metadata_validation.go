@@ -99,6 +99,7 @@ func (v *Validator) validateInjectionExtras(old, s *deckhandv1alpha1.SidecarSet)
 	}
 	if mode == deckhandv1alpha1.PolicyInjection {
 		errs = append(errs, policyModeUnsupported(s)...)
+		errs = append(errs, transferPolicyUnsupported(s)...)
 	}
 	return errs
 }

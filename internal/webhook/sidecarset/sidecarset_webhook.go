@@ -179,15 +179,7 @@ func validateSidecars(cs []deckhandv1alpha1.SidecarContainer, p *field.Path, nam
 			errs = append(errs, field.NotSupported(cp.Child("shareVolumePolicy", "type"), c.ShareVolumePolicy.Type, []string{
 				string(deckhandv1alpha1.ShareVolumePolicyEnabled), string(deckhandv1alpha1.ShareVolumePolicyDisabled)}))
 		}
-		for j, t := range c.TransferEnv {
-			tp := cp.Child("transferEnv").Index(j)
-			if t.SourceContainerName == "" {
-				errs = append(errs, field.Required(tp.Child("sourceContainerName"), ""))
-			}
-			if t.EnvName == "" {
-				errs = append(errs, field.Required(tp.Child("envName"), ""))
-			}
-		}
+		errs = append(errs, validateTransferEnv(c, cp)...)
 		if !init && c.RestartPolicy != nil {
 			errs = append(errs, field.Forbidden(cp.Child("restartPolicy"), "only init containers may set restartPolicy (Always makes a native sidecar)"))
 		}
