@@ -113,6 +113,12 @@ type SidecarContainer struct {
 	// shareVolumePolicy does for volumeMounts.
 	// +optional
 	ShareVolumeDevicePolicy *ShareVolumePolicy `json:"shareVolumeDevicePolicy,omitempty"`
+
+	// ResourcesPolicy computes the sidecar's CPU and memory requests and
+	// limits at injection from the pod's own containers, with CEL
+	// expressions. Exclusive with resources.
+	// +optional
+	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
 }
 
 // InjectionMode says who injects a SidecarSet's sidecars into new pods.

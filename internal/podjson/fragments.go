@@ -50,12 +50,15 @@ func EncodeFragments(spec *deckhandv1alpha1.SidecarSetSpec) *Fragments {
 
 func encodeContainer(sc *deckhandv1alpha1.SidecarContainer) ContainerFragment {
 	e := ContainerFragment{full: mustJSON(&sc.Container)}
-	if len(sc.TransferEnv) == 0 && sc.ShareVolumePolicy.Type != deckhandv1alpha1.ShareVolumePolicyEnabled && !sharesDevices(sc) {
+	if len(sc.TransferEnv) == 0 && sc.ShareVolumePolicy.Type != deckhandv1alpha1.ShareVolumePolicyEnabled && !sharesDevices(sc) && sc.ResourcesPolicy == nil {
 		return e
 	}
 	base := sc.Container
 	base.Env, base.VolumeMounts, base.VolumeDevices = nil, nil, nil
 	e.base = mustJSON(&base)
+	if sc.ResourcesPolicy != nil {
+		e.base = withoutMember(e.base, "resources")
+	}
 	for i := range sc.VolumeDevices {
 		e.devices = append(e.devices, rawElement{key: sc.VolumeDevices[i].DevicePath, raw: mustJSON(&sc.VolumeDevices[i])})
 	}
@@ -82,6 +85,9 @@ func mustJSON(v any) []byte {
 type Sidecar struct {
 	Spec     *deckhandv1alpha1.SidecarContainer
 	Fragment *ContainerFragment
+	// Resources is the JSON of the resources a resourcesPolicy computed for
+	// this pod (nil: none).
+	Resources []byte
 }
 
 // size is about the number of bytes the sidecar adds to a patch.
@@ -168,6 +174,10 @@ func (a *appContainers) appendContainer(buf []byte, sc Sidecar) ([]byte, error) 
 	buf = appendRawList(buf, `,"env":`, env)
 	buf = appendRawList(buf, `,"volumeMounts":`, mounts)
 	buf = appendRawList(buf, `,"volumeDevices":`, devices)
+	if sc.Resources != nil {
+		buf = append(buf, `,"resources":`...)
+		buf = append(buf, sc.Resources...)
+	}
 	return append(buf, '}'), nil
 }
 

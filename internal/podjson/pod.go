@@ -32,6 +32,8 @@ type RawContainer struct {
 	// volumeDevices is kept raw like the two above: slicing it costs what
 	// skipping it would; it is split only for a sidecar that shares devices.
 	volumeDevices []byte // raw JSON array or nil
+	// resources, raw, is decoded only for a sidecar with a resourcesPolicy.
+	resources []byte // raw JSON object or nil
 }
 
 // ErrNoSpec: a pod without a spec object has nowhere to put a sidecar. The
@@ -135,6 +137,8 @@ func (s *scanner) containers() ([]RawContainer, bool) {
 					c.volumeMounts = s.raw()
 				case "volumeDevices":
 					c.volumeDevices = s.raw()
+				case "resources":
+					c.resources = s.raw()
 				default:
 					s.skip()
 				}

@@ -38,6 +38,9 @@ type Compiled struct {
 	// PodMetadata is spec.patchPodMetadata restricted to the allowed keys;
 	// nil (nothing to do per pod) when the SidecarSet patches none.
 	PodMetadata []MetadataPatch
+	// Resources are the compiled resourcesPolicy programs by sidecar name;
+	// nil when no sidecar has one.
+	Resources map[string]*ResourcesProgram
 }
 
 // compile computes the Compiled form of s; s is not modified. Callers go
@@ -64,6 +67,7 @@ func compile(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) *Compiled 
 		c.UpdateSelector = parsed
 	}
 	c.Hash, c.HashWithoutImage = Hashes(&s.Spec)
+	c.Resources = compileResources(s)
 	for i := range s.Spec.InitContainers {
 		c.ContainerNames = append(c.ContainerNames, s.Spec.InitContainers[i].Name)
 	}

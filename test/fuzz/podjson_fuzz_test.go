@@ -48,6 +48,8 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		`{"metadata":{"name":"skip","labels":{"app":"web"},"annotations":{"apps.deckhand.dev/sidecarset-skip-injection":"true"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
 		// a label and an annotation naming source containers, volume devices
 		`{"metadata":{"name":"devices","labels":{"app":"web","main":"app"},"annotations":{"example.com/src":"init"}},"spec":{"initContainers":[{"name":"init","image":"i","env":[{"name":"MODE","value":"m"}]}],"containers":[{"name":"app","image":"x","env":[{"name":"LANG","value":"C"},{"name":"TZ","value":"UTC"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"},{"name":"blk","devicePath":"/dev/blk"}]}]}}`,
+		// app containers with resources for resourcesPolicy
+		`{"metadata":{"name":"big","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"1"}}},{"name":"app-2","image":"y","resources":{"limits":{"cpu":"500m","memory":"2Gi"}}}]}}`,
 		// annotations patchPodMetadata retains, overwrites and merges into
 		`{"metadata":{"name":"annotated","labels":{"app":"web"},"annotations":{"example.com/r":"mine","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}","other.io/x":"y"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
 		// escapes, and keys that differ only in case
@@ -59,6 +61,8 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		`{"metadata":{"name":"scoped"},"spec":{"namespace":"fz","selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"log","image":"a:1"}],"volumes":[{"name":"buf","emptyDir":{}}]}}`,
 		// envNames, a source container named by a label, shared volume devices
 		`{"metadata":{"name":"transfer"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"t","image":"t:1","env":[{"name":"TZ","value":"own"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"}],"shareVolumeDevicePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.labels['main']"}},"envNames":["TZ","LANG","NONE"]},{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.annotations['example.com/src']"}},"envName":"MODE"}]}]}}`,
+		// resourcesPolicy over the app containers' resources
+		`{"metadata":{"name":"sized"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"sized","image":"s:1","resourcesPolicy":{"targetContainerMode":"max","targetContainersNameRegex":"^app","resourceExpr":{"limits":{"cpu":"cpu * 0.5","memory":"max(memory * 0.25, quantity('64Mi'))"},"requests":{"cpu":"max(cpu * 0.1, quantity('10m'))"}}}}]}}`,
 		// patchPodMetadata, every policy, over annotations the pod has
 		`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"retained","team.io/over":"over"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written","example.com/o":"\u003c\"x"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"c\":1.50,\"d\":null},\"e\":[1]}"}}]}}`,
 	}
@@ -257,5 +261,25 @@ func TestFastPathSeedsTransfer(t *testing.T) {
 	}
 	if fmt.Sprint(env) != "[TZ=UTC LANG=C MODE=m]" || len(c.VolumeDevices) != 2 || c.VolumeDevices[1].DevicePath != "/dev/blk" {
 		t.Fatalf("unexpected sidecar: env %v devices %+v", env, c.VolumeDevices)
+	}
+}
+
+// TestFastPathSeedsResources makes sure the differential covers
+// resourcesPolicy: the sidecar gets computed requests and limits.
+func TestFastPathSeedsResources(t *testing.T) {
+	l := fuzzLister(t, []byte(`{"metadata":{"name":"sized"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"sized","image":"s:1","resourcesPolicy":{"targetContainerMode":"max","targetContainersNameRegex":"^app","resourceExpr":{"limits":{"cpu":"cpu * 0.5","memory":"max(memory * 0.25, quantity('64Mi'))"},"requests":{"cpu":"max(cpu * 0.1, quantity('10m'))"}}}}]}}`))
+	if l == nil {
+		t.Fatal("the seed SidecarSet is invalid")
+	}
+	raw := []byte(`{"metadata":{"name":"big","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"1"}}},{"name":"app-2","image":"y","resources":{"limits":{"cpu":"500m","memory":"2Gi"}}}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		f, _ := json.Marshal(fast.Spec.Containers)
+		g, _ := json.Marshal(typed.Spec.Containers)
+		t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+	}
+	r := fast.Spec.Containers[0].Resources
+	if r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "512Mi" || r.Requests.Cpu().String() != "100m" {
+		t.Fatalf("unexpected sidecar resources %+v", r)
 	}
 }

@@ -238,6 +238,20 @@ func invalidCases() []invalidCase {
 			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
 			s.Spec.Containers[0].ShareVolumeDevicePolicy = &deckhandv1alpha1.ShareVolumePolicy{Type: deckhandv1alpha1.ShareVolumePolicyEnabled}
 		}), "spec.injectionMode: Policy does not support spec.containers[0].shareVolumeDevicePolicy"},
+		{"sidecarset resourcesPolicy CEL error", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].ResourcesPolicy = &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu *"}}}
+		}), "spec.containers[0].resourcesPolicy.resourceExpr.limits.cpu"},
+		{"sidecarset resourcesPolicy with fixed resources", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			s.Spec.Containers[0].ResourcesPolicy = &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu * 0.5"}}}
+		}), "spec.containers[0].resources"},
+		{"sidecarset resourcesPolicy in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.Containers[0].ResourcesPolicy = &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu * 0.5"}}}
+		}), "spec.injectionMode: Policy does not support spec.containers[0].resourcesPolicy"},
 		{"sidecarset patchPodMetadata in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
 			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/team": "x"}}}

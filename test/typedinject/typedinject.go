@@ -72,6 +72,9 @@ type injector struct {
 	// a SidecarSet has some); allow is the manager's allowlist.
 	annotations map[string]string
 	allow       sidecarcontrol.MetadataAllowlist
+	// cur is the SidecarSet being added, compiled (its resourcesPolicy
+	// programs; the arithmetic has its own table test).
+	cur *sidecarcontrol.Compiled
 }
 
 func (in *injector) has(name string) bool {
@@ -94,6 +97,7 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 			return
 		}
 	}
+	in.cur = c
 	added := false
 	for _, group := range []struct {
 		list          []deckhandv1alpha1.SidecarContainer
@@ -174,6 +178,15 @@ func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Cont
 			if !replaced {
 				c.Env = append(c.Env, *src.Env[i].DeepCopy())
 			}
+		}
+	}
+	if rp := in.cur.Resources[sc.Name]; rp != nil {
+		apps := make([]sidecarcontrol.NamedResources, 0, len(in.orig.Spec.Containers))
+		for _, app := range in.orig.Spec.Containers {
+			apps = append(apps, sidecarcontrol.NamedResources{Name: app.Name, Resources: app.Resources})
+		}
+		if r, ok := rp.Compute(apps); ok {
+			c.Resources = r
 		}
 	}
 	if sc.ShareVolumeDevicePolicy != nil && sc.ShareVolumeDevicePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {

@@ -84,6 +84,9 @@ type planner struct {
 	injected, warnings                          []string
 	// meta is what spec.patchPodMetadata sets (inject_metadata.go).
 	meta metadataPlan
+	// apps are the pod's own containers' resources, decoded for the first
+	// resourcesPolicy (inject_resources.go).
+	apps []sidecarcontrol.NamedResources
 }
 
 // add plans the injection of s (compiled as c).
@@ -119,6 +122,9 @@ func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled
 	p.updateRecord(s.Name, c, added)
 	if c.PodMetadata != nil {
 		p.patchMetadata(s.Name, c)
+	}
+	if c.Resources != nil {
+		p.applyResources(s.Name, c)
 	}
 	if added {
 		p.injected = append(p.injected, s.Name)

@@ -93,6 +93,7 @@ func policyModeUnsupported(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 // mode (spec.injectionMode, or the manager's default) cannot inject.
 func (v *Validator) validateInjectionExtras(old, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 	errs := validatePatchPodMetadata(old, s, v.MetadataAllowlist)
+	errs = append(errs, validateResourcesPolicies(s)...)
 	mode := s.Spec.InjectionMode
 	if v.Lister != nil {
 		mode = v.Lister.Modes().Effective(s)
@@ -100,6 +101,7 @@ func (v *Validator) validateInjectionExtras(old, s *deckhandv1alpha1.SidecarSet)
 	if mode == deckhandv1alpha1.PolicyInjection {
 		errs = append(errs, policyModeUnsupported(s)...)
 		errs = append(errs, transferPolicyUnsupported(s)...)
+		errs = append(errs, resourcesPolicyUnsupported(s)...)
 	}
 	return errs
 }
