@@ -8,6 +8,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -191,7 +192,7 @@ func (rp *ResourcesProgram) aggregate(acc, v float64) float64 {
 // resource whose aggregate is unlimited (its expression is not evaluated).
 func (rp *ResourcesProgram) eval(prgs []cel.Program, agg [2]float64, skip [2]bool) corev1.ResourceList {
 	var out corev1.ResourceList
-	vars := map[string]any{"cpu": agg[0], "memory": agg[1]}
+	vars := &aggregateVars{cpu: types.Double(agg[0]), memory: types.Double(agg[1])}
 	for k, prg := range prgs {
 		if prg == nil || skip[k] {
 			continue
@@ -253,3 +254,21 @@ func compileResources(s *deckhandv1alpha1.SidecarSet) map[string]*ResourcesProgr
 	}
 	return out
 }
+
+// aggregateVars are the variables of an evaluation: an activation of its
+// own spares a map per pod.
+type aggregateVars struct{ cpu, memory types.Double }
+
+// ResolveName implements interpreter.Activation.
+func (v *aggregateVars) ResolveName(name string) (any, bool) {
+	switch name {
+	case "cpu":
+		return v.cpu, true
+	case "memory":
+		return v.memory, true
+	}
+	return nil, false
+}
+
+// Parent implements interpreter.Activation.
+func (v *aggregateVars) Parent() interpreter.Activation { return nil }
