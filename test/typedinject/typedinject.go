@@ -156,7 +156,13 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Container {
 	c := *sc.Container.DeepCopy()
 	for _, t := range sc.TransferEnv {
-		src := in.sourceContainer(in.sourceName(t))
+		// A pod without the label or annotation sourceContainerNameFrom
+		// names transfers nothing (not the env of a container without a name).
+		name := in.sourceName(t)
+		if name == "" {
+			continue
+		}
+		src := in.sourceContainer(name)
 		if src == nil {
 			continue
 		}
