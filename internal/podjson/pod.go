@@ -73,6 +73,12 @@ func DecodePod(raw []byte, p *RawPod) error {
 	if s.err == nil && !p.hasSpec {
 		return ErrNoSpec
 	}
+	// Anything after the pod object would make the patch not apply (a
+	// patch library reads the whole body): refuse it, as the API server
+	// never sends it.
+	if s.ws(); s.err == nil && s.i != len(s.b) {
+		s.fail()
+	}
 	return s.err
 }
 
