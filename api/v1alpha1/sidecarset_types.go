@@ -61,18 +61,27 @@ type ShareVolumePolicy struct {
 	Type ShareVolumePolicyType `json:"type,omitempty"`
 }
 
-// TransferEnvVar copies one environment variable of an app container into the sidecar.
+// TransferEnvVar copies environment variables of an app container into the sidecar.
 type TransferEnvVar struct {
 	// SourceContainerName is the name of the pod's own container (or init
-	// container) whose variable is copied.
-	// +kubebuilder:validation:MinLength=1
-	SourceContainerName string `json:"sourceContainerName"`
+	// container) whose variables are copied. Exactly one of
+	// sourceContainerName and sourceContainerNameFrom is set.
+	// +optional
+	SourceContainerName string `json:"sourceContainerName,omitempty"`
+	// SourceContainerNameFrom reads the source container's name from the
+	// pod's metadata: a label or annotation of the pod being injected.
+	// +optional
+	SourceContainerNameFrom *SourceContainerNameSource `json:"sourceContainerNameFrom,omitempty"`
 	// EnvName is the name of the variable to copy. The whole definition is
 	// copied (a value or a valueFrom) and replaces a variable of the same
 	// name in the sidecar. Nothing is copied when the source container or
-	// variable does not exist.
-	// +kubebuilder:validation:MinLength=1
-	EnvName string `json:"envName"`
+	// variable does not exist. Exactly one of envName and envNames is set.
+	// +optional
+	EnvName string `json:"envName,omitempty"`
+	// EnvNames are several variables to copy, in this order, each as envName.
+	// +listType=atomic
+	// +optional
+	EnvNames []string `json:"envNames,omitempty"`
 }
 
 // SidecarContainer is a container injected into matching pods, with the
@@ -99,6 +108,17 @@ type SidecarContainer struct {
 	// +optional
 	TransferEnv []TransferEnvVar `json:"transferEnv,omitempty"`
 
+	// ShareVolumeDevicePolicy says whether the sidecar also gets the
+	// volumeDevices (raw block volumes) of the pod's own containers, as
+	// shareVolumePolicy does for volumeMounts.
+	// +optional
+	ShareVolumeDevicePolicy *ShareVolumePolicy `json:"shareVolumeDevicePolicy,omitempty"`
+
+	// ResourcesPolicy computes the sidecar's CPU and memory requests and
+	// limits at injection from the pod's own containers, with CEL
+	// expressions. Exclusive with resources.
+	// +optional
+	ResourcesPolicy *ResourcesPolicy `json:"resourcesPolicy,omitempty"`
 	// UpgradeStrategy says how an image change reaches running pods:
 	// ColdUpgrade (unset: the container restarts with the new image) or
 	// HotUpgrade (the sidecar runs as two containers, <name>-1 and
@@ -343,6 +363,15 @@ type SidecarSetSpec struct {
 	// +kubebuilder:default=10
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+	// PatchPodMetadata are annotations set on the pods the SidecarSet
+	// injects, in order, each entry with its patch policy. Annotation keys
+	// must be allowed by the manager's --sidecarset-pod-metadata-allowlist
+	// (empty by default: none is). Applied when a pod is injected, not to
+	// running pods; not part of the revision. Not supported with
+	// injectionMode Policy.
+	// +listType=atomic
+	// +optional
+	PatchPodMetadata []SidecarSetPatchPodMetadata `json:"patchPodMetadata,omitempty"`
 }
 
 // Annotations on pods carrying HotUpgrade sidecars.

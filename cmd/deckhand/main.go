@@ -124,11 +124,14 @@ func main() {
 		"Injection mode of SidecarSets that leave spec.injectionMode unset: Webhook (Deckhand's pod webhook) or Policy (a MutatingAdmissionPolicy the API server applies; needs Kubernetes 1.36, falls back to the webhook where it is not served).")
 	flag.BoolVar(&o.operator.SidecarSetPodWebhook, "sidecarset-pod-webhook", o.operator.SidecarSetPodWebhook,
 		"Serve the pod injection webhook. false takes Deckhand off the pod create path (the webhook must then be left out of the MutatingWebhookConfiguration too): every SidecarSet must be in Policy mode, so it needs --sidecarset-injection-mode=Policy and Kubernetes 1.36.")
+	metadataAllowlist := flag.String("sidecarset-pod-metadata-allowlist", "",
+		"Comma-separated pod annotation keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata). Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	o.operator.SidecarSetInjectionMode = deckhandv1alpha1.InjectionMode(*injectionMode)
+	o.operator.SidecarSetPodMetadataAllowlist = splitList(*metadataAllowlist)
 	build := version.Get()
 	if *printVersion {
 		fmt.Println(build)

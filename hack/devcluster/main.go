@@ -110,7 +110,9 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 		WebhookPort: port,
 		CertDir:     certDir,
 		Stdout:      os.Stdout,
-		Args:        []string{"--leader-elect=false", "--zap-devel"},
+		// The walkthrough of docs/sidecarset.md shows spec.patchPodMetadata
+		// with a key this allows, and the refusal of one it does not.
+		Args: []string{"--leader-elect=false", "--zap-devel", "--sidecarset-pod-metadata-allowlist=example.com/*"},
 	})
 	if err != nil {
 		return err

@@ -38,6 +38,10 @@ type Options struct {
 	// SidecarSetInjectionMode is the injection mode of SidecarSets that
 	// leave spec.injectionMode unset (Webhook when empty).
 	SidecarSetInjectionMode deckhandv1alpha1.InjectionMode
+	// SidecarSetPodMetadataAllowlist are the annotation keys (or glob
+	// patterns such as "example.com/*") SidecarSets may set on the pods they
+	// inject (spec.patchPodMetadata); empty allows none.
+	SidecarSetPodMetadataAllowlist []string
 	// PolicyAPIServed, when set, replaces the discovery of whether the API
 	// server serves MutatingAdmissionPolicies (tests force a fallback).
 	PolicyAPIServed *bool
@@ -97,6 +101,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	sidecarSets.SetModes(modes)
+	allow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodMetadataAllowlist)
+	if err != nil {
+		return err
+	}
+	sidecarSets.SetPodMetadataAllowlist(allow)
 	for _, setup := range []func(ctrl.Manager) error{
 		(&webserverctrl.Reconciler{}).SetupWithManager,
 		webserverwebhook.SetupWebhookWithManager,

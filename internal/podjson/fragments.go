@@ -24,9 +24,10 @@ type ContainerFragment struct {
 	// are its own, element by element, for splicing in transferred env and
 	// shared mounts. base is nil when the sidecar neither transfers env nor
 	// shares volumes.
-	base   []byte
-	env    []rawElement // keyed by name
-	mounts []rawElement // keyed by mountPath
+	base    []byte
+	env     []rawElement // keyed by name
+	mounts  []rawElement // keyed by mountPath
+	devices []rawElement // keyed by devicePath
 }
 
 // EncodeFragments encodes the injectable parts of spec.
@@ -49,12 +50,18 @@ func EncodeFragments(spec *deckhandv1alpha1.SidecarSetSpec) *Fragments {
 
 func encodeContainer(sc *deckhandv1alpha1.SidecarContainer) ContainerFragment {
 	e := ContainerFragment{full: mustJSON(&sc.Container)}
-	if len(sc.TransferEnv) == 0 && sc.ShareVolumePolicy.Type != deckhandv1alpha1.ShareVolumePolicyEnabled {
+	if len(sc.TransferEnv) == 0 && sc.ShareVolumePolicy.Type != deckhandv1alpha1.ShareVolumePolicyEnabled && !sharesDevices(sc) && sc.ResourcesPolicy == nil {
 		return e
 	}
 	base := sc.Container
-	base.Env, base.VolumeMounts = nil, nil
+	base.Env, base.VolumeMounts, base.VolumeDevices = nil, nil, nil
 	e.base = mustJSON(&base)
+	if sc.ResourcesPolicy != nil {
+		e.base = withoutMember(e.base, "resources")
+	}
+	for i := range sc.VolumeDevices {
+		e.devices = append(e.devices, rawElement{key: sc.VolumeDevices[i].DevicePath, raw: mustJSON(&sc.VolumeDevices[i])})
+	}
 	for i := range sc.Env {
 		e.env = append(e.env, rawElement{key: sc.Env[i].Name, raw: mustJSON(&sc.Env[i])})
 	}
@@ -78,6 +85,9 @@ func mustJSON(v any) []byte {
 type Sidecar struct {
 	Spec     *deckhandv1alpha1.SidecarContainer
 	Fragment *ContainerFragment
+	// Resources is the JSON of the resources a resourcesPolicy computed for
+	// this pod (nil: none).
+	Resources []byte
 }
 
 // size is about the number of bytes the sidecar adds to a patch.
@@ -86,6 +96,11 @@ func (sc Sidecar) size(pod *RawPod) int {
 	if sc.Spec.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
 		for i := range pod.Containers {
 			n += len(pod.Containers[i].volumeMounts)
+		}
+	}
+	if sharesDevices(sc.Spec) {
+		for i := range pod.Containers {
+			n += len(pod.Containers[i].volumeDevices)
 		}
 	}
 	return n
@@ -148,9 +163,21 @@ func (a *appContainers) appendContainer(buf []byte, sc Sidecar) ([]byte, error) 
 			return nil, err
 		}
 	}
+	devices := enc.devices
+	if sharesDevices(spec) {
+		var err error
+		if devices, err = a.shareDevices(enc.devices); err != nil {
+			return nil, err
+		}
+	}
 	buf = append(buf, enc.base[:len(enc.base)-1]...) // without the closing brace
 	buf = appendRawList(buf, `,"env":`, env)
 	buf = appendRawList(buf, `,"volumeMounts":`, mounts)
+	buf = appendRawList(buf, `,"volumeDevices":`, devices)
+	if sc.Resources != nil {
+		buf = append(buf, `,"resources":`...)
+		buf = append(buf, sc.Resources...)
+	}
 	return append(buf, '}'), nil
 }
 
@@ -159,25 +186,32 @@ func (a *appContainers) appendContainer(buf []byte, sc Sidecar) ([]byte, error) 
 // appended.
 func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar, own []rawElement) ([]rawElement, error) {
 	env := append([]rawElement(nil), own...)
-	for _, t := range transfers {
-		src, err := a.env(t.SourceContainerName)
+	for i := range transfers {
+		t := &transfers[i]
+		name := sourceContainer(t, a.pod.Labels, a.pod.Annotations)
+		if name == "" {
+			continue
+		}
+		src, err := a.env(name)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range src {
-			if e.key != t.EnvName {
-				continue
-			}
-			replaced := false
-			for j := range env {
-				if env[j].key == t.EnvName {
-					env[j], replaced = e, true
+		for _, want := range envNamesOf(t) {
+			for _, e := range src {
+				if e.key != want {
+					continue
 				}
+				replaced := false
+				for j := range env {
+					if env[j].key == want {
+						env[j], replaced = e, true
+					}
+				}
+				if !replaced {
+					env = append(env, e)
+				}
+				break
 			}
-			if !replaced {
-				env = append(env, e)
-			}
-			break
 		}
 	}
 	return env, nil
@@ -219,4 +253,35 @@ func appendRawList(buf []byte, prefix string, list []rawElement) []byte {
 		buf = append(buf, e.raw...)
 	}
 	return append(buf, ']')
+}
+
+// sharesDevices reports whether the sidecar gets the app containers'
+// volumeDevices (shareVolumeDevicePolicy enabled).
+func sharesDevices(sc *deckhandv1alpha1.SidecarContainer) bool {
+	return sc.ShareVolumeDevicePolicy != nil && sc.ShareVolumeDevicePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled
+}
+
+// shareDevices returns own followed by every volumeDevice of the pod's app
+// containers at a devicePath not taken yet.
+func (a *appContainers) shareDevices(own []rawElement) ([]rawElement, error) {
+	devices := append([]rawElement(nil), own...)
+	for i := range a.pod.Containers {
+		ds, err := elements(a.pod.Containers[i].volumeDevices, "devicePath")
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			taken := false
+			for j := range devices {
+				if devices[j].key == d.key {
+					taken = true
+					break
+				}
+			}
+			if !taken {
+				devices = append(devices, d)
+			}
+		}
+	}
+	return devices, nil
 }

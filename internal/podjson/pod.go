@@ -29,6 +29,11 @@ type RawContainer struct {
 	Name         string
 	env          []byte // raw JSON array or nil
 	volumeMounts []byte // raw JSON array or nil
+	// volumeDevices is kept raw like the two above: slicing it costs what
+	// skipping it would; it is split only for a sidecar that shares devices.
+	volumeDevices []byte // raw JSON array or nil
+	// resources, raw, is decoded only for a sidecar with a resourcesPolicy.
+	resources []byte // raw JSON object or nil
 }
 
 // ErrNoSpec: a pod without a spec object has nowhere to put a sidecar. The
@@ -67,6 +72,12 @@ func DecodePod(raw []byte, p *RawPod) error {
 	}
 	if s.err == nil && !p.hasSpec {
 		return ErrNoSpec
+	}
+	// Anything after the pod object would make the patch not apply (a
+	// patch library reads the whole body): refuse it, as the API server
+	// never sends it.
+	if s.ws(); s.err == nil && s.i != len(s.b) {
+		s.fail()
 	}
 	return s.err
 }
@@ -130,6 +141,10 @@ func (s *scanner) containers() ([]RawContainer, bool) {
 					c.env = s.raw()
 				case "volumeMounts":
 					c.volumeMounts = s.raw()
+				case "volumeDevices":
+					c.volumeDevices = s.raw()
+				case "resources":
+					c.resources = s.raw()
 				default:
 					s.skip()
 				}

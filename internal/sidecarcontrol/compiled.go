@@ -47,12 +47,18 @@ type Compiled struct {
 	// that records no working container yet writes, pre-rendered: the
 	// working-container map, then each sidecar's versions.
 	HotAnnotations []podjson.Annotation
+	// PodMetadata is spec.patchPodMetadata restricted to the allowed keys;
+	// nil (nothing to do per pod) when the SidecarSet patches none.
+	PodMetadata []MetadataPatch
+	// Resources are the compiled resourcesPolicy programs by sidecar name;
+	// nil when no sidecar has one.
+	Resources map[string]*ResourcesProgram
 }
 
 // compile computes the Compiled form of s; s is not modified. Callers go
 // through a Store, which computes it once per generation.
-func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
-	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Containers: InjectedContainers(&s.Spec)}
+func compile(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) *Compiled {
+	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Containers: InjectedContainers(&s.Spec), PodMetadata: compileMetadata(s, allow)}
 	if c.Hot = HotSidecars(&s.Spec, s.Generation); c.Hot != nil {
 		// The fragments encode the expanded containers; every other part
 		// of the spec is shared.
@@ -83,6 +89,7 @@ func compile(s *deckhandv1alpha1.SidecarSet) *Compiled {
 		c.UpdateSelector = parsed
 	}
 	c.Hash, c.HashWithoutImage = Hashes(&s.Spec)
+	c.Resources = compileResources(s)
 	for i := range s.Spec.InitContainers {
 		c.ContainerNames = append(c.ContainerNames, s.Spec.InitContainers[i].Name)
 	}

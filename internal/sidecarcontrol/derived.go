@@ -32,6 +32,9 @@ func keyOf(s *deckhandv1alpha1.SidecarSet) derivedKey {
 type derivedStore struct {
 	mu     sync.RWMutex
 	byName map[string]*Compiled
+	// allow is the pod metadata allowlist compiled SidecarSets apply; set
+	// before the informer starts, read-only afterwards.
+	allow MetadataAllowlist
 }
 
 func newDerivedStore() *derivedStore {
@@ -47,7 +50,7 @@ func (st *derivedStore) get(s *deckhandv1alpha1.SidecarSet) *Compiled {
 	if c != nil && c.key == k && cacheable(k) {
 		return c
 	}
-	c = compile(s)
+	c = compile(s, st.allow)
 	st.put(s.Name, c)
 	return c
 }

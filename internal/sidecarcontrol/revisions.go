@@ -282,7 +282,7 @@ func (st *revisionStore) pinned(s *deckhandv1alpha1.SidecarSet) *revision {
 
 // form returns s with the injected parts of r, and its Compiled form,
 // computed once per generation of s (the pod webhook asks per pod).
-func (r *revision) form(s *deckhandv1alpha1.SidecarSet) (*deckhandv1alpha1.SidecarSet, *Compiled, error) {
+func (r *revision) form(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) (*deckhandv1alpha1.SidecarSet, *Compiled, error) {
 	d := r.decoded
 	d.once.Do(func() { d.spec, d.err = DecodeRevision(r.cr) })
 	if d.err != nil {
@@ -295,7 +295,7 @@ func (r *revision) form(s *deckhandv1alpha1.SidecarSet) (*deckhandv1alpha1.Sidec
 	cp := *s
 	cp.Spec.InitContainers, cp.Spec.Containers = d.spec.InitContainers, d.spec.Containers
 	cp.Spec.Volumes, cp.Spec.ImagePullSecrets = d.spec.Volumes, d.spec.ImagePullSecrets
-	pf := &pinnedForm{key: k, set: &cp, compiled: compile(&cp)}
+	pf := &pinnedForm{key: k, set: &cp, compiled: compile(&cp, allow)}
 	d.pinned.Store(pf)
 	return pf.set, pf.compiled, nil
 }
@@ -349,7 +349,7 @@ func (l *Lister) Injection(s *deckhandv1alpha1.SidecarSet, c *Compiled, podLabel
 	if r == nil || r.hash == c.Hash || !UsePinned(s, c, podLabels) {
 		return s, c
 	}
-	ps, pc, err := r.form(s)
+	ps, pc, err := r.form(s, l.derived.allow)
 	if err != nil {
 		return s, c
 	}
@@ -370,7 +370,7 @@ func (l *Lister) PolicyInjection(s *deckhandv1alpha1.SidecarSet) (set *deckhandv
 	if r == nil {
 		return s, false
 	}
-	ps, _, err := r.form(s)
+	ps, _, err := r.form(s, l.derived.allow)
 	if err != nil {
 		return s, false
 	}

@@ -46,6 +46,12 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		// empty and null lists
 		`{"metadata":{"name":"nulls","labels":{"app":"web"},"annotations":null},"spec":{"containers":[],"volumes":null,"initContainers":null,"imagePullSecrets":[]}}`,
 		`{"metadata":{"name":"skip","labels":{"app":"web"},"annotations":{"apps.deckhand.dev/sidecarset-skip-injection":"true"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
+		// a label and an annotation naming source containers, volume devices
+		`{"metadata":{"name":"devices","labels":{"app":"web","main":"app"},"annotations":{"example.com/src":"init"}},"spec":{"initContainers":[{"name":"init","image":"i","env":[{"name":"MODE","value":"m"}]}],"containers":[{"name":"app","image":"x","env":[{"name":"LANG","value":"C"},{"name":"TZ","value":"UTC"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"},{"name":"blk","devicePath":"/dev/blk"}]}]}}`,
+		// app containers with resources for resourcesPolicy
+		`{"metadata":{"name":"big","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"1"}}},{"name":"app-2","image":"y","resources":{"limits":{"cpu":"500m","memory":"2Gi"}}}]}}`,
+		// annotations patchPodMetadata retains, overwrites and merges into
+		`{"metadata":{"name":"annotated","labels":{"app":"web"},"annotations":{"example.com/r":"mine","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}","other.io/x":"y"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
 		// escapes, and keys that differ only in case
 		`{"metadata":{"name":"u","labels":{"app":"web"}},"Spec":{"containers":[]},"spec":{"containers":[{"name":"app","image":"x","env":[{"name":"\u00e9\"\\","value":"\ud83d\ude00"},{"name":"TZ","value":"a\u2028b"}]}]}}`,
 	}
@@ -56,6 +62,12 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		// HotUpgrade: two containers per sidecar, version variables after
 		// the sidecar's own env and before transferred ones, annotations
 		hotUpgradeSeedSet,
+		// envNames, a source container named by a label, shared volume devices
+		`{"metadata":{"name":"transfer"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"t","image":"t:1","env":[{"name":"TZ","value":"own"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"}],"shareVolumeDevicePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.labels['main']"}},"envNames":["TZ","LANG","NONE"]},{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.annotations['example.com/src']"}},"envName":"MODE"}]}]}}`,
+		// resourcesPolicy over the app containers' resources
+		`{"metadata":{"name":"sized"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"sized","image":"s:1","resourcesPolicy":{"targetContainerMode":"max","targetContainersNameRegex":"^app","resourceExpr":{"limits":{"cpu":"cpu * 0.5","memory":"max(memory * 0.25, quantity('64Mi'))"},"requests":{"cpu":"max(cpu * 0.1, quantity('10m'))"}}}}]}}`,
+		// patchPodMetadata, every policy, over annotations the pod has
+		`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"retained","team.io/over":"over"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written","example.com/o":"\u003c\"x"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"c\":1.50,\"d\":null},\"e\":[1]}"}}]}}`,
 	}
 	for i, p := range pods {
 		f.Add([]byte(p), []byte(sets[i%len(sets)]), []byte(sets[(i+1)%len(sets)]))
@@ -105,7 +117,7 @@ func apiServerLike(raw []byte) bool {
 // if none), as the informer cache would hold them.
 func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	ss := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
-	v := &sidecarsetwebhook.Validator{}
+	v := &sidecarsetwebhook.Validator{MetadataAllowlist: fuzzMetadataAllowlist}
 	for i, raw := range raws {
 		s := &deckhandv1alpha1.SidecarSet{}
 		if json.Unmarshal(raw, s) != nil {
@@ -131,8 +143,20 @@ func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	}
 	nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace, Labels: map[string]string{"env": "fuzz"}}})
-	return sidecarcontrol.NewLister(ss, nsIdx)
+	l := sidecarcontrol.NewLister(ss, nsIdx)
+	l.SetPodMetadataAllowlist(fuzzMetadataAllowlist)
+	return l
 }
+
+// fuzzMetadataAllowlist allows the patchPodMetadata keys of the seeds but
+// not every key, so that filtering is exercised too.
+var fuzzMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
+	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*", "team.io/over"})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}()
 
 // fastPathPod is the pod the production handler's patch makes of raw.
 func fastPathPod(t *testing.T, l *sidecarcontrol.Lister, raw []byte) *corev1.Pod {
@@ -239,5 +263,69 @@ func TestFastPathHotUpgradeSeedInjects(t *testing.T) {
 				t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
 			}
 		}
+	}
+}
+
+// TestFastPathSeedsPatchMetadata makes sure the differential covers
+// patchPodMetadata: the seed retains, overwrites, merges and filters.
+func TestFastPathSeedsPatchMetadata(t *testing.T) {
+	l := fuzzLister(t, []byte(`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"theirs","example.com/new":"n"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"d\":null},\"e\":1}"}}]}}`))
+	if l == nil {
+		t.Fatal("the seed SidecarSet is invalid")
+	}
+	raw := []byte(`{"metadata":{"name":"web-0","labels":{"app":"web"},"annotations":{"example.com/r":"mine","team.io/over":"old","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}"}},"spec":{"containers":[{"name":"app","image":"nginx"}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		t.Fatalf("the paths disagree:\nfast  %+v\ntyped %+v", fast.Annotations, typed.Annotations)
+	}
+	want := map[string]string{"example.com/r": "mine", "example.com/new": "n", "team.io/over": "written", "example.com/j": `{"a":1,"b":{"f":3},"e":1}`}
+	for k, v := range want {
+		if fast.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q", k, fast.Annotations[k], v)
+		}
+	}
+}
+
+// TestFastPathSeedsTransfer makes sure the differential covers envNames,
+// sourceContainerNameFrom and shareVolumeDevicePolicy.
+func TestFastPathSeedsTransfer(t *testing.T) {
+	l := fuzzLister(t, []byte(`{"metadata":{"name":"transfer"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"t","image":"t:1","env":[{"name":"TZ","value":"own"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"}],"shareVolumeDevicePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.labels['main']"}},"envNames":["TZ","LANG","NONE"]},{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.annotations['example.com/src']"}},"envName":"MODE"}]}]}}`))
+	if l == nil {
+		t.Fatal("the seed SidecarSet is invalid")
+	}
+	raw := []byte(`{"metadata":{"name":"devices","labels":{"app":"web","main":"app"},"annotations":{"example.com/src":"init"}},"spec":{"initContainers":[{"name":"init","image":"i","env":[{"name":"MODE","value":"m"}]}],"containers":[{"name":"app","image":"x","env":[{"name":"LANG","value":"C"},{"name":"TZ","value":"UTC"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"},{"name":"blk","devicePath":"/dev/blk"}]}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		f, _ := json.Marshal(fast.Spec.Containers)
+		g, _ := json.Marshal(typed.Spec.Containers)
+		t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+	}
+	c := fast.Spec.Containers[0]
+	var env []string
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	if fmt.Sprint(env) != "[TZ=UTC LANG=C MODE=m]" || len(c.VolumeDevices) != 2 || c.VolumeDevices[1].DevicePath != "/dev/blk" {
+		t.Fatalf("unexpected sidecar: env %v devices %+v", env, c.VolumeDevices)
+	}
+}
+
+// TestFastPathSeedsResources makes sure the differential covers
+// resourcesPolicy: the sidecar gets computed requests and limits.
+func TestFastPathSeedsResources(t *testing.T) {
+	l := fuzzLister(t, []byte(`{"metadata":{"name":"sized"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"sized","image":"s:1","resourcesPolicy":{"targetContainerMode":"max","targetContainersNameRegex":"^app","resourceExpr":{"limits":{"cpu":"cpu * 0.5","memory":"max(memory * 0.25, quantity('64Mi'))"},"requests":{"cpu":"max(cpu * 0.1, quantity('10m'))"}}}}]}}`))
+	if l == nil {
+		t.Fatal("the seed SidecarSet is invalid")
+	}
+	raw := []byte(`{"metadata":{"name":"big","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"1"}}},{"name":"app-2","image":"y","resources":{"limits":{"cpu":"500m","memory":"2Gi"}}}]}}`)
+	fast, typed := fastPathPod(t, l, raw), typedPathPod(t, l, raw)
+	if !apiequality.Semantic.DeepEqual(fast, typed) {
+		f, _ := json.Marshal(fast.Spec.Containers)
+		g, _ := json.Marshal(typed.Spec.Containers)
+		t.Fatalf("the paths disagree:\nfast  %s\ntyped %s", f, g)
+	}
+	r := fast.Spec.Containers[0].Resources
+	if r.Limits.Cpu().String() != "1" || r.Limits.Memory().String() != "512Mi" || r.Requests.Cpu().String() != "100m" {
+		t.Fatalf("unexpected sidecar resources %+v", r)
 	}
 }

@@ -281,6 +281,14 @@ func TestValues(t *testing.T) {
 			}
 		},
 	}, {
+		name: "SidecarSet pod metadata allowlist",
+		set:  []string{"sidecarSet.podMetadataAllowlist[0]=example.com/*", "sidecarSet.podMetadataAllowlist[1]=team.io/owner"},
+		check: func(t *testing.T, r rendered) {
+			if want := "--sidecarset-pod-metadata-allowlist=example.com/*,team.io/owner"; !slices.Contains(args(t, r, ns), want) {
+				t.Errorf("args %v lack %s", args(t, r, ns), want)
+			}
+		},
+	}, {
 		name: "leader election off",
 		set:  []string{"leaderElection.enabled=false", "replicas=1"},
 		check: func(t *testing.T, r rendered) {

@@ -288,6 +288,50 @@ func invalidCases() []invalidCase {
 			s.Spec.Containers[1].Image = "mesh:2"
 			s.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "LEVEL", Value: "debug"}}
 		}), "spec.containers[1]"},
+		// patchPodMetadata: the manager here runs with the default, empty
+		// --sidecarset-pod-metadata-allowlist, which allows no key.
+		{"sidecarset patchPodMetadata key outside the allowlist", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/team": "x"}}}
+		}), "spec.patchPodMetadata[0].annotations[example.com/team]"},
+		{"sidecarset patchPodMetadata Deckhand's own key", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"apps.deckhand.dev/sidecarsets": "x"}}}
+		}), "spec.patchPodMetadata[0].annotations[apps.deckhand.dev/sidecarsets]"},
+		{"sidecarset patchPodMetadata unknown policy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: "Append", Annotations: map[string]string{"example.com/team": "x"}}}
+		}), "spec.patchPodMetadata[0].patchPolicy"},
+		{"sidecarset transferEnv with two sources", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A",
+				SourceContainerNameFrom: &deckhandv1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['a']"}}}}
+		}), "spec.containers[0].transferEnv[0].sourceContainerNameFrom"},
+		{"sidecarset transferEnv with envName and envNames", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A", EnvNames: []string{"B"}}}
+		}), "spec.containers[0].transferEnv[0].envNames"},
+		{"sidecarset transferEnv unsupported fieldPath", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{EnvName: "A",
+				SourceContainerNameFrom: &deckhandv1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}}
+		}), "spec.containers[0].transferEnv[0].sourceContainerNameFrom.fieldRef.fieldPath"},
+		{"sidecarset shareVolumeDevicePolicy in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.Containers[0].ShareVolumeDevicePolicy = &deckhandv1alpha1.ShareVolumePolicy{Type: deckhandv1alpha1.ShareVolumePolicyEnabled}
+		}), "spec.injectionMode: Policy does not support spec.containers[0].shareVolumeDevicePolicy"},
+		{"sidecarset resourcesPolicy CEL error", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].ResourcesPolicy = &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu *"}}}
+		}), "spec.containers[0].resourcesPolicy.resourceExpr.limits.cpu"},
+		{"sidecarset resourcesPolicy with fixed resources", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			s.Spec.Containers[0].ResourcesPolicy = &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu * 0.5"}}}
+		}), "spec.containers[0].resources"},
+		{"sidecarset resourcesPolicy in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.Containers[0].ResourcesPolicy = &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu * 0.5"}}}
+		}), "spec.injectionMode: Policy does not support spec.containers[0].resourcesPolicy"},
+		{"sidecarset patchPodMetadata in Policy mode", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/team": "x"}}}
+		}), "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -26,10 +27,18 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 		return
 	}
 	cands, _ := l.Candidates(ns)
-	in := injector{orig: pod.DeepCopy(), record: sidecarcontrol.ReadPodRecord(pod.Annotations)}
+	in := injector{orig: pod.DeepCopy(), record: sidecarcontrol.ReadPodRecord(pod.Annotations), allow: l.PodMetadataAllowlist()}
 	for _, s := range cands {
 		if !s.Spec.InjectionStrategy.Paused && l.Matches(s, ns, pod.Labels) {
 			in.add(s, l.Compiled(s))
+		}
+	}
+	for k, v := range in.annotations {
+		if old, ok := pod.Annotations[k]; !ok || old != v {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
 		}
 	}
 	if !in.changed {
@@ -61,6 +70,13 @@ type injector struct {
 	addedNames, addedVols, addedSecrs []string
 	changed                           bool
 	hot                               hotAnnotations
+	// annotations are the pod's as patchPodMetadata leaves them (nil until
+	// a SidecarSet has some); allow is the manager's allowlist.
+	annotations map[string]string
+	allow       sidecarcontrol.MetadataAllowlist
+	// cur is the SidecarSet being added, compiled (its resourcesPolicy
+	// programs; the arithmetic has its own table test).
+	cur *sidecarcontrol.Compiled
 }
 
 func (in *injector) has(name string) bool {
@@ -83,6 +99,7 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 			return
 		}
 	}
+	in.cur = c
 	added := false
 	for _, group := range []struct {
 		list          []deckhandv1alpha1.SidecarContainer
@@ -125,6 +142,15 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 		in.record.Set(s.Name, c.Hash, c.HashWithoutImage, c.ContainerNames)
 		in.changed = true
 	}
+	if len(s.Spec.PatchPodMetadata) > 0 {
+		if in.annotations == nil {
+			in.annotations = map[string]string{}
+			for k, v := range in.orig.Annotations {
+				in.annotations[k] = v
+			}
+		}
+		patchMetadata(in.annotations, s, in.allow)
+	}
 }
 
 // container is the sidecar as injected: its env with the transferred
@@ -133,22 +159,52 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Container {
 	c := *sc.Container.DeepCopy()
 	for _, t := range sc.TransferEnv {
-		src := in.sourceContainer(t.SourceContainerName)
+		// A pod without the label or annotation sourceContainerNameFrom
+		// names transfers nothing (not the env of a container without a name).
+		name := in.sourceName(t)
+		if name == "" {
+			continue
+		}
+		src := in.sourceContainer(name)
 		if src == nil {
 			continue
 		}
-		i := slices.IndexFunc(src.Env, func(e corev1.EnvVar) bool { return e.Name == t.EnvName })
-		if i < 0 {
-			continue
+		names := t.EnvNames
+		if len(names) == 0 {
+			names = []string{t.EnvName}
 		}
-		replaced := false
-		for j := range c.Env {
-			if c.Env[j].Name == t.EnvName {
-				c.Env[j], replaced = *src.Env[i].DeepCopy(), true
+		for _, name := range names {
+			i := slices.IndexFunc(src.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+			if i < 0 {
+				continue
+			}
+			replaced := false
+			for j := range c.Env {
+				if c.Env[j].Name == name {
+					c.Env[j], replaced = *src.Env[i].DeepCopy(), true
+				}
+			}
+			if !replaced {
+				c.Env = append(c.Env, *src.Env[i].DeepCopy())
 			}
 		}
-		if !replaced {
-			c.Env = append(c.Env, *src.Env[i].DeepCopy())
+	}
+	if rp := in.cur.Resources[sc.Name]; rp != nil {
+		apps := make([]sidecarcontrol.NamedResources, 0, len(in.orig.Spec.Containers))
+		for _, app := range in.orig.Spec.Containers {
+			apps = append(apps, sidecarcontrol.NamedResources{Name: app.Name, Resources: app.Resources})
+		}
+		if r, ok := rp.Compute(apps); ok {
+			c.Resources = r
+		}
+	}
+	if sc.ShareVolumeDevicePolicy != nil && sc.ShareVolumeDevicePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
+		for _, app := range in.orig.Spec.Containers {
+			for _, d := range app.VolumeDevices {
+				if !slices.ContainsFunc(c.VolumeDevices, func(o corev1.VolumeDevice) bool { return o.DevicePath == d.DevicePath }) {
+					c.VolumeDevices = append(c.VolumeDevices, d)
+				}
+			}
 		}
 	}
 	if sc.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
@@ -174,4 +230,21 @@ func (in *injector) sourceContainer(name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// sourceName is the name of the container t copies from: its
+// sourceContainerName, or the pod label or annotation its
+// sourceContainerNameFrom names.
+func (in *injector) sourceName(t deckhandv1alpha1.TransferEnvVar) string {
+	if t.SourceContainerName != "" || t.SourceContainerNameFrom == nil || t.SourceContainerNameFrom.FieldRef == nil {
+		return t.SourceContainerName
+	}
+	kind, key, err := podjson.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
+	if err != nil {
+		return ""
+	}
+	if kind == "labels" {
+		return in.orig.Labels[key]
+	}
+	return in.orig.Annotations[key]
 }

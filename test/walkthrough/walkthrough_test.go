@@ -269,7 +269,9 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 	const ns, name = "sidecarset-demo", "shop-logger"
 	w := startWalkthrough(t, "docs/sidecarset.md", &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-metrics"}},
-		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-mesh"}}, namespace(ns),
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-mesh"}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-annotator"}},
+		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-sneaky"}}, namespace(ns),
 		&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "shop-history"}}, namespace("sidecarset-history"))
 	shop := map[string]string{"app": "shop"}
 
@@ -402,6 +404,21 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 	get(t, &meshSet, "", "shop-mesh")
 	if st := meshSet.Status; st.ObservedGeneration != meshSet.Generation || st.UpdatedPods != 1 || st.HotUpgradingPods != 0 {
 		t.Errorf("SidecarSet shop-mesh status %+v; want the latest generation, 1 pod updated, none hot-upgrading", st)
+	}
+
+	// patchPodMetadata: the pod carries the allowed annotations, policies
+	// applied to its own values; the SidecarSet naming a key outside the
+	// allowlist was never stored.
+	var web corev1.Pod
+	get(t, &web, ns, "shop-web")
+	if got := web.Annotations["example.com/log-format"]; got != "json" {
+		t.Errorf("pod shop-web: annotation example.com/log-format %q, want json (Overwrite)", got)
+	}
+	if got := web.Annotations["example.com/scrape"]; got != `{"path":"/metrics","port":9090}` {
+		t.Errorf("pod shop-web: annotation example.com/scrape %q, want the merge of the pod's and the SidecarSet's", got)
+	}
+	if err := suite.client.Get(testutil.Context(t, time.Minute), client.ObjectKey{Name: "shop-sneaky"}, &deckhandv1alpha1.SidecarSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("SidecarSet shop-sneaky (a key outside the allowlist): %v, want NotFound", err)
 	}
 
 	w.runUntil(t, "kubectl delete scs shop-history")

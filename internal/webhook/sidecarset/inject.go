@@ -38,10 +38,16 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection
 		p.add(l.Injection(s, l.Compiled(s), pod.Labels))
 	}
 	res.injected, res.warnings = p.injected, p.warnings
-	if !p.recordChanged {
+	metadata := len(p.meta.keys) > 0 && p.metadataChanged()
+	if !p.recordChanged && !metadata {
 		return res, nil
 	}
-	p.writeRecord()
+	if p.recordChanged {
+		p.writeRecord()
+	}
+	if metadata {
+		p.writeMetadata()
+	}
 	res.patch, err = podjson.WritePatch(pod, &p.additions)
 	return res, err
 }
@@ -80,6 +86,11 @@ type planner struct {
 	injected, warnings                          []string
 	// hot holds what the HotUpgrade sidecars added here write on the pod.
 	hot hotAdditions
+	// meta is what spec.patchPodMetadata sets (inject_metadata.go).
+	meta metadataPlan
+	// apps are the pod's own containers' resources, decoded for the first
+	// resourcesPolicy (inject_resources.go).
+	apps []sidecarcontrol.NamedResources
 }
 
 // add plans the injection of s (compiled as c).
@@ -116,6 +127,12 @@ func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled
 		}
 	}
 	p.updateRecord(s.Name, c, added)
+	if c.PodMetadata != nil {
+		p.patchMetadata(s.Name, c)
+	}
+	if c.Resources != nil {
+		p.applyResources(s.Name, c)
+	}
 	if added {
 		p.injected = append(p.injected, s.Name)
 	}

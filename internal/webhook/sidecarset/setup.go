@@ -57,8 +57,9 @@ func SetupWebhookWithLister(mgr ctrl.Manager, lister *sidecarcontrol.Lister) err
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).
 		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet]((&Validator{
-			Lister: lister,
-			DryRun: &PodDryRunner{Client: mgr.GetClient(), Namespace: DryRunNamespace},
+			Lister:            lister,
+			DryRun:            &PodDryRunner{Client: mgr.GetClient(), Namespace: DryRunNamespace},
+			MetadataAllowlist: lister.PodMetadataAllowlist(),
 		}).Validate)).
 		Complete()
 }

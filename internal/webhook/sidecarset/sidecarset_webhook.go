@@ -28,12 +28,16 @@ type Validator struct {
 	Lister *sidecarcontrol.Lister
 	// DryRun validates the containers in a synthetic pod; nil skips it.
 	DryRun *PodDryRunner
+	// MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist:
+	// the annotation keys spec.patchPodMetadata may set (none when empty).
+	MetadataAllowlist sidecarcontrol.MetadataAllowlist
 }
 
 // Validate judges a new (old is nil) or changed SidecarSet.
 func (v *Validator) Validate(ctx context.Context, old, s *deckhandv1alpha1.SidecarSet) (admission.Warnings, error) {
 	errs := validate(old, s)
 	mode := s.Spec.InjectionMode
+	errs = append(errs, v.validateInjectionExtras(old, s)...)
 	if v.Lister != nil {
 		errs = append(errs, validateConflicts(s, v.Lister.All())...)
 		errs = append(errs, validatePolicyPeers(s, v.Lister.All(), v.Lister.Modes())...)
@@ -186,15 +190,7 @@ func validateSidecars(cs []deckhandv1alpha1.SidecarContainer, p *field.Path, nam
 			errs = append(errs, field.NotSupported(cp.Child("shareVolumePolicy", "type"), c.ShareVolumePolicy.Type, []string{
 				string(deckhandv1alpha1.ShareVolumePolicyEnabled), string(deckhandv1alpha1.ShareVolumePolicyDisabled)}))
 		}
-		for j, t := range c.TransferEnv {
-			tp := cp.Child("transferEnv").Index(j)
-			if t.SourceContainerName == "" {
-				errs = append(errs, field.Required(tp.Child("sourceContainerName"), ""))
-			}
-			if t.EnvName == "" {
-				errs = append(errs, field.Required(tp.Child("envName"), ""))
-			}
-		}
+		errs = append(errs, validateTransferEnv(c, cp)...)
 		if !init && c.RestartPolicy != nil {
 			errs = append(errs, field.Forbidden(cp.Child("restartPolicy"), "only init containers may set restartPolicy (Always makes a native sidecar)"))
 		}

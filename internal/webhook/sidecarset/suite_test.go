@@ -15,12 +15,22 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 var env *testenv.Env
+
+// testMetadataAllowlist is the suite's --sidecarset-pod-metadata-allowlist.
+var testMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
+	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*", "team.io/owner"})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}()
 
 // The webhook tests need the API server only: no scheduler, no kubelet.
 // `go test -run '^$' -bench BenchmarkInject` runs no test, so it starts no
@@ -35,7 +45,12 @@ func TestMain(m *testing.M) {
 			if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return sidecarsetwebhook.SetupWebhookWithManager(mgr)
+			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+			if err != nil {
+				return err
+			}
+			lister.SetPodMetadataAllowlist(testMetadataAllowlist)
+			return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
 		},
 	}))
 }

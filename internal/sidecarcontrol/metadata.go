@@ -1,0 +1,103 @@
+package sidecarcontrol
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// ReservedAnnotationPrefix starts the annotation keys Deckhand writes on
+// pods itself (the injection record among them): spec.patchPodMetadata may
+// never set one, whatever the allowlist says, or a SidecarSet could forge
+// another SidecarSet's record.
+var ReservedAnnotationPrefix = deckhandv1alpha1.GroupVersion.Group + "/"
+
+// MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist:
+// the annotation keys spec.patchPodMetadata may set. A SidecarSet is
+// cluster-scoped and patches pods in every namespace it selects, so which
+// pod annotations it may write is the platform's decision, not the
+// SidecarSet author's. The zero value allows nothing.
+type MetadataAllowlist struct {
+	patterns []string
+}
+
+// ParseMetadataAllowlist reads allowlist entries: exact annotation keys, or
+// glob patterns (path.Match syntax, e.g. "example.com/*" for every key of a
+// prefix). Blank entries are ignored.
+func ParseMetadataAllowlist(entries []string) (MetadataAllowlist, error) {
+	var a MetadataAllowlist
+	for _, e := range entries {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		if _, err := path.Match(e, ""); err != nil {
+			return MetadataAllowlist{}, fmt.Errorf("SidecarSet pod metadata allowlist entry %q is not a valid pattern: %w", e, err)
+		}
+		a.patterns = append(a.patterns, e)
+	}
+	return a, nil
+}
+
+// Allows reports whether spec.patchPodMetadata may set the annotation key.
+func (a MetadataAllowlist) Allows(key string) bool {
+	if strings.HasPrefix(key, ReservedAnnotationPrefix) {
+		return false
+	}
+	for _, p := range a.patterns {
+		if ok, _ := path.Match(p, key); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// String lists the entries as the flag takes them.
+func (a MetadataAllowlist) String() string { return strings.Join(a.patterns, ",") }
+
+// MetadataPatch is one spec.patchPodMetadata entry as injection applies it:
+// its allowed keys in sorted order (a fixed order keeps the patch
+// deterministic) with their values.
+type MetadataPatch struct {
+	Policy deckhandv1alpha1.SidecarSetPatchPolicyType
+	Keys   []string
+	Values []string
+}
+
+// compileMetadata returns the entries of spec.patchPodMetadata restricted to
+// the keys allow allows, nil when none remains. Validation refuses the
+// others; filtering here as well keeps a key out of pods when the
+// allowlist is narrowed after the SidecarSet was admitted.
+func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) []MetadataPatch {
+	var out []MetadataPatch
+	for _, e := range s.Spec.PatchPodMetadata {
+		mp := MetadataPatch{Policy: e.PatchPolicy}
+		if mp.Policy == "" {
+			mp.Policy = deckhandv1alpha1.SidecarSetRetainPatchPolicy
+		}
+		for k := range e.Annotations {
+			if allow.Allows(k) {
+				mp.Keys = append(mp.Keys, k)
+			}
+		}
+		if len(mp.Keys) == 0 {
+			continue
+		}
+		sort.Strings(mp.Keys)
+		for _, k := range mp.Keys {
+			mp.Values = append(mp.Values, e.Annotations[k])
+		}
+		out = append(out, mp)
+	}
+	return out
+}
+
+// SetPodMetadataAllowlist sets the annotation keys spec.patchPodMetadata
+// may set. Call it before the manager starts; the webhooks only read it.
+func (l *Lister) SetPodMetadataAllowlist(a MetadataAllowlist) { l.derived.allow = a }
+
+// PodMetadataAllowlist returns what SetPodMetadataAllowlist set.
+func (l *Lister) PodMetadataAllowlist() MetadataAllowlist { return l.derived.allow }

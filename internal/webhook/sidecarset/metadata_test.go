@@ -1,0 +1,110 @@
+package sidecarset_test
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// TestPatchPodMetadataInjected: on the real API server, a pod injected by
+// SidecarSets with patchPodMetadata carries their annotations, each policy
+// applied to what the pod brought and to what SidecarSets earlier in name
+// order set.
+func TestPatchPodMetadataInjected(t *testing.T) {
+	ns := env.Namespace(t)
+	a := newSidecarSet("meta-a-"+ns, ns, "meta", sidecar("a", "a:1"))
+	a.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+		{Annotations: map[string]string{"example.com/team": "platform", "example.com/kept": "theirs"}},
+		{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{"team.io/owner": "sre"}},
+	}
+	b := newSidecarSet("meta-b-"+ns, ns, "meta", sidecar("b", "b:1"))
+	b.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+		{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{"example.com/config": `{"log":{"level":"debug"},"old":null}`}},
+		{Annotations: map[string]string{"example.com/team": "from-b"}},
+	}
+	createSidecarSet(t, a)
+	createSidecarSet(t, b)
+
+	p := newPod(ns, "web", map[string]string{"app": "meta"}, "app")
+	p.Annotations = map[string]string{
+		"example.com/kept":   "mine",
+		"team.io/owner":      "dev",
+		"example.com/config": `{"log":{"format":"json"},"old":1}`,
+	}
+	got := createPod(t, p)
+	want := map[string]string{
+		"example.com/team":   "platform", // Retain: a, first in name order, set it
+		"example.com/kept":   "mine",     // Retain: the pod's own
+		"team.io/owner":      "sre",      // Overwrite
+		"example.com/config": `{"log":{"format":"json","level":"debug"}}`,
+	}
+	for k, v := range want {
+		if got.Annotations[k] != v {
+			t.Errorf("annotation %s = %q, want %q (all: %v)", k, got.Annotations[k], v, got.Annotations)
+		}
+	}
+	if n := names(got.Spec.Containers); strings.Join(n, ",") != "a,b,app" {
+		t.Errorf("containers %v", n)
+	}
+}
+
+// TestPatchPodMetadataValidation: the validating webhook refuses, naming
+// the field and key, annotation keys outside the manager's allowlist,
+// Deckhand's own keys, MergePatchJson values that are not JSON objects, and
+// patchPodMetadata in Policy mode.
+func TestPatchPodMetadataValidation(t *testing.T) {
+	ns := env.Namespace(t)
+	cases := []struct {
+		name  string
+		meta  []deckhandv1alpha1.SidecarSetPatchPodMetadata
+		mode  deckhandv1alpha1.InjectionMode
+		field string
+		words string
+	}{
+		{"key outside the allowlist", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"example.com/ok": "x"}},
+			{Annotations: map[string]string{"other.io/secret": "x"}},
+		}, "", "spec.patchPodMetadata[1].annotations[other.io/secret]", "--sidecarset-pod-metadata-allowlist"},
+		{"Deckhand's own key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"apps.deckhand.dev/sidecarsets": "forged"}},
+		}, "", "spec.patchPodMetadata[0].annotations[apps.deckhand.dev/sidecarsets]", "Deckhand's own"},
+		{"MergePatchJson with no JSON object", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{"example.com/cfg": "[1]"}},
+		}, "", "spec.patchPodMetadata[0].annotations[example.com/cfg]", "JSON object"},
+		{"unknown policy", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{PatchPolicy: "Append", Annotations: map[string]string{"example.com/cfg": "x"}},
+		}, "", "spec.patchPodMetadata[0].patchPolicy", "Unsupported value"},
+		{"no annotations", []deckhandv1alpha1.SidecarSetPatchPodMetadata{{}}, "", "spec.patchPodMetadata[0].annotations", ""},
+		{"invalid key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"example.com/bad key": "x"}},
+		}, "", "spec.patchPodMetadata[0].annotations", "bad key"},
+		{"Policy mode", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"example.com/ok": "x"}},
+		}, deckhandv1alpha1.PolicyInjection, "spec.patchPodMetadata", "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSidecarSet("bad-meta-"+ns+"-"+string(rune('a'+i)), ns, "web", sidecar("proxy", "proxy:1"))
+			s.Spec.PatchPodMetadata = tc.meta
+			s.Spec.InjectionMode = tc.mode
+			err := env.Client.Create(ctxT(t), s)
+			if err == nil {
+				_ = env.Client.Delete(ctxT(t), s)
+				t.Fatal("created an invalid SidecarSet")
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("error is not Invalid: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.words) {
+				t.Errorf("error does not name %q (with %q): %v", tc.field, tc.words, err)
+			}
+		})
+	}
+	// An allowed key is accepted (the cases above fail for their own reason).
+	ok := newSidecarSet("good-meta-"+ns, ns, "web", sidecar("proxy", "proxy:1"))
+	ok.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/ok": "x", "team.io/owner": "y"}}}
+	createSidecarSet(t, ok)
+}

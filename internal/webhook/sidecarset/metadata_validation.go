@@ -1,0 +1,107 @@
+package sidecarset
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// validatePatchPodMetadata checks spec.patchPodMetadata: well-formed
+// annotation keys, known policies, JSON objects for MergePatchJson, and
+// every key allowed by the manager's allowlist. A key the old object
+// already set is not checked against the allowlist again, so that
+// narrowing the allowlist does not lock existing SidecarSets against every
+// other change (injection drops the keys the allowlist no longer allows).
+func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecarcontrol.MetadataAllowlist) field.ErrorList {
+	var errs field.ErrorList
+	had := map[string]bool{}
+	if old != nil {
+		for _, e := range old.Spec.PatchPodMetadata {
+			for k := range e.Annotations {
+				had[k] = true
+			}
+		}
+	}
+	base := field.NewPath("spec", "patchPodMetadata")
+	for i, e := range s.Spec.PatchPodMetadata {
+		p := base.Index(i)
+		switch e.PatchPolicy {
+		case "", deckhandv1alpha1.SidecarSetRetainPatchPolicy, deckhandv1alpha1.SidecarSetOverwritePatchPolicy, deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy:
+		default:
+			errs = append(errs, field.NotSupported(p.Child("patchPolicy"), e.PatchPolicy, []string{
+				string(deckhandv1alpha1.SidecarSetRetainPatchPolicy), string(deckhandv1alpha1.SidecarSetOverwritePatchPolicy), string(deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy)}))
+		}
+		if len(e.Annotations) == 0 {
+			errs = append(errs, field.Required(p.Child("annotations"), "name at least one annotation"))
+			continue
+		}
+		errs = append(errs, apivalidation.ValidateAnnotations(e.Annotations, p.Child("annotations"))...)
+		keys := make([]string, 0, len(e.Annotations))
+		for k := range e.Annotations {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			kp := p.Child("annotations").Key(k)
+			switch {
+			case strings.HasPrefix(k, sidecarcontrol.ReservedAnnotationPrefix):
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("annotation keys under %s are Deckhand's own and cannot be patched", sidecarcontrol.ReservedAnnotationPrefix)))
+			case !allow.Allows(k) && !had[k]:
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("annotation key %q is not allowed by the manager's --sidecarset-pod-metadata-allowlist (%s): a platform administrator decides which pod annotations SidecarSets may set", k, allowlistText(allow))))
+			}
+			if e.PatchPolicy == deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy {
+				if _, ok := podjson.MergeJSONObject("{}", e.Annotations[k]); !ok {
+					errs = append(errs, field.Invalid(kp, e.Annotations[k], "patchPolicy MergePatchJson needs a JSON object value"))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func allowlistText(a sidecarcontrol.MetadataAllowlist) string {
+	if s := a.String(); s != "" {
+		return "allowed: " + s
+	}
+	return "empty: no key is allowed"
+}
+
+// policyModeUnsupported lists the fields that spec.injectionMode Policy
+// cannot inject: the MutatingAdmissionPolicy applies the policies of
+// several SidecarSets in no set order, and the fields below depend on what
+// the others did before (patchPodMetadata's Retain, Overwrite and merge
+// over one annotation) or need more than CEL does comfortably (a JSON
+// merge patch of an annotation's value).
+func policyModeUnsupported(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
+	var errs field.ErrorList
+	if len(s.Spec.PatchPodMetadata) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "patchPodMetadata"),
+			"spec.injectionMode: Policy does not support spec.patchPodMetadata (use injectionMode Webhook)"))
+	}
+	return errs
+}
+
+// validateInjectionExtras checks the injection-time fields that depend on
+// the manager's settings: the metadata allowlist, and the fields Policy
+// mode (spec.injectionMode, or the manager's default) cannot inject.
+func (v *Validator) validateInjectionExtras(old, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
+	errs := validatePatchPodMetadata(old, s, v.MetadataAllowlist)
+	errs = append(errs, validateResourcesPolicies(s)...)
+	mode := s.Spec.InjectionMode
+	if v.Lister != nil {
+		mode = v.Lister.Modes().Effective(s)
+	}
+	if mode == deckhandv1alpha1.PolicyInjection {
+		errs = append(errs, policyModeUnsupported(s)...)
+		errs = append(errs, transferPolicyUnsupported(s)...)
+		errs = append(errs, resourcesPolicyUnsupported(s)...)
+	}
+	return errs
+}
