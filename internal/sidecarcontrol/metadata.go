@@ -100,4 +100,9 @@ func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) []
 func (l *Lister) SetPodMetadataAllowlist(a MetadataAllowlist) { l.derived.allow = a }
 
 // PodMetadataAllowlist returns what SetPodMetadataAllowlist set.
-func (l *Lister) PodMetadataAllowlist() MetadataAllowlist { return l.derived.allow }
+func (l *Lister) PodMetadataAllowlist() MetadataAllowlist {
+	if l.derived == nil {
+		return MetadataAllowlist{}
+	}
+	return l.derived.allow
+}

@@ -1,6 +1,8 @@
 package sidecarcontrol
 
 import (
+	"fmt"
+
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
@@ -23,14 +25,15 @@ type Modes struct {
 }
 
 // Effective returns the mode s asks for: its own, or the default. A
-// SidecarSet with HotUpgrade sidecars, which Policy mode does not support
-// (validation refuses them an explicit Policy), takes Webhook for a Policy
-// default.
+// SidecarSet using a field only the pod webhook injects (WebhookOnlyField;
+// validation refuses it an explicit Policy) takes Webhook for a Policy
+// default, so that a default changed after it was admitted never compiles
+// a policy that silently leaves the field out.
 func (m Modes) Effective(s *deckhandv1alpha1.SidecarSet) deckhandv1alpha1.InjectionMode {
 	if s.Spec.InjectionMode != "" {
 		return s.Spec.InjectionMode
 	}
-	if m.Default == deckhandv1alpha1.PolicyInjection && HasHotUpgrade(&s.Spec) {
+	if m.Default == deckhandv1alpha1.PolicyInjection && WebhookOnlyField(&s.Spec) != "" {
 		return deckhandv1alpha1.WebhookInjection
 	}
 	if m.Default != "" {
@@ -44,4 +47,40 @@ func (m Modes) Effective(s *deckhandv1alpha1.SidecarSet) deckhandv1alpha1.Inject
 // an API server that does not serve them falls back to the webhook.
 func (m Modes) ByPolicy(s *deckhandv1alpha1.SidecarSet) bool {
 	return m.PolicyServed && m.Effective(s) == deckhandv1alpha1.PolicyInjection
+}
+
+// WebhookOnlyField names the first field of spec that Policy mode cannot
+// inject ("" if none): HotUpgrade sidecars, patchPodMetadata,
+// resourcesPolicy, shareVolumeDevicePolicy, transferEnv envNames and
+// sourceContainerNameFrom, and a Partial pinned revision.
+func WebhookOnlyField(spec *deckhandv1alpha1.SidecarSetSpec) string {
+	if len(spec.PatchPodMetadata) > 0 {
+		return "spec.patchPodMetadata"
+	}
+	if r := spec.InjectionStrategy.Revision; r != nil && r.Policy == deckhandv1alpha1.PartialInjectRevision {
+		return "spec.injectionStrategy.revision.policy"
+	}
+	for _, list := range []struct {
+		path string
+		cs   []deckhandv1alpha1.SidecarContainer
+	}{{"spec.initContainers", spec.InitContainers}, {"spec.containers", spec.Containers}} {
+		for i := range list.cs {
+			c := &list.cs[i]
+			at := fmt.Sprintf("%s[%d].", list.path, i)
+			switch {
+			case IsHotUpgrade(c):
+				return at + "upgradeStrategy.upgradeType"
+			case c.ResourcesPolicy != nil:
+				return at + "resourcesPolicy"
+			case c.ShareVolumeDevicePolicy != nil && c.ShareVolumeDevicePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled:
+				return at + "shareVolumeDevicePolicy"
+			}
+			for j, t := range c.TransferEnv {
+				if len(t.EnvNames) > 0 || t.SourceContainerNameFrom != nil {
+					return fmt.Sprintf("%stransferEnv[%d]", at, j)
+				}
+			}
+		}
+	}
+	return ""
 }

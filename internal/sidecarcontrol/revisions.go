@@ -349,7 +349,7 @@ func (l *Lister) Injection(s *deckhandv1alpha1.SidecarSet, c *Compiled, podLabel
 	if r == nil || r.hash == c.Hash || !UsePinned(s, c, podLabels) {
 		return s, c
 	}
-	ps, pc, err := r.form(s, l.derived.allow)
+	ps, pc, err := r.form(s, l.PodMetadataAllowlist())
 	if err != nil {
 		return s, c
 	}
@@ -370,7 +370,7 @@ func (l *Lister) PolicyInjection(s *deckhandv1alpha1.SidecarSet) (set *deckhandv
 	if r == nil {
 		return s, false
 	}
-	ps, _, err := r.form(s, l.derived.allow)
+	ps, _, err := r.form(s, l.PodMetadataAllowlist())
 	if err != nil {
 		return s, false
 	}

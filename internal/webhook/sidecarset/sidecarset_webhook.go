@@ -300,10 +300,10 @@ func validateModeServed(s *deckhandv1alpha1.SidecarSet, modes sidecarcontrol.Mod
 	if !modes.WithoutPodWebhook || modes.Effective(s) != deckhandv1alpha1.WebhookInjection {
 		return nil
 	}
-	if s.Spec.InjectionMode == "" && sidecarcontrol.HasHotUpgrade(&s.Spec) {
-		// HotUpgrade sidecars take the webhook even for a Policy default.
-		return field.ErrorList{field.Invalid(field.NewPath("spec", "containers"), "HotUpgrade",
-			"HotUpgrade sidecars are injected by the pod webhook, which this installation does not serve (--sidecarset-pod-webhook=false)")}
+	if f := sidecarcontrol.WebhookOnlyField(&s.Spec); s.Spec.InjectionMode == "" && f != "" {
+		// Such a SidecarSet takes the webhook even for a Policy default.
+		return field.ErrorList{field.Forbidden(field.NewPath("spec", "injectionMode"),
+			f+" is injected only by the pod webhook, which this installation does not serve (--sidecarset-pod-webhook=false)")}
 	}
 	return field.ErrorList{field.Invalid(field.NewPath("spec", "injectionMode"), s.Spec.InjectionMode,
 		"this installation serves no pod webhook (--sidecarset-pod-webhook=false), so only Policy mode injects: set Policy or leave the field unset")}
