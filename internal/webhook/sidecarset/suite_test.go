@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			lister.SetPodMetadataAllowlist(testMetadataAllowlist)
+			if _, err := lister.WatchRevisions(mgr); err != nil {
+				return err
+			}
 			return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
 		},
 	}))
