@@ -14,34 +14,26 @@ import (
 // set together with fixed resources.
 func validateResourcesPolicies(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	for _, l := range []struct {
-		name string
-		list []deckhandv1alpha1.SidecarContainer
-	}{{"initContainers", s.Spec.InitContainers}, {"containers", s.Spec.Containers}} {
-		for i := range l.list {
-			c := &l.list[i]
-			if c.ResourcesPolicy == nil {
-				continue
+	eachSidecar(s, func(c *deckhandv1alpha1.SidecarContainer, cp *field.Path) {
+		if c.ResourcesPolicy == nil {
+			return
+		}
+		if len(c.Resources.Requests)+len(c.Resources.Limits) > 0 {
+			errs = append(errs, field.Forbidden(cp.Child("resources"), "may not be set together with resourcesPolicy, which computes them"))
+		}
+		_, cerrs := sidecarcontrol.CompileResourcesPolicy(c.ResourcesPolicy)
+		for _, e := range cerrs {
+			p := cp.Child("resourcesPolicy")
+			for _, part := range strings.Split(e.Field, ".") {
+				p = p.Child(part)
 			}
-			cp := spec.Child(l.name).Index(i)
-			if len(c.Resources.Requests)+len(c.Resources.Limits) > 0 {
-				errs = append(errs, field.Forbidden(cp.Child("resources"), "may not be set together with resourcesPolicy, which computes them"))
-			}
-			_, cerrs := sidecarcontrol.CompileResourcesPolicy(c.ResourcesPolicy)
-			for _, e := range cerrs {
-				p := cp.Child("resourcesPolicy")
-				for _, part := range strings.Split(e.Field, ".") {
-					p = p.Child(part)
-				}
-				if e.Value == "" {
-					errs = append(errs, field.Required(p, e.Message))
-				} else {
-					errs = append(errs, field.Invalid(p, e.Value, e.Message))
-				}
+			if e.Value == "" {
+				errs = append(errs, field.Required(p, e.Message))
+			} else {
+				errs = append(errs, field.Invalid(p, e.Value, e.Message))
 			}
 		}
-	}
+	})
 	return errs
 }
 
@@ -49,17 +41,24 @@ func validateResourcesPolicies(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 // not evaluate resourcesPolicy expressions.
 func resourcesPolicyUnsupported(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
+	eachSidecar(s, func(c *deckhandv1alpha1.SidecarContainer, cp *field.Path) {
+		if c.ResourcesPolicy != nil {
+			p := cp.Child("resourcesPolicy")
+			errs = append(errs, field.Forbidden(p, "spec.injectionMode: Policy does not support "+p.String()+" (set resources, or use injectionMode Webhook)"))
+		}
+	})
+	return errs
+}
+
+// eachSidecar calls fn with every init container and container of s and its
+// field path, init containers first.
+func eachSidecar(s *deckhandv1alpha1.SidecarSet, fn func(c *deckhandv1alpha1.SidecarContainer, path *field.Path)) {
 	for _, l := range []struct {
 		name string
 		list []deckhandv1alpha1.SidecarContainer
 	}{{"initContainers", s.Spec.InitContainers}, {"containers", s.Spec.Containers}} {
 		for i := range l.list {
-			if l.list[i].ResourcesPolicy != nil {
-				p := spec.Child(l.name).Index(i).Child("resourcesPolicy")
-				errs = append(errs, field.Forbidden(p, "spec.injectionMode: Policy does not support "+p.String()+" (set resources, or use injectionMode Webhook)"))
-			}
+			fn(&l.list[i], field.NewPath("spec", l.name).Index(i))
 		}
 	}
-	return errs
 }

@@ -54,28 +54,20 @@ func validateTransferEnv(c *deckhandv1alpha1.SidecarContainer, cp *field.Path) f
 // the compiled MutatingAdmissionPolicy does not inject.
 func transferPolicyUnsupported(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	for _, l := range []struct {
-		name string
-		list []deckhandv1alpha1.SidecarContainer
-	}{{"initContainers", s.Spec.InitContainers}, {"containers", s.Spec.Containers}} {
-		for i := range l.list {
-			c := &l.list[i]
-			cp := spec.Child(l.name).Index(i)
-			for j, t := range c.TransferEnv {
-				tp := cp.Child("transferEnv").Index(j)
-				if len(t.EnvNames) > 0 {
-					errs = append(errs, field.Forbidden(tp.Child("envNames"), "spec.injectionMode: Policy does not support "+tp.Child("envNames").String()+" (use envName, one entry per variable, or injectionMode Webhook)"))
-				}
-				if t.SourceContainerNameFrom != nil {
-					errs = append(errs, field.Forbidden(tp.Child("sourceContainerNameFrom"), "spec.injectionMode: Policy does not support "+tp.Child("sourceContainerNameFrom").String()+" (use sourceContainerName, or injectionMode Webhook)"))
-				}
+	eachSidecar(s, func(c *deckhandv1alpha1.SidecarContainer, cp *field.Path) {
+		for j, t := range c.TransferEnv {
+			tp := cp.Child("transferEnv").Index(j)
+			if len(t.EnvNames) > 0 {
+				errs = append(errs, field.Forbidden(tp.Child("envNames"), "spec.injectionMode: Policy does not support "+tp.Child("envNames").String()+" (use envName, one entry per variable, or injectionMode Webhook)"))
 			}
-			if sharesDevices(c) {
-				errs = append(errs, field.Forbidden(cp.Child("shareVolumeDevicePolicy"), "spec.injectionMode: Policy does not support "+cp.Child("shareVolumeDevicePolicy").String()+" (use injectionMode Webhook)"))
+			if t.SourceContainerNameFrom != nil {
+				errs = append(errs, field.Forbidden(tp.Child("sourceContainerNameFrom"), "spec.injectionMode: Policy does not support "+tp.Child("sourceContainerNameFrom").String()+" (use sourceContainerName, or injectionMode Webhook)"))
 			}
 		}
-	}
+		if sharesDevices(c) {
+			errs = append(errs, field.Forbidden(cp.Child("shareVolumeDevicePolicy"), "spec.injectionMode: Policy does not support "+cp.Child("shareVolumeDevicePolicy").String()+" (use injectionMode Webhook)"))
+		}
+	})
 	return errs
 }
 
