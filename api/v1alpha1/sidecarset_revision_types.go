@@ -43,9 +43,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="has(self.revisionName) != has(self.customVersion)",message="exactly one of revisionName and customVersion must be set",fieldPath=".revisionName"
 type SidecarSetInjectRevision struct {
 	// RevisionName is the name of one of the SidecarSet's ControllerRevisions
-	// (kubectl get controllerrevisions -n deckhand-system -l
-	// apps.deckhand.dev/sidecarset=NAME; status.latestRevisionName is the
-	// latest). Exactly one of revisionName and customVersion is set.
+	// (in the manager's namespace, labelled apps.deckhand.dev/sidecarset=NAME;
+	// status.latestRevisionName is the latest). Exactly one of revisionName and customVersion is set.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	// +optional

@@ -508,7 +508,7 @@ type SidecarSetStatus struct {
 	LatestRevision string `json:"latestRevision,omitempty"`
 
 	// LatestRevisionName is the name of the ControllerRevision (in the
-	// manager's namespace, deckhand-system by default) that holds the latest
+	// manager's namespace) that holds the latest
 	// revision: <sidecarset>-<latestRevision> unless a name collision
 	// changed it (collisionCount).
 	// +optional
