@@ -124,7 +124,10 @@ func (l *Lister) WatchRevisions(mgr manager.Manager) (cache.Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the SidecarSet revision cache: %w", err)
 	}
-	if err := mgr.Add(c); err != nil {
+	// NOTE: a runnable that does not say otherwise runs only on the leader;
+	// every replica's pod webhook reads the revisions, so the cache runs on
+	// every replica, as the manager's own cache does.
+	if err := mgr.Add(everyReplica{c}); err != nil {
 		return nil, err
 	}
 	inf, err := c.GetInformer(context.Background(), &appsv1.ControllerRevision{}, cache.BlockUntilSynced(false))
@@ -140,6 +143,11 @@ func (l *Lister) WatchRevisions(mgr manager.Manager) (cache.Cache, error) {
 	l.synced = func() bool { return synced() && inf.HasSynced() }
 	return c, nil
 }
+
+// everyReplica runs a cache on every replica, leader or not.
+type everyReplica struct{ cache.Cache }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // revisionStore holds every SidecarSet ControllerRevision its informer has
 // shown, by SidecarSet (label value) and name, with what each decodes to.
