@@ -23,6 +23,10 @@ func TestIsForbidden(t *testing.T) {
 			`pods "web-x" is forbidden: cannot set an ownerRef on a resource you can't delete: , <nil>`,
 			true,
 		},
+		"owner's kind not yet rediscovered after an API server restart": {
+			`pods "web-x" is forbidden: cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion apps.deckhand.dev/v1alpha1 Kind PodSet: no matches for kind "PodSet" in version "apps.deckhand.dev/v1alpha1"`,
+			false,
+		},
 		"exceeded quota": {
 			`POST /api/v1/namespaces/ns/pods: pods "web-x" is forbidden: exceeded quota: pod-count, requested: pods=1, used: pods=1, limited: pods=1`,
 			false,

@@ -108,8 +108,14 @@ func (c *Cluster) ManagerRefusals() []string {
 // describe the request or the namespace, not a missing permission, and
 // never say "cannot".
 func IsForbidden(line string) bool {
+	// NOTE: "cannot set blockOwnerDeletion ... because cannot find
+	// RESTMapping" is the OwnerReferencesPermissionEnforcement plugin of an
+	// API server that has not yet rediscovered the owner's CRD (just after a
+	// restart), not a missing permission; the missing permission reads
+	// "cannot set blockOwnerDeletion if an ownerReference refers to a
+	// resource you can't set finalizers on" and still counts.
 	return (strings.Contains(line, "forbidden") || strings.Contains(line, "Forbidden")) &&
-		strings.Contains(line, " cannot ")
+		strings.Contains(line, " cannot ") && !strings.Contains(line, "cannot find RESTMapping")
 }
 
 // ForbiddenLines are the lines of log that record a refused API request.
