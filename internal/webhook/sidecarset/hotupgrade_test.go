@@ -118,14 +118,7 @@ func TestHotUpgradeValidation(t *testing.T) {
 	for i, tc := range create {
 		t.Run("create/"+tc.name, func(t *testing.T) {
 			tc.set.Name = fmt.Sprintf("hot-invalid-%d-%s", i, ns)
-			err := env.Client.Create(ctxT(t), tc.set)
-			if err == nil {
-				_ = env.Client.Delete(ctxT(t), tc.set)
-				t.Fatal("created an invalid SidecarSet")
-			}
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.words) {
-				t.Errorf("error does not name %q (with %q): %v", tc.field, tc.words, err)
-			}
+			wantRefused(t, tc.set, tc.field, tc.words)
 		})
 	}
 

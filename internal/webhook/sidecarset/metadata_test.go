@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
@@ -90,17 +88,7 @@ func TestPatchPodMetadataValidation(t *testing.T) {
 			s := newSidecarSet("bad-meta-"+ns+"-"+string(rune('a'+i)), ns, "web", sidecar("proxy", "proxy:1"))
 			s.Spec.PatchPodMetadata = tc.meta
 			s.Spec.InjectionMode = tc.mode
-			err := env.Client.Create(ctxT(t), s)
-			if err == nil {
-				_ = env.Client.Delete(ctxT(t), s)
-				t.Fatal("created an invalid SidecarSet")
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("error is not Invalid: %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.words) {
-				t.Errorf("error does not name %q (with %q): %v", tc.field, tc.words, err)
-			}
+			wantRefused(t, s, tc.field, tc.words)
 		})
 	}
 	// An allowed key is accepted (the cases above fail for their own reason).

@@ -1,11 +1,9 @@
 package sidecarset_test
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -92,17 +90,7 @@ func TestResourcesPolicyValidation(t *testing.T) {
 			}
 			s := newSidecarSet("bad-res-"+ns+"-"+string(rune('a'+i)), ns, "web", c)
 			s.Spec.InjectionMode = tc.mode
-			err := env.Client.Create(ctxT(t), s)
-			if err == nil {
-				_ = env.Client.Delete(ctxT(t), s)
-				t.Fatal("created an invalid SidecarSet")
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("error is not Invalid: %v", err)
-			}
-			if !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), tc.words) {
-				t.Errorf("error does not name %q (with %q): %v", tc.field, tc.words, err)
-			}
+			wantRefused(t, s, tc.field, tc.words)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +158,21 @@ func findContainer(cs []corev1.Container, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// wantRefused creates s and fails t unless the API server refuses it as
+// Invalid with a message naming field and containing words.
+func wantRefused(t *testing.T, s *deckhandv1alpha1.SidecarSet, field, words string) {
+	t.Helper()
+	err := env.Client.Create(ctxT(t), s)
+	if err == nil {
+		_ = env.Client.Delete(ctxT(t), s)
+		t.Fatal("created an invalid SidecarSet")
+	}
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("error is not Invalid: %v", err)
+	}
+	if !strings.Contains(err.Error(), field) || !strings.Contains(err.Error(), words) {
+		t.Errorf("error does not name %q (with %q): %v", field, words, err)
+	}
 }
