@@ -27,6 +27,10 @@
 //     the SidecarSet controller's comparison of the pod condition it writes
 //     with the one the pod carries (a write only when it changes).
 //
+// What many pods hold alike is shared between them (intern.go): the
+// trimmed resource lists and the image names. Lister (list.go) lists the
+// cached pods without copying them.
+//
 // The cached object is never written back whole: every pod write is a
 // patch computed from the difference between two trimmed copies or built by
 // hand, so fields dropped here are never cleared on the server. A new read of
@@ -100,29 +104,16 @@ func trimContainers(in []corev1.Container) []corev1.Container {
 	}
 	out := make([]corev1.Container, len(in))
 	for i := range in {
-		out[i] = corev1.Container{Name: in[i].Name, Image: in[i].Image, RestartPolicy: in[i].RestartPolicy, Resources: trimResources(&in[i].Resources)}
+		out[i] = corev1.Container{Name: in[i].Name, Image: internString(in[i].Image), RestartPolicy: in[i].RestartPolicy, Resources: trimResources(&in[i].Resources)}
 	}
 	return out
 }
 
 // trimResources keeps the CPU and memory requests and limits, the only
 // resources a pod resize changes; most pods have none, and they cost
-// nothing then.
+// nothing then. Equal lists are shared between pods (intern.go).
 func trimResources(in *corev1.ResourceRequirements) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: cpuMemory(in.Requests), Limits: cpuMemory(in.Limits)}
-}
-
-func cpuMemory(in corev1.ResourceList) corev1.ResourceList {
-	var out corev1.ResourceList
-	for _, k := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		if q, ok := in[k]; ok {
-			if out == nil {
-				out = make(corev1.ResourceList, 2)
-			}
-			out[k] = q
-		}
-	}
-	return out
 }
 
 // sidecarSetsUpdatable is deckhandv1alpha1.SidecarSetsUpdatablePodCondition,
@@ -154,7 +145,7 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	for i := range in {
 		out[i] = corev1.ContainerStatus{
 			Name: in[i].Name, Ready: in[i].Ready, Started: in[i].Started,
-			Image: in[i].Image, ImageID: in[i].ImageID, RestartCount: in[i].RestartCount,
+			Image: internString(in[i].Image), ImageID: internString(in[i].ImageID), RestartCount: in[i].RestartCount,
 		}
 		if r := in[i].Resources; r != nil {
 			trimmed := trimResources(r)

@@ -20,6 +20,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/podcache"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/revisionhistory"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -93,6 +94,11 @@ type Reconciler struct {
 	// the controller the pod webhook's Lister so that a process compiles
 	// each SidecarSet once; built from the manager's cache if nil.
 	Lister *sidecarcontrol.Lister
+
+	// Pods lists the pods a SidecarSet selects from the cache without
+	// copying them; built from the manager's cache (or from Client when
+	// there is no manager) if nil.
+	Pods *podcache.Lister
 }
 
 // Reads go through the informer cache (list, watch); writes are pod patches
@@ -126,6 +132,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Pods == nil {
+		pods, err := podcache.NewLister(context.Background(), mgr.GetCache())
+		if err != nil {
+			return err
+		}
+		r.Pods = pods
 	}
 	revisions, err := r.Lister.WatchRevisions(mgr)
 	if err != nil {
@@ -199,18 +212,17 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	if c.Selector.Empty() {
 		return ctrl.Result{}, nil
 	}
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: c.Selector}, client.UnsafeDisableDeepCopy}
-	if s.Spec.Namespace != "" {
-		opts = append(opts, client.InNamespace(s.Spec.Namespace))
+	lister := r.Pods
+	if lister == nil { // a Reconciler without SetupWithManager (unit tests)
+		lister = podcache.ListerFromReader(r.Client)
 	}
-	list := &corev1.PodList{}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	selected, err := lister.Select(ctx, s.Spec.Namespace, c.Selector)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pods := make([]*corev1.Pod, 0, len(list.Items))
+	pods := make([]*corev1.Pod, 0, len(selected))
 	var terminating []*corev1.Pod
-	for i := range list.Items {
-		p := &list.Items[i]
+	for _, p := range selected {
 		if !c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
 			continue
 		}
