@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
 )
 
 // resourcesEnv is the CEL environment of resourcesPolicy expressions: the
@@ -148,17 +149,17 @@ func (rp *ResourcesProgram) Compute(apps []NamedResources) (corev1.ResourceRequi
 			continue
 		}
 		found = true
-		for k, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			if q, ok := a.Resources.Limits[name]; ok {
-				limits[k] = rp.aggregate(limits[k], q.AsApproximateFloat64())
+		for k := range 2 { // cpu, memory
+			if a.HasLimit[k] {
+				limits[k] = rp.aggregate(limits[k], a.Limits[k])
 			} else {
 				unlimited[k] = true
 			}
-			if q, ok := a.Resources.Requests[name]; ok {
-				requests[k] = rp.aggregate(requests[k], q.AsApproximateFloat64())
-			} else if q, ok := a.Resources.Limits[name]; ok {
+			if a.HasRequest[k] {
+				requests[k] = rp.aggregate(requests[k], a.Requests[k])
+			} else if a.HasLimit[k] {
 				// The API server defaults a missing request to the limit.
-				requests[k] = rp.aggregate(requests[k], q.AsApproximateFloat64())
+				requests[k] = rp.aggregate(requests[k], a.Limits[k])
 			}
 		}
 	}
@@ -225,11 +226,25 @@ func (rp *ResourcesProgram) eval(prgs []cel.Program, agg [2]float64, skip [2]boo
 	return out
 }
 
-// NamedResources is one of the pod's own containers: its name and
-// resources.
+// NamedResources is one of the pod's own containers: its name and its CPU
+// and memory.
 type NamedResources struct {
-	Name      string
-	Resources corev1.ResourceRequirements
+	Name string
+	podjson.CPUMemory
+}
+
+// NamedResourcesOf returns the container name's CPU and memory in r.
+func NamedResourcesOf(name string, r *corev1.ResourceRequirements) NamedResources {
+	n := NamedResources{Name: name}
+	for k, res := range [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if q, ok := r.Limits[res]; ok {
+			n.Limits[k], n.HasLimit[k] = q.AsApproximateFloat64(), true
+		}
+		if q, ok := r.Requests[res]; ok {
+			n.Requests[k], n.HasRequest[k] = q.AsApproximateFloat64(), true
+		}
+	}
+	return n
 }
 
 // compileResources compiles the resourcesPolicy of every sidecar of s, by

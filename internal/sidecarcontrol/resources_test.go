@@ -25,14 +25,18 @@ func res(limits, requests string) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: parse(limits), Requests: parse(requests)}
 }
 
+func named(name string, r corev1.ResourceRequirements) NamedResources {
+	return NamedResourcesOf(name, &r)
+}
+
 // TestResourcesPolicyCompute: the aggregate (sum or max over the containers
 // the regex selects), percentages and bounds, unlimited targets, rounding,
 // and a request never above its limit.
 func TestResourcesPolicyCompute(t *testing.T) {
 	apps := []NamedResources{
-		{Name: "main", Resources: res("cpu=2,memory=1Gi", "cpu=1,memory=512Mi")},
-		{Name: "main-helper", Resources: res("cpu=1,memory=1Gi", "cpu=500m")},
-		{Name: "debug", Resources: res("", "cpu=100m,memory=64Mi")},
+		named("main", res("cpu=2,memory=1Gi", "cpu=1,memory=512Mi")),
+		named("main-helper", res("cpu=1,memory=1Gi", "cpu=500m")),
+		named("debug", res("", "cpu=100m,memory=64Mi")),
 	}
 	pair := func(cpu, mem string) *deckhandv1alpha1.ResourceExprPair {
 		return &deckhandv1alpha1.ResourceExprPair{CPU: cpu, Memory: mem}

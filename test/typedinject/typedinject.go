@@ -192,7 +192,7 @@ func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Cont
 	if rp := in.cur.Resources[sc.Name]; rp != nil {
 		apps := make([]sidecarcontrol.NamedResources, 0, len(in.orig.Spec.Containers))
 		for _, app := range in.orig.Spec.Containers {
-			apps = append(apps, sidecarcontrol.NamedResources{Name: app.Name, Resources: app.Resources})
+			apps = append(apps, sidecarcontrol.NamedResourcesOf(app.Name, &app.Resources))
 		}
 		if r, ok := rp.Compute(apps); ok {
 			c.Resources = r

@@ -38,8 +38,8 @@ func (p *planner) appResources() []sidecarcontrol.NamedResources {
 	}
 	p.apps = make([]sidecarcontrol.NamedResources, 0, len(p.pod.Containers))
 	for i := range p.pod.Containers {
-		r, _ := p.pod.ContainerResources(i)
-		p.apps = append(p.apps, sidecarcontrol.NamedResources{Name: p.pod.Containers[i].Name, Resources: r})
+		r, _ := p.pod.ContainerCPUMemory(i)
+		p.apps = append(p.apps, sidecarcontrol.NamedResources{Name: p.pod.Containers[i].Name, CPUMemory: r})
 	}
 	return p.apps
 }
