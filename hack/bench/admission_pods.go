@@ -65,10 +65,11 @@ func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *
 	}
 	nullOn := v == admNull || v == admNullInj
 	var got int
+	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := benchPod(ns, "probe", v == admPre)
 		calls := null.calls.Load()
-		if err := e.c.Create(ctx, p, client.DryRunAll); err != nil {
+		if lastErr = e.c.Create(ctx, p, client.DryRunAll); lastErr != nil {
 			return false, nil
 		}
 		got = len(p.Spec.Containers)
@@ -78,6 +79,9 @@ func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *
 		return got == want && (null.calls.Load() > calls) == nullOn, nil
 	})
 	if err != nil {
+		if lastErr != nil { // the probe never got an answer it could count
+			return fmt.Errorf("probe pod: dry-run create refused (%v): %w", lastErr, err)
+		}
 		return fmt.Errorf("probe pod has %d containers, want %d: %w", got, want, err)
 	}
 	return nil
