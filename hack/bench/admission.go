@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
@@ -305,11 +306,75 @@ func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 		return err
 	}
 	// Let the manager's informers see every SidecarSet before measuring.
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var l deckhandv1alpha1.SidecarSetList
 		if err := e.c.List(ctx, &l); err != nil {
 			return false, nil
 		}
 		return len(l.Items) == len(want), nil
+	}); err != nil {
+		return err
+	}
+	return settlePolicies(ctx, e, v == admPolicy)
+}
+
+// settlePolicies does the garbage collector's part for the injection
+// policies of deleted SidecarSets (this cluster runs no
+// kube-controller-manager: a Policy-mode SidecarSet deleted between
+// variants would leave its policy injecting into every later variant's
+// pods), then waits until exactly the policy the variant needs exists:
+// one in Policy mode, none otherwise.
+func settlePolicies(ctx context.Context, e *env, policy bool) error {
+	var sets deckhandv1alpha1.SidecarSetList
+	if err := e.c.List(ctx, &sets); err != nil {
+		return err
+	}
+	live := map[types.UID]bool{}
+	for i := range sets.Items {
+		live[sets.Items[i].UID] = true
+	}
+	orphaned := func(o metav1.Object) bool {
+		ref := metav1.GetControllerOf(o)
+		return ref != nil && ref.Kind == "SidecarSet" && !live[ref.UID]
+	}
+	api := e.cs.AdmissionregistrationV1()
+	bindings, err := api.MutatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range bindings.Items {
+		if b := &bindings.Items[i]; orphaned(b) {
+			if err := api.MutatingAdmissionPolicyBindings().Delete(ctx, b.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	policies, err := api.MutatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range policies.Items {
+		if p := &policies.Items[i]; orphaned(p) {
+			if err := api.MutatingAdmissionPolicies().Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	want := 0
+	if policy {
+		want = 1
+	}
+	var have int
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		l, err := api.MutatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		have = len(l.Items)
+		return have == want, nil
 	})
+	if err != nil {
+		return fmt.Errorf("%d injection policy bindings, want %d: %w", have, want, err)
+	}
+	return nil
 }
