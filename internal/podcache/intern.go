@@ -1,40 +1,90 @@
 package podcache
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NOTE: the cache's pods are read-only (a controller copies a pod before it
 // changes it, and the lists that skip the copy promise not to write), so
-// pods may share what they hold alike. Sharing is what makes the values
-// below cheap: the pods of one template carry the same requests and limits
-// and run the same images.
+// pods may share what they hold alike. Sharing is what makes a cached pod
+// cheap: the pods of one template carry the same labels, owner, containers,
+// requests and limits, and (once running) the same container statuses.
+// Each value is shared under a key that spells out every field the trimmed
+// value keeps, so two pods share a value only when they would hold equal
+// ones (TestSharedEqualsOwn).
 
-// maxResourceLists bounds the interned resource lists. A cluster has about
-// as many distinct lists as it has pod templates; past the bound (a
-// vertical autoscaler giving every pod its own figures), a pod gets a list
-// of its own, as without interning, so the table never holds more than
-// about 3 MB.
-const maxResourceLists = 4096
+// maxShared bounds each table. A cluster has about as many distinct values
+// of a kind as it has pod templates; a table that fills up (a vertical
+// autoscaler giving every pod its own figures, labels unique per pod)
+// starts over empty, so it never holds more than maxShared values and
+// values no pod holds any longer leave it. Pods keep what they were given.
+const maxShared = 4096
 
-// resourceLists interns the trimmed CPU and memory lists. A ResourceList is
-// a map of its own per container, about 700 bytes even with one entry: it
-// was a third of a cached pod's memory with three containers that ask for
-// CPU (docs/benchmark-analysis.md, item 8).
-var resourceLists = newListTable(maxResourceLists)
-
-type listTable struct {
-	mu    sync.RWMutex
-	lists map[string]corev1.ResourceList
-	max   int
+// table interns values of one kind by their key.
+type table[V any] struct {
+	mu     sync.Mutex
+	values map[string]V
+	max    int
 }
 
-func newListTable(max int) *listTable {
-	return &listTable{lists: map[string]corev1.ResourceList{}, max: max}
+func newTable[V any](max int) *table[V] {
+	return &table[V]{values: map[string]V{}, max: max}
+}
+
+// get returns the value interned under key, building and interning it
+// first if there is none.
+func (t *table[V]) get(key string, build func() V) V {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.values[key]; ok {
+		return v
+	}
+	if len(t.values) >= t.max {
+		clear(t.values)
+	}
+	v := build()
+	t.values[key] = v
+	return v
+}
+
+var (
+	// A ResourceList is a map of its own per container, about 700 bytes even
+	// with one entry: it was a third of a cached pod's memory with three
+	// containers that ask for CPU (docs/benchmark-analysis.md, item 8).
+	resourceLists = newTable[corev1.ResourceList](maxShared)
+	// A trimmed Container is 440 bytes and a ContainerStatus 280 even with
+	// most fields empty: with three containers, two fifths of a cached pod.
+	containerLists = newTable[[]corev1.Container](maxShared)
+	statusLists    = newTable[[]corev1.ContainerStatus](maxShared)
+	ownerLists     = newTable[[]metav1.OwnerReference](maxShared)
+	// Labels and annotations maps are about 400 bytes each with a few
+	// entries.
+	stringMaps = newTable[map[string]string](maxShared)
+)
+
+// key builds a table key: fields end in a byte no Kubernetes name, image
+// or quantity holds.
+type key struct{ strings.Builder }
+
+func (k *key) str(s string) { k.WriteString(s); k.WriteByte(0) }
+
+func (k *key) int(i int64) { k.str(strconv.FormatInt(i, 10)) }
+
+func (k *key) bool(b bool) { k.str(strconv.FormatBool(b)) }
+
+func (k *key) boolPtr(b *bool) {
+	if b == nil {
+		k.str("nil")
+		return
+	}
+	k.bool(*b)
 }
 
 // cpuMemoryKeys are the resources kept, in the order of a list's key.
@@ -42,48 +92,40 @@ var cpuMemoryKeys = [...]corev1.ResourceName{corev1.ResourceCPU, corev1.Resource
 
 // cpuMemory returns in's CPU and memory entries (nil when it has neither),
 // as a list shared with every other pod whose entries are equal.
-func cpuMemory(in corev1.ResourceList) corev1.ResourceList { return resourceLists.cpuMemory(in) }
-
-func (t *listTable) cpuMemory(in corev1.ResourceList) corev1.ResourceList {
-	var key strings.Builder
-	for _, k := range cpuMemoryKeys {
-		if q, ok := in[k]; ok {
-			// The canonical form: "1" and "1000m" are one list.
-			key.WriteString(string(k))
-			key.WriteByte('=')
-			key.WriteString(q.String())
-			key.WriteByte(';')
-		}
-	}
-	if key.Len() == 0 {
+func cpuMemory(in corev1.ResourceList) corev1.ResourceList {
+	var k key
+	if !writeCPUMemory(&k, in) {
 		return nil
 	}
-	return t.get(key.String(), in)
+	return resourceLists.get(k.String(), func() corev1.ResourceList { return ownCPUMemory(in) })
 }
 
-func (t *listTable) get(key string, in corev1.ResourceList) corev1.ResourceList {
-	t.mu.RLock()
-	l, ok := t.lists[key]
-	full := len(t.lists) >= t.max
-	t.mu.RUnlock()
-	if ok {
-		return l
-	}
-	l = make(corev1.ResourceList, 2)
-	for _, k := range cpuMemoryKeys {
-		if q, ok := in[k]; ok {
-			l[k] = q
+// writeCPUMemory writes in's CPU and memory entries in canonical form
+// ("1" and "1000m" are one list) and an end mark, and reports whether in
+// has either.
+func writeCPUMemory(k *key, in corev1.ResourceList) bool {
+	found := false
+	for _, name := range cpuMemoryKeys {
+		if q, ok := in[name]; ok {
+			k.str(string(name))
+			k.str(q.String())
+			found = true
 		}
 	}
-	if full {
-		return l
+	k.WriteByte(1)
+	return found
+}
+
+func ownCPUMemory(in corev1.ResourceList) corev1.ResourceList {
+	var l corev1.ResourceList
+	for _, name := range cpuMemoryKeys {
+		if q, ok := in[name]; ok {
+			if l == nil {
+				l = make(corev1.ResourceList, 2)
+			}
+			l[name] = q
+		}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if have, ok := t.lists[key]; ok { // interned meanwhile
-		return have
-	}
-	t.lists[key] = l
 	return l
 }
 
@@ -95,4 +137,39 @@ func internString(s string) string {
 		return s
 	}
 	return unique.Make(s).Value()
+}
+
+// sharedStringMap returns m, or an equal map another pod already holds.
+func sharedStringMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var k key
+	for _, name := range keys {
+		k.str(name)
+		k.str(m[name])
+	}
+	return stringMaps.get(k.String(), func() map[string]string { return m })
+}
+
+func sharedOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
+	if len(in) == 0 {
+		return nil
+	}
+	var k key
+	for i := range in {
+		o := &in[i]
+		k.str(o.APIVersion)
+		k.str(o.Kind)
+		k.str(o.Name)
+		k.str(string(o.UID))
+		k.boolPtr(o.Controller)
+		k.boolPtr(o.BlockOwnerDeletion)
+	}
+	return ownerLists.get(k.String(), func() []metav1.OwnerReference { return in })
 }

@@ -25,8 +25,7 @@ func list(kv ...string) corev1.ResourceList {
 // whatever else the lists hold and however the quantities are written;
 // different ones do not.
 func TestCPUMemoryInterns(t *testing.T) {
-	table := newListTable(10)
-	a := table.cpuMemory(list("cpu", "1", "memory", "1Gi"))
+	a := cpuMemory(list("cpu", "1", "memory", "1Gi"))
 	cases := []struct {
 		name  string
 		in    corev1.ResourceList
@@ -40,7 +39,7 @@ func TestCPUMemoryInterns(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := table.cpuMemory(tc.in)
+			got := cpuMemory(tc.in)
 			if sameMap(got, a) != tc.share {
 				t.Fatalf("shared = %v, want %v", !tc.share, tc.share)
 			}
@@ -56,24 +55,31 @@ func TestCPUMemoryInterns(t *testing.T) {
 			}
 		})
 	}
-	if got := table.cpuMemory(list("ephemeral-storage", "1Gi")); got != nil {
+	if got := cpuMemory(list("ephemeral-storage", "1Gi")); got != nil {
 		t.Fatalf("a list without CPU and memory = %v, want nil", got)
 	}
 }
 
-// TestCPUMemoryStopsInterningWhenFull: past the bound a list is a pod's
-// own, so the table cannot grow without limit.
-func TestCPUMemoryStopsInterningWhenFull(t *testing.T) {
-	table := newListTable(1)
-	first := table.cpuMemory(list("cpu", "1"))
-	if !sameMap(first, table.cpuMemory(list("cpu", "1"))) {
-		t.Fatal("the first list is not shared")
+// TestTableStartsOverWhenFull: a table never holds more than its bound,
+// and values interned before it started over stay as they were.
+func TestTableStartsOverWhenFull(t *testing.T) {
+	table := newTable[corev1.ResourceList](2)
+	get := func(key, cpu string) corev1.ResourceList {
+		return table.get(key, func() corev1.ResourceList { return list("cpu", cpu) })
 	}
-	x, y := table.cpuMemory(list("cpu", "2")), table.cpuMemory(list("cpu", "2"))
-	if sameMap(x, y) || len(table.lists) != 1 {
-		t.Fatalf("a full table interned another list (%d entries)", len(table.lists))
+	first := get("a", "1")
+	if !sameMap(first, get("a", "1")) {
+		t.Fatal("the first value is not shared")
 	}
-	if q := y[corev1.ResourceCPU]; q.Cmp(resource.MustParse("2")) != 0 {
+	get("b", "2")
+	get("c", "3")
+	if len(table.values) != 1 {
+		t.Fatalf("a full table holds %d values, want 1 after starting over", len(table.values))
+	}
+	if sameMap(first, get("a", "1")) {
+		t.Fatal("a value from before the table started over is still interned")
+	}
+	if q := first[corev1.ResourceCPU]; q.Cmp(resource.MustParse("1")) != 0 {
 		t.Fatalf("cpu = %v", q.String())
 	}
 }

@@ -27,8 +27,9 @@
 //     the SidecarSet controller's comparison of the pod condition it writes
 //     with the one the pod carries (a write only when it changes).
 //
-// What many pods hold alike is shared between them (intern.go): the
-// trimmed resource lists and the image names. Lister (list.go) lists the
+// What many pods hold alike is shared between them (intern.go): labels,
+// annotations, owner references, the trimmed containers and container
+// statuses, their resource lists and the image names. Lister (list.go) lists the
 // cached pods without copying them.
 //
 // The cached object is never written back whole: every pod write is a
@@ -91,9 +92,9 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		CreationTimestamp:          m.CreationTimestamp,
 		DeletionTimestamp:          m.DeletionTimestamp,
 		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
-		Labels:                     m.Labels,
-		Annotations:                annotations,
-		OwnerReferences:            m.OwnerReferences,
+		Labels:                     sharedStringMap(m.Labels),
+		Annotations:                sharedStringMap(annotations),
+		OwnerReferences:            sharedOwners(m.OwnerReferences),
 		Finalizers:                 m.Finalizers,
 	}
 }
@@ -102,6 +103,23 @@ func trimContainers(in []corev1.Container) []corev1.Container {
 	if len(in) == 0 {
 		return nil
 	}
+	var k key
+	for i := range in {
+		c := &in[i]
+		k.str(c.Name)
+		k.str(c.Image)
+		if c.RestartPolicy == nil {
+			k.str("nil")
+		} else {
+			k.str(string(*c.RestartPolicy))
+		}
+		writeCPUMemory(&k, c.Resources.Requests)
+		writeCPUMemory(&k, c.Resources.Limits)
+	}
+	return containerLists.get(k.String(), func() []corev1.Container { return ownContainers(in) })
+}
+
+func ownContainers(in []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(in))
 	for i := range in {
 		out[i] = corev1.Container{Name: in[i].Name, Image: internString(in[i].Image), RestartPolicy: in[i].RestartPolicy, Resources: trimResources(&in[i].Resources)}
@@ -141,6 +159,26 @@ func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if len(in) == 0 {
 		return nil
 	}
+	var k key
+	for i := range in {
+		c := &in[i]
+		k.str(c.Name)
+		k.bool(c.Ready)
+		k.boolPtr(c.Started)
+		k.str(c.Image)
+		k.str(c.ImageID)
+		k.int(int64(c.RestartCount))
+		if c.Resources == nil {
+			k.str("nil")
+		} else {
+			writeCPUMemory(&k, c.Resources.Requests)
+			writeCPUMemory(&k, c.Resources.Limits)
+		}
+	}
+	return statusLists.get(k.String(), func() []corev1.ContainerStatus { return ownStatuses(in) })
+}
+
+func ownStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	out := make([]corev1.ContainerStatus, len(in))
 	for i := range in {
 		out[i] = corev1.ContainerStatus{

@@ -1,6 +1,7 @@
 package podcache
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -120,5 +121,151 @@ func TestTrimKeepsAnnotationsMapWithoutLastApplied(t *testing.T) {
 	got := out.(*corev1.Pod)
 	if len(got.Annotations) != 1 || got.Annotations["apps.deckhand.dev/sidecarsets"] != "log" {
 		t.Fatalf("annotations = %v", got.Annotations)
+	}
+}
+
+// ownTrim is Trim without sharing: what every pod would hold if none of
+// its values were shared.
+func ownTrim(in *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{
+		TypeMeta: in.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: in.Name, GenerateName: in.GenerateName, Namespace: in.Namespace, UID: in.UID,
+			ResourceVersion: in.ResourceVersion, Generation: in.Generation, CreationTimestamp: in.CreationTimestamp,
+			DeletionTimestamp: in.DeletionTimestamp, DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
+			Labels: in.Labels, Annotations: map[string]string{}, OwnerReferences: in.OwnerReferences, Finalizers: in.Finalizers,
+		},
+		Spec: corev1.PodSpec{NodeName: in.Spec.NodeName},
+		Status: corev1.PodStatus{
+			Phase:      in.Status.Phase,
+			Conditions: trimConditions(in.Status.Conditions),
+		},
+	}
+	for k, v := range in.Annotations {
+		if k != lastApplied {
+			out.Annotations[k] = v
+		}
+	}
+	if len(in.Spec.Containers) > 0 {
+		out.Spec.Containers = ownContainers(in.Spec.Containers)
+	}
+	if len(in.Spec.InitContainers) > 0 {
+		out.Spec.InitContainers = ownContainers(in.Spec.InitContainers)
+	}
+	if len(in.Status.ContainerStatuses) > 0 {
+		out.Status.ContainerStatuses = ownStatuses(in.Status.ContainerStatuses)
+	}
+	if len(in.Status.InitContainerStatuses) > 0 {
+		out.Status.InitContainerStatuses = ownStatuses(in.Status.InitContainerStatuses)
+	}
+	return out
+}
+
+// TestSharedEqualsOwn: pods that differ in any one kept field never share
+// that field's value, so every trimmed pod equals its own trim however
+// many similar pods were trimmed before it.
+func TestSharedEqualsOwn(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	variants := []struct {
+		name   string
+		change func(p *corev1.Pod)
+	}{
+		{"as is", func(*corev1.Pod) {}},
+		{"label value", func(p *corev1.Pod) { p.Labels["app"] = "api" }},
+		{"label added", func(p *corev1.Pod) { p.Labels["tier"] = "front" }},
+		{"label key and value run together", func(p *corev1.Pod) { p.Labels = map[string]string{"ap": "pweb"} }},
+		{"annotation value", func(p *corev1.Pod) { p.Annotations["apps.deckhand.dev/sidecarsets"] = "log,mesh" }},
+		{"owner name", func(p *corev1.Pod) { p.OwnerReferences[0].Name = "api" }},
+		{"owner uid", func(p *corev1.Pod) { p.OwnerReferences[0].UID = "o-2" }},
+		{"owner not controller", func(p *corev1.Pod) { p.OwnerReferences[0].Controller = ptr.To(false) }},
+		{"owner controller unset", func(p *corev1.Pod) { p.OwnerReferences[0].Controller = nil }},
+		{"owner blocks deletion", func(p *corev1.Pod) { p.OwnerReferences[0].BlockOwnerDeletion = ptr.To(true) }},
+		{"owner kind", func(p *corev1.Pod) { p.OwnerReferences[0].Kind = "ReplicaSet" }},
+		{"owner apiVersion", func(p *corev1.Pod) { p.OwnerReferences[0].APIVersion = "apps/v1" }},
+		{"container name", func(p *corev1.Pod) { p.Spec.Containers[0].Name = "web" }},
+		{"container image", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:1.28" }},
+		{"container restartPolicy", func(p *corev1.Pod) { p.Spec.Containers[0].RestartPolicy = &always }},
+		{"init container restartPolicy unset", func(p *corev1.Pod) { p.Spec.InitContainers[0].RestartPolicy = nil }},
+		{"container cpu request", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = list("cpu", "200m") }},
+		{"container cpu as limit", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources = corev1.ResourceRequirements{Limits: list("cpu", "100m")}
+		}},
+		{"container memory limit", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Limits = list("memory", "1Gi") }},
+		{"container restartPolicy empty", func(p *corev1.Pod) { p.Spec.Containers[0].RestartPolicy = ptr.To(corev1.ContainerRestartPolicy("")) }},
+		{"status memory limit", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Resources.Limits = list("memory", "1Gi") }},
+		{"container memory", func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests = list("cpu", "100m", "memory", "1Gi") }},
+		{"second container", func(p *corev1.Pod) {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "log", Image: "fluent-bit:3"})
+		}},
+		{"status ready", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Ready = false }},
+		{"status started", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Started = ptr.To(false) }},
+		{"status started unset", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Started = nil }},
+		{"status image", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Image = "docker.io/library/nginx:1.28" }},
+		{"status imageID", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].ImageID = "sha256:3" }},
+		{"status restartCount", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].RestartCount = 3 }},
+		{"status name", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Name = "web" }},
+		{"status resources unset", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Resources = nil }},
+		{"status resources empty", func(p *corev1.Pod) { p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{} }},
+		{"status cpu", func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Requests: list("cpu", "300m")}
+		}},
+		{"init status ready", func(p *corev1.Pod) { p.Status.InitContainerStatuses[0].Ready = false }},
+	}
+	pods := make([]*corev1.Pod, len(variants))
+	for i, v := range variants {
+		pods[i] = fullPod()
+		pods[i].DeletionTimestamp = nil
+		v.change(pods[i])
+	}
+	// Every variant is trimmed twice: first beside all the others, so that
+	// a value shared under too coarse a key shows up in the second round.
+	for round := 0; round < 2; round++ {
+		for i, v := range variants {
+			out, err := Trim(pods[i].DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ownTrim(pods[i]); !apiequality.Semantic.DeepEqual(out, want) {
+				t.Fatalf("round %d, %s: trimmed pod\n got %+v\nwant %+v", round, v.name, out, want)
+			}
+		}
+	}
+}
+
+// TestTrimShares: two pods of one template hold one copy of what they
+// have alike.
+func TestTrimShares(t *testing.T) {
+	a, _ := Trim(fullPod())
+	b, _ := Trim(fullPod())
+	pa, pb := a.(*corev1.Pod), b.(*corev1.Pod)
+	if &pa.Spec.Containers[0] != &pb.Spec.Containers[0] || &pa.Spec.InitContainers[0] != &pb.Spec.InitContainers[0] {
+		t.Error("containers are not shared")
+	}
+	if &pa.Status.ContainerStatuses[0] != &pb.Status.ContainerStatuses[0] {
+		t.Error("container statuses are not shared")
+	}
+	if &pa.OwnerReferences[0] != &pb.OwnerReferences[0] {
+		t.Error("owner references are not shared")
+	}
+	if reflect.ValueOf(pa.Labels).UnsafePointer() != reflect.ValueOf(pb.Labels).UnsafePointer() ||
+		reflect.ValueOf(pa.Annotations).UnsafePointer() != reflect.ValueOf(pb.Annotations).UnsafePointer() {
+		t.Error("labels or annotations are not shared")
+	}
+	if pa == pb {
+		t.Fatal("the pods themselves are one")
+	}
+}
+
+// BenchmarkTrim is the cost the informer pays per pod event.
+func BenchmarkTrim(b *testing.B) {
+	pod := fullPod()
+	pod.Spec.Containers = append(pod.Spec.Containers,
+		corev1.Container{Name: "b", Image: "busybox:1.36", Resources: corev1.ResourceRequirements{Requests: list("cpu", "50m", "memory", "64Mi")}},
+		corev1.Container{Name: "c", Image: "busybox:1.36", Resources: corev1.ResourceRequirements{Requests: list("cpu", "50m")}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Trim(pod); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
