@@ -215,8 +215,8 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, sc *scope, latest *apps
 	}
 	inUse := map[string]bool{sc.compiled.Hash: true, "name/" + latest.Name: true}
 	for _, p := range sc.pods {
-		if hash, _ := sidecarcontrol.ReadPodRecord(p.pod.Annotations).Revisions(s.Name); hash != "" {
-			inUse[hash] = true
+		if p.revision != "" {
+			inUse[p.revision] = true
 		}
 	}
 	if pinned := r.Lister.PinnedRevision(s); pinned != nil {
