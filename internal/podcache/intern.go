@@ -27,6 +27,11 @@ import (
 // values no pod holds any longer leave it. Pods keep what they were given.
 const maxShared = 4096
 
+// maxKeyBytes bounds a key: a value whose key is longer (a pod's own large
+// annotations) is left to its pod, so that a table's keys never hold more
+// than maxShared KiB.
+const maxKeyBytes = 1024
+
 // table interns values of one kind by their key.
 type table[V any] struct {
 	mu     sync.Mutex
@@ -41,6 +46,9 @@ func newTable[V any](max int) *table[V] {
 // get returns the value interned under key, building and interning it
 // first if there is none.
 func (t *table[V]) get(key string, build func() V) V {
+	if len(key) > maxKeyBytes {
+		return build()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.values[key]; ok {

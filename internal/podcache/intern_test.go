@@ -2,6 +2,7 @@ package podcache
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -81,6 +82,18 @@ func TestTableStartsOverWhenFull(t *testing.T) {
 	}
 	if q := first[corev1.ResourceCPU]; q.Cmp(resource.MustParse("1")) != 0 {
 		t.Fatalf("cpu = %v", q.String())
+	}
+}
+
+// TestTableLeavesLongKeysOut: a value with a long key is built for its pod
+// and not held by the table.
+func TestTableLeavesLongKeysOut(t *testing.T) {
+	table := newTable[corev1.ResourceList](2)
+	long := strings.Repeat("x", maxKeyBytes+1)
+	a := table.get(long, func() corev1.ResourceList { return list("cpu", "1") })
+	b := table.get(long, func() corev1.ResourceList { return list("cpu", "1") })
+	if sameMap(a, b) || len(table.values) != 0 {
+		t.Fatalf("a value with a %d-byte key was interned", len(long))
 	}
 }
 
