@@ -110,27 +110,9 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	defer null.srv.Close()
 	res := map[admVariant]*admResult{}
 	for round, v := range order {
-		null.inject.Store(v == admNullInj)
-		if err := null.install(ctx, e, v == admNull || v == admNullInj); err != nil {
-			return err
-		}
-		if err := setAdmissionVariant(ctx, e, v); err != nil {
-			return fmt.Errorf("%s: %w", v, err)
-		}
-		if k != nil {
-			if err := setKruiseVariant(ctx, e, v == admKruise); err != nil {
-				return fmt.Errorf("%s: %w", v, err)
-			}
-		}
 		ns := fmt.Sprintf("adm-%d", round)
-		if err := admissionNamespace(ctx, e, ns, v); err != nil {
+		if err := prepareVariant(ctx, e, k, null, v, ns); err != nil {
 			return err
-		}
-		if err := probeInjection(ctx, e, ns, v, null); err != nil {
-			return fmt.Errorf("%s: %w", v, err)
-		}
-		if v == admOne || v == admNullInj { // CPU profile of the manager while it injects
-			go e.saveProfile(ctx, cfg, "profile?seconds=5", fmt.Sprintf("cpu-admission-%d", round))
 		}
 		s0, err := e.scrape(ctx)
 		if err != nil {
@@ -181,6 +163,9 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		if err := e.cs.CoreV1().Pods(seqNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
 			return err
 		}
+	}
+	if err := profileInjection(ctx, cfg, e, k, null, n, clients); err != nil {
+		return err
 	}
 
 	var b strings.Builder
@@ -251,6 +236,53 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	p50slower := percentile(hundred.lat, 50) - percentile(one.lat, 50)
 	r.note(fmt.Sprintf("Admission: p50 with 100 SidecarSets minus p50 with 1: %s.", ms(p50slower)))
 	return nil
+}
+
+// prepareVariant sets the cluster up for variant v (webhooks, SidecarSets,
+// policies) and checks in namespace ns that it injects as v should.
+func prepareVariant(ctx context.Context, e *env, k *kruiseManager, null *nullWebhook, v admVariant, ns string) error {
+	null.inject.Store(v == admNullInj)
+	if err := null.install(ctx, e, v == admNull || v == admNullInj); err != nil {
+		return err
+	}
+	if err := setAdmissionVariant(ctx, e, v); err != nil {
+		return fmt.Errorf("%s: %w", v, err)
+	}
+	if k != nil {
+		if err := setKruiseVariant(ctx, e, v == admKruise); err != nil {
+			return fmt.Errorf("%s: %w", v, err)
+		}
+	}
+	if err := admissionNamespace(ctx, e, ns, v); err != nil {
+		return err
+	}
+	if err := probeInjection(ctx, e, ns, v, null); err != nil {
+		return fmt.Errorf("%s: %w", v, err)
+	}
+	return nil
+}
+
+// profileInjection takes a CPU profile of the manager while it injects,
+// in a run of its own after the measured ones: a profile taken during a
+// measured run would slow Deckhand's runs and no other variant's.
+func profileInjection(ctx context.Context, cfg *config, e *env, k *kruiseManager, null *nullWebhook, n, clients int) error {
+	if e.pprofPort == 0 {
+		return nil
+	}
+	const ns = "adm-profile"
+	if err := prepareVariant(ctx, e, k, null, admOne, ns); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.saveProfile(ctx, cfg, "profile?seconds=5", "cpu-admission")
+	}()
+	if _, _, err := createPods(ctx, e, ns, n, clients, false); err != nil {
+		return fmt.Errorf("profile run: %w", err)
+	}
+	<-done
+	return e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 }
 
 func joinVariants(v []admVariant) string {
