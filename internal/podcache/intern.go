@@ -166,18 +166,27 @@ func sharedStringMap(m map[string]string) map[string]string {
 }
 
 func sharedOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
+	return sharedSlice(ownerLists, in, writeOwnerKey, slices.Clip[[]metav1.OwnerReference])
+}
+
+func writeOwnerKey(k *key, o *metav1.OwnerReference) {
+	k.str(o.APIVersion)
+	k.str(o.Kind)
+	k.str(o.Name)
+	k.str(string(o.UID))
+	k.boolPtr(o.Controller)
+	k.boolPtr(o.BlockOwnerDeletion)
+}
+
+// sharedSlice returns own(in), or an equal slice another pod already holds:
+// the key is every element's writeKey in turn.
+func sharedSlice[E, V any](t *table[[]V], in []E, writeKey func(*key, *E), own func([]E) []V) []V {
 	if len(in) == 0 {
 		return nil
 	}
 	var k key
 	for i := range in {
-		o := &in[i]
-		k.str(o.APIVersion)
-		k.str(o.Kind)
-		k.str(o.Name)
-		k.str(string(o.UID))
-		k.boolPtr(o.Controller)
-		k.boolPtr(o.BlockOwnerDeletion)
+		writeKey(&k, &in[i])
 	}
-	return ownerLists.get(k.String(), func() []metav1.OwnerReference { return in })
+	return t.get(k.String(), func() []V { return own(in) })
 }

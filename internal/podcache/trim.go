@@ -100,23 +100,19 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 }
 
 func trimContainers(in []corev1.Container) []corev1.Container {
-	if len(in) == 0 {
-		return nil
+	return sharedSlice(containerLists, in, writeContainerKey, ownContainers)
+}
+
+func writeContainerKey(k *key, c *corev1.Container) {
+	k.str(c.Name)
+	k.str(c.Image)
+	if c.RestartPolicy == nil {
+		k.str("nil")
+	} else {
+		k.str(string(*c.RestartPolicy))
 	}
-	var k key
-	for i := range in {
-		c := &in[i]
-		k.str(c.Name)
-		k.str(c.Image)
-		if c.RestartPolicy == nil {
-			k.str("nil")
-		} else {
-			k.str(string(*c.RestartPolicy))
-		}
-		writeCPUMemory(&k, c.Resources.Requests)
-		writeCPUMemory(&k, c.Resources.Limits)
-	}
-	return containerLists.get(k.String(), func() []corev1.Container { return ownContainers(in) })
+	writeCPUMemory(k, c.Resources.Requests)
+	writeCPUMemory(k, c.Resources.Limits)
 }
 
 func ownContainers(in []corev1.Container) []corev1.Container {
@@ -156,26 +152,22 @@ func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 }
 
 func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
-	if len(in) == 0 {
-		return nil
+	return sharedSlice(statusLists, in, writeStatusKey, ownStatuses)
+}
+
+func writeStatusKey(k *key, c *corev1.ContainerStatus) {
+	k.str(c.Name)
+	k.bool(c.Ready)
+	k.boolPtr(c.Started)
+	k.str(c.Image)
+	k.str(c.ImageID)
+	k.int(int64(c.RestartCount))
+	if c.Resources == nil {
+		k.str("nil")
+	} else {
+		writeCPUMemory(k, c.Resources.Requests)
+		writeCPUMemory(k, c.Resources.Limits)
 	}
-	var k key
-	for i := range in {
-		c := &in[i]
-		k.str(c.Name)
-		k.bool(c.Ready)
-		k.boolPtr(c.Started)
-		k.str(c.Image)
-		k.str(c.ImageID)
-		k.int(int64(c.RestartCount))
-		if c.Resources == nil {
-			k.str("nil")
-		} else {
-			writeCPUMemory(&k, c.Resources.Requests)
-			writeCPUMemory(&k, c.Resources.Limits)
-		}
-	}
-	return statusLists.get(k.String(), func() []corev1.ContainerStatus { return ownStatuses(in) })
 }
 
 func ownStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
