@@ -187,9 +187,19 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulCreate, "Create", "Created", "")
 	var unknown atomic.Int32
+	// NOTE: a create already sent finishes even when the manager is
+	// stopping. Cancelled in flight, it could still store its pod after the
+	// next manager (a rolling upgrade's new replica, the new leader) had
+	// listed the pods, and that manager would create the replica again.
+	// Stopping waits for it instead (for at most the manager's graceful
+	// shutdown timeout); no new create starts once it has begun.
+	sendCtx := context.WithoutCancel(ctx)
 	created, err := slowStartBatch(n, slowStartInitialBatchSize, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		pod := newPod(s.ps, s.revision, s.inPlace)
-		err := r.Client.Create(ctx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
+		err := r.Client.Create(sendCtx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
 		podOps.WithLabelValues("create", result(err)).Inc()
 		if err != nil && createOutcomeUnknown(err) {
 			unknown.Add(1)
@@ -214,6 +224,9 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	if err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return nil
+		}
+		if ctx.Err() != nil { // the manager is stopping: no failure of the PodSet's
+			return err
 		}
 		s.failure = &metav1.Condition{
 			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
