@@ -192,7 +192,8 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	// next manager (a rolling upgrade's new replica, the new leader) had
 	// listed the pods, and that manager would create the replica again.
 	// Stopping waits for it instead (for at most the manager's graceful
-	// shutdown timeout); no new create starts once it has begun.
+	// shutdown timeout, or until the process is killed); no new create
+	// starts once it has begun.
 	sendCtx := context.WithoutCancel(ctx)
 	created, err := slowStartBatch(n, slowStartInitialBatchSize, func() error {
 		if err := ctx.Err(); err != nil {
