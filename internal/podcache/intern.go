@@ -77,11 +77,16 @@ var (
 	stringMaps = newTable[map[string]string](maxShared)
 )
 
-// key builds a table key: fields end in a byte no Kubernetes name, image
-// or quantity holds.
+// key builds a table key. Each field is written with its length first:
+// annotation values may hold any byte, and a terminator byte inside one
+// would let two different maps spell the same key.
 type key struct{ strings.Builder }
 
-func (k *key) str(s string) { k.WriteString(s); k.WriteByte(0) }
+func (k *key) str(s string) {
+	k.WriteString(strconv.Itoa(len(s)))
+	k.WriteByte(':')
+	k.WriteString(s)
+}
 
 func (k *key) int(i int64) { k.str(strconv.FormatInt(i, 10)) }
 
@@ -109,8 +114,8 @@ func cpuMemory(in corev1.ResourceList) corev1.ResourceList {
 }
 
 // writeCPUMemory writes in's CPU and memory entries in canonical form
-// ("1" and "1000m" are one list) and an end mark, and reports whether in
-// has either.
+// ("1" and "1000m" are one list) and an end mark (a byte no field starts
+// with), and reports whether in has either.
 func writeCPUMemory(k *key, in corev1.ResourceList) bool {
 	found := false
 	for _, name := range cpuMemoryKeys {

@@ -175,6 +175,10 @@ func TestSharedEqualsOwn(t *testing.T) {
 		{"label added", func(p *corev1.Pod) { p.Labels["tier"] = "front" }},
 		{"label key and value run together", func(p *corev1.Pod) { p.Labels = map[string]string{"ap": "pweb"} }},
 		{"annotation value", func(p *corev1.Pod) { p.Annotations["apps.deckhand.dev/sidecarsets"] = "log,mesh" }},
+		// Annotation values may hold any byte, a separator included.
+		{"two annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "x", "b": "c"} }},
+		{"one annotation spelling two", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "x\x00b\x00c"} }},
+		{"one annotation spelling two with lengths", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "x1:b1:c"} }},
 		{"owner name", func(p *corev1.Pod) { p.OwnerReferences[0].Name = "api" }},
 		{"owner uid", func(p *corev1.Pod) { p.OwnerReferences[0].UID = "o-2" }},
 		{"owner not controller", func(p *corev1.Pod) { p.OwnerReferences[0].Controller = ptr.To(false) }},
