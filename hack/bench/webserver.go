@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
 )
 
 const revEnv = "BENCH_REV"
@@ -313,7 +314,7 @@ func deploymentCondition(d *appsv1.Deployment, typ appsv1.DeploymentConditionTyp
 }
 
 // runBurst creates n WebServers (Deckhand) or their Deployments and Services
-// (plain client) with 32 workers in ns, and waits until every Deployment is
+// (plain client) with webserver.Workers workers in ns, and waits until every Deployment is
 // Available (and, for Deckhand, every WebServer's status is current).
 func runBurst(ctx context.Context, e *env, variant, ns string, n int) (*burstRun, error) {
 	run := &burstRun{Variant: variant, Namespace: ns}
@@ -330,7 +331,7 @@ func runBurst(ctx context.Context, e *env, variant, ns string, n int) (*burstRun
 	}
 	defer tl.close()
 	start := time.Now()
-	err = runWorkers(n, 32, func(i int) error {
+	err = runWorkers(n, webserver.Workers, func(i int) error {
 		name, rev := fmt.Sprintf("ws-%04d", i), fmt.Sprintf("init-%d", i)
 		if variant == burstPlain {
 			if err := e.c.Create(ctx, plainDeployment(ns, name, rev)); err != nil {
@@ -475,11 +476,11 @@ func benchWebServer(ctx context.Context, cfg *config, e *env, r *report) error {
 	dh, plain := sum[burstDeckhand], sum[burstPlain]
 	ratio := dh.Median / plain.Median
 	var b strings.Builder
-	fmt.Fprintf(&b, "Cluster B. Burst: %d WebServers (`replicas: 0`, so the figure is Deckhand's work and not the scheduler's) created by 32 workers; "+
+	fmt.Fprintf(&b, "Cluster B. Burst: %d WebServers (`replicas: 0`, so the figure is Deckhand's work and not the scheduler's) created by %d workers; "+
 		"done when every Deployment and Service exists, every Deployment is observed at its generation and `Available` (kube-controller-manager's part) and every WebServer has `status.observedGeneration == metadata.generation` and `Available=True` (polled every 200 ms). "+
-		"Baseline: a plain client (32 workers) creating the same Deployments and Services itself, done when every Deployment is Available. The bursts alternate (%s), %d of each, each in a fresh namespace; the previous burst's namespace of the same variant is deleted (and gone) before the next burst starts. "+
+		"Baseline: a plain client (%d workers, as many as Deckhand's WebServer controller has) creating the same Deployments and Services itself, done when every Deployment is Available. The bursts alternate (%s), %d of each, each in a fresh namespace; the previous burst's namespace of the same variant is deleted (and gone) before the next burst starts. "+
 		"Churn, on the last burst of each variant (plain client first): one change every 100 ms for %s, round robin (Deckhand: `spec.env` of the WebServer; plain client: the Deployment's template); latency from sending the patch until the bench's Deployment informer sees the new value in the template.\n\n",
-		n, strings.Join(burstOrder(variants), " → "), burstRounds, churn)
+		n, webserver.Workers, webserver.Workers, strings.Join(burstOrder(variants), " → "), burstRounds, churn)
 	b.WriteString("| run | variant | created | all Available (and WebServer statuses current) | Deployment seen p50 / max | seen -> Available p50 / max | reconciles per WebServer | Deckhand requests per WebServer |\n|---|---|---|---|---|---|---|---|\n")
 	for i, x := range runs {
 		timeline := fmt.Sprintf("%s / %s | %s / %s", msOf(x.SeenMs, 50), msOf(x.SeenMs, 100), msOf(x.AvailableMs, 50), msOf(x.AvailableMs, 100))

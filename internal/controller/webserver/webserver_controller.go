@@ -77,18 +77,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		ref := metav1.GetControllerOf(o)
 		return ref == nil || ref.APIVersion != deckhandv1alpha1.GroupVersion.String() || ref.Kind != "WebServer"
 	})
-	// Several workers: a reconcile mostly waits for the API server (two
-	// applies and a status write), and a burst of WebServers or a steady
-	// stream of spec changes must not queue behind one another
-	// (docs/benchmarks.md, item 5).
-	const workers = 8
-	return reconcileutil.NewController(mgr, "webserver", workers, &deckhandv1alpha1.WebServer{}, predicate.GenerationChangedPredicate{}).
+	return reconcileutil.NewController(mgr, "webserver", Workers, &deckhandv1alpha1.WebServer{}, predicate.GenerationChangedPredicate{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
 		Complete(r)
 }
+
+// Workers is the number of WebServers reconciled at once. A reconcile
+// mostly waits for the API server (up to two reads, two applies and a status
+// write, one after another), so a burst of new WebServers goes through at
+// about Workers / (five round trips) a second until the API server itself is
+// busy; a worker is only a goroutine while it waits. The benchmark's
+// plain-client baseline creates Deployments and Services with as many
+// workers (docs/benchmarks.md, item 5).
+const Workers = 32
 
 // sameNameWebServer maps a Deployment or Service that no WebServer controls
 // to the WebServer of the same name, if there is one.
