@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,33 +73,69 @@ func notUpdatableReason(sc *scope, p *podState) string {
 // pod never named keeps no condition at all. A pod is written only when
 // its condition changes.
 func (r *Reconciler) syncPodConditions(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	var errs []error
-	var requeue time.Duration
+	w := podConditionWriter{r: r, set: sc.set.Name}
 	for _, p := range sc.pods {
 		if p.pending || !p.injected {
 			continue
 		}
-		want, ok := nextPodCondition(p.pod, sc.set.Name, notUpdatableReason(sc, p), sc.now)
-		if !ok {
-			continue
-		}
-		err := r.patchPodCondition(ctx, p.pod, want)
-		switch {
-		case err == nil:
-			podConditionWrites.WithLabelValues(sc.set.Name, "success").Inc()
-		case apierrors.IsConflict(err):
-			podConditionWrites.WithLabelValues(sc.set.Name, "conflict").Inc()
-			// The cache is behind the pod (it was just updated, or another
-			// SidecarSet wrote its part of the condition): try again from a
-			// fresher copy.
-			requeue = minRequeue(requeue, time.Second)
-		case apierrors.IsNotFound(err):
-		default:
-			podConditionWrites.WithLabelValues(sc.set.Name, "error").Inc()
-			errs = append(errs, err)
+		if want, ok := nextPodCondition(p.pod, sc.set.Name, notUpdatableReason(sc, p), sc.now); ok {
+			w.write(ctx, p.pod, want)
 		}
 	}
-	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
+	return w.result()
+}
+
+// dropDeletedFromPodConditions removes the entry of SidecarSet name, which
+// no longer exists, from the pod condition of every cached pod: no
+// reconcile of that SidecarSet will clear it again, and a pod would
+// otherwise read not updatable in place for good. Pods that carry no entry
+// of it are not written.
+func (r *Reconciler) dropDeletedFromPodConditions(ctx context.Context, name string) (ctrl.Result, error) {
+	pods, err := r.Pods.Select(ctx, "", labels.Everything())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	w := podConditionWriter{r: r, set: name}
+	now := r.Clock.Now()
+	for _, pod := range pods {
+		if want, ok := nextPodCondition(pod, name, "", now); ok {
+			w.write(ctx, pod, want)
+		}
+	}
+	return w.result()
+}
+
+// podConditionWriter writes the pod conditions of one reconcile and
+// collects what the reconcile returns: a retry soon after a conflict, the
+// other errors joined. A failed write of one pod does not keep the others
+// from being written.
+type podConditionWriter struct {
+	r       *Reconciler
+	set     string
+	requeue time.Duration
+	errs    []error
+}
+
+func (w *podConditionWriter) write(ctx context.Context, pod *corev1.Pod, want corev1.PodCondition) {
+	err := w.r.patchPodCondition(ctx, pod, want)
+	switch {
+	case err == nil:
+		podConditionWrites.WithLabelValues(w.set, "success").Inc()
+	case apierrors.IsConflict(err):
+		podConditionWrites.WithLabelValues(w.set, "conflict").Inc()
+		// The cache is behind the pod (it was just updated, or another
+		// SidecarSet wrote its part of the condition): try again from a
+		// fresher copy.
+		w.requeue = minRequeue(w.requeue, time.Second)
+	case apierrors.IsNotFound(err):
+	default:
+		podConditionWrites.WithLabelValues(w.set, "error").Inc()
+		w.errs = append(w.errs, err)
+	}
+}
+
+func (w *podConditionWriter) result() (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: w.requeue}, errors.Join(w.errs...)
 }
 
 // nextPodCondition returns the condition pod should carry once the entry

@@ -147,3 +147,42 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestPodConditionDropsDeletedSidecarSet: deleting a SidecarSet that named
+// pods not updatable in place takes its entry out of their pod condition
+// (True again when no other SidecarSet names them): nothing else would ever
+// clear it, since the pods keep recording the SidecarSet that injected them.
+func TestPodConditionDropsDeletedSidecarSet(t *testing.T) {
+	sc := newScenario(t, "podconddel")
+	const n = 2
+	sc.createPods("pod-%d", n)
+	sc.waitStatus(90*time.Second, "all pods matched and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
+	})
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
+	})
+	carrying := func(status corev1.ConditionStatus, msg string) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			pods, err := listPods(ctx, sc.ns)
+			if err != nil {
+				return false, err
+			}
+			k := 0
+			for _, p := range pods {
+				if c := podCondition(&p); c != nil && c.Status == status && strings.Contains(c.Message, msg) {
+					k++
+				}
+			}
+			return k == n, nil
+		}
+	}
+	testutil.Eventually(t, 60*time.Second, carrying(corev1.ConditionFalse, "SidecarSet "+sc.name+": "),
+		"all %d pods carry %s False naming SidecarSet %s", n, deckhandv1alpha1.SidecarSetsUpdatablePodCondition, sc.name)
+
+	if err := env.Client.Delete(ctxT(t), sc.set); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 60*time.Second, carrying(corev1.ConditionTrue, "every SidecarSet of the pod can update"),
+		"all %d pods carry %s True once SidecarSet %s is gone", n, deckhandv1alpha1.SidecarSetsUpdatablePodCondition, sc.name)
+}

@@ -180,8 +180,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Expectations.Delete(req.Name)
 			r.recreates.forget(req.Name)
 			r.revisionNumbers.Forget(req.Name)
-			forgetMetrics(req.Name)
-			return ctrl.Result{}, nil
+			res, err := r.dropDeletedFromPodConditions(ctx, req.Name)
+			if err == nil && res.IsZero() {
+				forgetMetrics(req.Name)
+			}
+			return res, err
 		}
 		return ctrl.Result{}, err
 	}
