@@ -223,11 +223,26 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		full.pods-half.pods, marginal, marginalInuse, extra, upper, len(psl.Items), wsN)
 	kruiseMemory(r, &b, peers, skipKruise)
 	r.section("3. Memory and start-up", b.String())
-	r.target("3", fmt.Sprintf("manager RSS with %d pods + %d WebServers", full.pods, wsN), "<= 150 MB", fmt.Sprintf("%.1f MB", float64(full.rss)/1e6), full.rss <= 150e6)
+	// The loaded manager is measured once more between the OpenKruise runs
+	// (the same process and flags): the targets are judged on the median.
+	// (measureWithKruise's runs start with full itself.)
+	loaded := peers
+	if len(loaded) == 0 {
+		loaded = []memoryRun{{"Deckhand", full}}
+	}
+	var rss, sync []float64
+	for _, x := range loaded {
+		if x.manager == "Deckhand" {
+			rss, sync = append(rss, float64(x.f.rss)/1e6), append(sync, x.f.sync.Seconds())
+		}
+	}
+	rssS, syncS := spreadOf(rss), spreadOf(sync)
+	r.target("3", fmt.Sprintf("manager RSS with %d pods + %d WebServers (median)", full.pods, wsN), "<= 150 MB",
+		rssS.format(func(x float64) string { return fmt.Sprintf("%.1f MB", x) }), rssS.Median <= 150)
 	r.info("3", fmt.Sprintf("(diagnostic) the same with GOMEMLIMIT=%s", memLimit),
 		fmt.Sprintf("%.1f MB RSS, caches synced %s", float64(limited.rss)/1e6, secs(limited.sync)))
 	r.target("3", "live heap per cached pod (marginal: the second half of the pods)", "<= 4 KB",
 		fmt.Sprintf("%.0f B (upper bound, everything else included: %.0f B)", marginal, upper), marginal <= 4000)
-	r.target("3", "process start -> caches synced", "<= 5 s", secs(full.sync), full.sync <= 5*time.Second)
+	r.target("3", "process start -> caches synced (median)", "<= 5 s", syncS.format(func(x float64) string { return fmt.Sprintf("%.2f s", x) }), syncS.Median <= 5)
 	return nil
 }

@@ -89,7 +89,11 @@ type restartRun struct {
 	// workers started.
 	Trigger time.Time `json:"trigger"`
 	// SkewMs is each Deployment's first seen change minus Trigger.
-	SkewMs    []float64 `json:"skewMs"`
+	SkewMs []float64 `json:"skewMs"`
+	// AckMs is, for the plain client, when each of its patches returned,
+	// minus Trigger: the restart as its sender knows it, before any watcher
+	// has seen it.
+	AckMs     []float64 `json:"ackMs,omitempty"`
 	Twice     int       `json:"changedMoreThanOnce"`
 	Wrong     int       `json:"wrongValue"`
 	GenOff    int       `json:"generationNot2"`
@@ -185,8 +189,13 @@ func runRestart(ctx context.Context, cfg *config, e *env, v restartVariant, roun
 		run.Trigger = time.Now()
 		wantValue = run.Trigger.UTC().Format(time.RFC3339)
 		patch := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, deckhandv1alpha1.RestartedAtAnnotation, wantValue)
+		var ackMu sync.Mutex
 		if err := runWorkers(n, restartschedule.Workers, func(i int) error {
-			return e.c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns}}, client.RawPatch(types.MergePatchType, patch))
+			err := e.c.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns}}, client.RawPatch(types.MergePatchType, patch))
+			ackMu.Lock()
+			run.AckMs = append(run.AckMs, float64(time.Since(run.Trigger))/float64(time.Millisecond))
+			ackMu.Unlock()
+			return err
 		}); err != nil {
 			return nil, err
 		}
@@ -274,10 +283,14 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 			ms(percentile(x.skews, 50)), ms(percentile(x.skews, 90)), ms(percentile(x.skews, 99)), ms(percentile(x.skews, 100)),
 			x.Twice, x.Wrong, x.GenOff, x.cost.apiMutating/fn, x.cost.mgrRequests/fn, x.cost.reconciles["restartschedule"]/fn)
 	}
-	b.WriteString("\nThe manager's own histogram `deckhand_restartschedule_restart_skew_seconds` (a restart patched twice is observed twice):")
+	b.WriteString("\nWhen the API server acknowledged the restarts, before any watcher saw them: the manager's own histogram `deckhand_restartschedule_restart_skew_seconds` " +
+		"(from the slot until each patch returned; a restart patched twice is observed twice), and the plain client's patches (from its start until each returned):")
 	for i, x := range runs {
-		if x.Variant == restartDeckhand && x.HistCount > 0 {
-			fmt.Fprintf(&b, " run %d, %.0f observations, mean %s;", i+1, x.HistCount, ms(time.Duration(x.HistSum/x.HistCount*float64(time.Second))))
+		switch {
+		case x.Variant == restartDeckhand && x.HistCount > 0:
+			fmt.Fprintf(&b, " run %d (Deckhand), %.0f observations, mean %s;", i+1, x.HistCount, ms(time.Duration(x.HistSum/x.HistCount*float64(time.Second))))
+		case x.Variant == restartPlain && len(x.AckMs) > 0:
+			fmt.Fprintf(&b, " run %d (plain client), mean %s, p99 %s, last %s;", i+1, msOfMean(x.AckMs), msOf(x.AckMs, 99), msOf(x.AckMs, 100))
 		}
 	}
 	b.WriteString("\n")

@@ -533,3 +533,15 @@ func msOf(xs []float64, p float64) string {
 	}
 	return ms(percentile(d, p))
 }
+
+// msOfMean is the mean of xs (milliseconds), formatted as ms formats.
+func msOfMean(xs []float64) string {
+	if len(xs) == 0 {
+		return ms(0)
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return ms(time.Duration(sum / float64(len(xs)) * float64(time.Millisecond)))
+}
