@@ -252,10 +252,12 @@ type classifyInput struct {
 	resizeRefused map[string]bool
 }
 
-// classify computes the podState of pod.
-func classify(in classifyInput, pod *corev1.Pod) *podState {
+// classify computes the podState of pod into st, which the caller
+// allocates: one array for all of a reconcile's pods, where a state each
+// was 50,000 allocations a reconcile at 50,000 pods.
+func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 	s, c := in.set, in.compiled
-	st := &podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true, controlled: recreatedByController(pod)}
+	*st = podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true, controlled: recreatedByController(pod)}
 	if c.UpdateSelector != nil {
 		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
 	}
@@ -264,7 +266,7 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 	if !st.injected {
 		st.clash = clashingContainer(c.ContainerNames, pod)
 		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
-		return st
+		return
 	}
 	if c.Hot != nil {
 		st.hotUpgrading = hotUpgrading(s, pod)
@@ -280,7 +282,7 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 		st.upgradable, st.resize = true, true
 	}
 	if !st.revisionCurrent {
-		return st
+		return
 	}
 	st.updated = sidecarsRunLatest(s, pod)
 	if c.Hot != nil {
@@ -288,7 +290,7 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 		st.hotStepDue = hotStepDue(s, pod)
 	}
 	if resizedTo(pod, s.Name) != c.Hash {
-		return st
+		return
 	}
 	st.resizeOwned = true
 	st.resizeDue = !sidecarResourcesMatch(s, pod)
@@ -303,7 +305,6 @@ func classify(in classifyInput, pod *corev1.Pod) *podState {
 	}
 	st.resizing = st.resizeDue || state != podutil.ResizeDone
 	st.updated = st.updated && !st.resizing
-	return st
 }
 
 // resizeKey identifies a resize of pod to revision hash.

@@ -139,10 +139,19 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	obs := observation{gone: len(terminating)}
+	evicted := rs.evicted[set]
+	if len(evicted) == 0 && len(rs.blocked[set]) == 0 && len(rs.resizeRefused[set]) == 0 && len(rs.reported[set]) == 0 {
+		// NOTE: nothing remembered, nothing to match: the maps below over
+		// every active pod were a tenth of a reconcile's CPU at 50,000 pods.
+		return obs
+	}
 	activeUIDs := make(map[types.UID]bool, len(active))
 	byOwner := map[types.UID][]types.UID{}
 	for _, p := range active {
 		activeUIDs[p.UID] = true
+		if len(evicted) == 0 {
+			continue
+		}
 		if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 			byOwner[ref.UID] = append(byOwner[ref.UID], p.UID)
 		}
@@ -151,7 +160,7 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 	for _, p := range terminating {
 		terminatingUIDs[p.UID] = true
 	}
-	for uid, rec := range rs.evicted[set] {
+	for uid, rec := range evicted {
 		replaced := false
 		for _, sib := range byOwner[rec.owner] {
 			if !rec.siblings[sib] && sib != uid {

@@ -191,7 +191,8 @@ func TestClassifyResize(t *testing.T) {
 			if tc.refused {
 				refused[resizeKey(tc.pod, c.Hash)] = true
 			}
-			st := classify(classifyInput{set: s, compiled: c, now: now, deferredTimeout: 2 * time.Minute, resizeRefused: refused}, tc.pod)
+			st := &podState{}
+			classify(classifyInput{set: s, compiled: c, now: now, deferredTimeout: 2 * time.Minute, resizeRefused: refused}, tc.pod, st)
 			if !st.revisionCurrent || !st.resizeOwned || st.resizeDue != tc.due || st.resizing != tc.resizing || st.resizeFailed != tc.failed || st.updated != tc.done {
 				t.Errorf("podState: current %v owned %v due %v resizing %v failed %v updated %v; want due %v resizing %v failed %v updated %v",
 					st.revisionCurrent, st.resizeOwned, st.resizeDue, st.resizing, st.resizeFailed, st.updated, tc.due, tc.resizing, tc.failed, tc.done)

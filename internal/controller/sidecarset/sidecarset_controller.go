@@ -239,14 +239,17 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	pending := r.observeUpdates(s.Name, pods)
 	sc.observed = r.recreates.observe(s.Name, pods, terminating, sc.now)
 	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: r.recreates.refusedResizes(s.Name)}
-	for _, p := range pods {
-		st := classify(in, p)
+	states := make([]podState, len(pods))
+	sc.pods = make([]*podState, len(pods))
+	for i, p := range pods {
+		st := &states[i]
+		classify(in, p, st)
 		_, updating := pending[string(p.UID)]
 		if updating || sc.observed.lagging[p.UID] {
 			st.pending = true
 			sc.pending++
 		}
-		sc.pods = append(sc.pods, st)
+		sc.pods[i] = st
 	}
 	if sc.pending > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
