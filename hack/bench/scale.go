@@ -36,6 +36,10 @@ type scaleStep struct {
 	// ProbeCPUSecs is the CPU time the manager used while the probes ran:
 	// whatever it spends then competes with the webhook for the machine.
 	ProbeCPUSecs float64 `json:"managerCPUSecondsDuringProbes"`
+	// ProbeReconciles and ProbeReconcileSecs are the SidecarSet
+	// controller's reconciles while the probes ran and the time they took.
+	ProbeReconciles    float64 `json:"sidecarSetReconcilesDuringProbes"`
+	ProbeReconcileSecs float64 `json:"sidecarSetReconcileSecondsDuringProbes"`
 	admission    []time.Duration
 	baseline     []time.Duration
 }
@@ -126,18 +130,19 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 			return err
 		}
 		st.SyncSecs, st.RSSBytes, st.HeapAlloc, st.HeapInuse = f.sync.Seconds(), f.rss, f.heapAlloc, f.heap
-		cpu0, err := managerCPU(ctx, e)
+		before, err := managerWork(ctx, e)
 		if err != nil {
 			return err
 		}
 		if st.admission, st.baseline, err = oneClientCreates(ctx, e); err != nil {
 			return err
 		}
-		cpu1, err := managerCPU(ctx, e)
+		after, err := managerWork(ctx, e)
 		if err != nil {
 			return err
 		}
-		st.ProbeCPUSecs = cpu1 - cpu0
+		st.ProbeCPUSecs = after.cpu - before.cpu
+		st.ProbeReconciles, st.ProbeReconcileSecs = after.reconciles-before.reconciles, after.reconcileSecs-before.reconcileSecs
 		// A profile of the same probes, in a run of their own so that the
 		// profiler's cost stays out of the measured one.
 		if err := profileProbes(ctx, cfg, e, fmt.Sprintf("cpu-scale-%d", n)); err != nil {
@@ -152,8 +157,9 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 			return err
 		}
 		st.ConvergeSecs = conv.Seconds()
-		logf("[scale] %d pods: one-client create p50 %s, p99 %s (without the webhook p50 %s: added %s), manager CPU %.2f s during the probes; status after an image change in %s",
-			n, ms(percentile(st.admission, 50)), ms(percentile(st.admission, 99)), ms(percentile(st.baseline, 50)), ms(st.added()), st.ProbeCPUSecs, secs(conv))
+		logf("[scale] %d pods: one-client create p50 %s, p99 %s (without the webhook p50 %s: added %s), manager CPU %.2f s during the probes (%.0f SidecarSet reconciles, %s each); status after an image change in %s",
+			n, ms(percentile(st.admission, 50)), ms(percentile(st.admission, 99)), ms(percentile(st.baseline, 50)), ms(st.added()), st.ProbeCPUSecs,
+			st.ProbeReconciles, ms(st.reconcileMean()), secs(conv))
 		results = append(results, st)
 	}
 
@@ -234,16 +240,34 @@ func oneClientCreates(ctx context.Context, e *env) (injected, baseline []time.Du
 	return injected, baseline, nil
 }
 
-// managerCPU is the CPU time the manager process has used, in seconds.
-func managerCPU(ctx context.Context, e *env) (float64, error) {
+// reconcileMean is the SidecarSet controller's mean reconcile time while
+// the probes ran.
+func (s *scaleStep) reconcileMean() time.Duration {
+	if s.ProbeReconciles == 0 {
+		return 0
+	}
+	return time.Duration(s.ProbeReconcileSecs / s.ProbeReconciles * float64(time.Second))
+}
+
+// managerCounters is the manager's CPU time and its SidecarSet controller's
+// reconcile count and total reconcile time, in seconds, so far.
+type managerCounters struct{ cpu, reconciles, reconcileSecs float64 }
+
+func managerWork(ctx context.Context, e *env) (managerCounters, error) {
 	m, err := e.managerMetrics(ctx)
 	if err != nil {
-		return 0, err
+		return managerCounters{}, err
 	}
-	if len(m["process_cpu_seconds_total"]) == 0 {
-		return 0, fmt.Errorf("the manager's metrics have no process_cpu_seconds_total")
+	for _, name := range []string{"process_cpu_seconds_total", "controller_runtime_reconcile_time_seconds_count"} {
+		if len(m[name]) == 0 {
+			return managerCounters{}, fmt.Errorf("the manager's metrics have no %s", name)
+		}
 	}
-	return m.sum("process_cpu_seconds_total"), nil
+	return managerCounters{
+		cpu:           m.sum("process_cpu_seconds_total"),
+		reconciles:    m.sum("controller_runtime_reconcile_time_seconds_count", "controller", "sidecarset"),
+		reconcileSecs: m.sum("controller_runtime_reconcile_time_seconds_sum", "controller", "sidecarset"),
+	}, nil
 }
 
 // profileProbes saves a CPU profile of the manager taken while the
@@ -298,11 +322,11 @@ func reportScale(r *report, steps []*scaleStep, nodes int, peer *managerFigures,
 		"One SidecarSet matches every pod and injects its sidecar at creation; its rollout is paused. At each pod count: a fresh manager, measured as in item 3 (caches synced, RSS, live heap after a forced collection); "+
 		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included), each followed by the same pod in kube-system, which the pod webhook does not see (the control plane's own latency at that pod count), and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
 		"(observedGeneration, latestRevision, matchedPods, updatedPods 0).\n\n", nodes, scaleProbes)
-	b.WriteString("| pods | create -> all Ready | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | p50 without the webhook | added by the webhook (p50) | manager CPU during the probes | status after an image change |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| pods | create -> all Ready | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | p50 without the webhook | added by the webhook (p50) | manager CPU during the probes | SidecarSet reconciles then (mean time) | status after an image change |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
-		fmt.Fprintf(&b, "| %d | %.1f s | %.2f s | %.1f MiB | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %.2f s | %.2f s |\n", s.Pods, s.CreateSecs, s.SyncSecs,
+		fmt.Fprintf(&b, "| %d | %.1f s | %.2f s | %.1f MiB | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %.2f s | %.0f (%s) | %.2f s |\n", s.Pods, s.CreateSecs, s.SyncSecs,
 			mib(float64(s.RSSBytes)), mib(s.HeapAlloc), mib(s.HeapInuse), ms(percentile(s.admission, 50)), ms(percentile(s.admission, 99)),
-			ms(percentile(s.baseline, 50)), ms(s.added()), s.ProbeCPUSecs, s.ConvergeSecs)
+			ms(percentile(s.baseline, 50)), ms(s.added()), s.ProbeCPUSecs, s.ProbeReconciles, ms(s.reconcileMean()), s.ConvergeSecs)
 	}
 	first, last := steps[0], steps[len(steps)-1]
 	perPod := (last.HeapAlloc - first.HeapAlloc) / float64(last.Pods-first.Pods)
