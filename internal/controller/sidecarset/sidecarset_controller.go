@@ -63,8 +63,9 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	// PodEventDelay is how long a pod event waits in the queue before its
-	// SidecarSets reconcile (default DefaultPodEventDelay). Every event that
-	// arrives meanwhile joins the same reconcile.
+	// SidecarSets reconcile (default DefaultPodEventDelay), or ten times the
+	// SidecarSet's last reconcile if that is longer (at most 10 s). Every
+	// event that arrives meanwhile joins the same reconcile.
 	PodEventDelay time.Duration
 
 	// Expectations remembers the pods the controller updated until its
@@ -89,6 +90,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// revisionNumbers remembers the revision numbers this process gave.
 	revisionNumbers revisionhistory.Counter
+	// costs remembers how long reconciles take, for the pod-event delay.
+	costs reconcileCosts
 
 	// Lister reads SidecarSets and their compiled form from the cache. Give
 	// the controller the pod webhook's Lister so that a process compiles
@@ -173,6 +176,14 @@ type scope struct {
 // event woke it: it lists the pods, computes status, updates what the
 // strategy allows, and writes status once at the end if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start, gone := time.Now(), false
+	defer func() {
+		if gone {
+			r.costs.forget(req.Name)
+		} else {
+			r.costs.observe(req.Name, time.Since(start))
+		}
+	}()
 	log := logf.FromContext(ctx)
 	set := &deckhandv1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
@@ -180,6 +191,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Expectations.Delete(req.Name)
 			r.recreates.forget(req.Name)
 			r.revisionNumbers.Forget(req.Name)
+			gone = true
 			res, err := r.dropDeletedFromPodConditions(ctx, req.Name)
 			if err == nil && res.IsZero() {
 				forgetMetrics(req.Name)
