@@ -12,6 +12,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -25,6 +26,8 @@ type nullWebhook struct {
 	url    string
 	calls  atomic.Int64
 	inject atomic.Bool // answer with a JSON patch adding sidecarContainer
+	// namespaces, if any, are the only ones whose pods it is called for.
+	namespaces []string
 }
 
 const nullWebhookName = "bench-null-webhook"
@@ -88,6 +91,11 @@ func (n *nullWebhook) install(ctx context.Context, e *env, on bool) error {
 			AdmissionReviewVersions: []string{"v1"},
 			TimeoutSeconds:          ptr.To[int32](5),
 		}},
+	}
+	if len(n.namespaces) > 0 {
+		cfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: n.namespaces,
+		}}}
 	}
 	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})
 	return err

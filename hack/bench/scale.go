@@ -31,7 +31,11 @@ type scaleStep struct {
 	AdmissionMs []float64 `json:"oneClientCreateMs"`
 	// BaselineMs are the same creates in a namespace the pod webhook
 	// does not see, alternating with the injected ones.
-	BaselineMs   []float64 `json:"oneClientCreateNoWebhookMs"`
+	BaselineMs []float64 `json:"oneClientCreateNoWebhookMs"`
+	// NullMs are the same creates in a namespace where only the minimal
+	// webhook of item 1 is called, adding the same sidecar: what calling any
+	// injecting webhook costs the API server at this pod count.
+	NullMs       []float64 `json:"oneClientCreateMinimalWebhookMs"`
 	ConvergeSecs float64   `json:"statusConvergenceSeconds"`
 	// ProbeCPUSecs is the CPU time the manager used while the probes ran:
 	// whatever it spends then competes with the webhook for the machine.
@@ -40,8 +44,15 @@ type scaleStep struct {
 	// controller's reconciles while the probes ran and the time they took.
 	ProbeReconciles    float64 `json:"sidecarSetReconcilesDuringProbes"`
 	ProbeReconcileSecs float64 `json:"sidecarSetReconcileSecondsDuringProbes"`
-	admission    []time.Duration
-	baseline     []time.Duration
+	admission          []time.Duration
+	baseline           []time.Duration
+	null               []time.Duration
+}
+
+// ownAdded is the p50 latency Deckhand's webhook adds over the minimal
+// webhook that adds the same sidecar: Deckhand's part of the added latency.
+func (s *scaleStep) ownAdded() time.Duration {
+	return percentile(s.admission, 50) - percentile(s.null, 50)
 }
 
 // added is the p50 latency the webhook adds to a create at this step.
@@ -58,8 +69,11 @@ func scaleSizes(cfg *config) (nodes int, steps []int) {
 }
 
 const (
-	scaleNS       = "scale"
-	scaleProbeNS  = "scale-probe"
+	scaleNS      = "scale"
+	scaleProbeNS = "scale-probe"
+	// scaleNullNS is left out by Deckhand's pod webhook (its
+	// namespaceSelector) and is where the minimal webhook is called.
+	scaleNullNS   = "deckhand-system"
 	scaleApp      = "scale"
 	scaleProbes   = 200
 	scaleSidecars = "scale-agent"
@@ -73,10 +87,20 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	defer e.stop()
-	for _, ns := range []string{scaleNS, scaleProbeNS} {
-		if err := e.namespace(ctx, ns); err != nil {
+	for _, ns := range []string{scaleNS, scaleProbeNS, scaleNullNS} {
+		if err := e.namespace(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
 			return err
 		}
+	}
+	null, err := startNullWebhook(e.certDir)
+	if err != nil {
+		return err
+	}
+	defer null.srv.Close()
+	null.inject.Store(true)
+	null.namespaces = []string{scaleNullNS}
+	if err := null.install(ctx, e, true); err != nil {
+		return err
 	}
 	// Paused: an image change then moves no pod, and what is timed is the
 	// controller recomputing the status of every matched pod.
@@ -134,7 +158,7 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 		if err != nil {
 			return err
 		}
-		if st.admission, st.baseline, err = oneClientCreates(ctx, e); err != nil {
+		if st.admission, st.null, st.baseline, err = oneClientCreates(ctx, e); err != nil {
 			return err
 		}
 		after, err := managerWork(ctx, e)
@@ -150,6 +174,7 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 		}
 		for i := range st.admission {
 			st.AdmissionMs = append(st.AdmissionMs, msFloat(st.admission[i]))
+			st.NullMs = append(st.NullMs, msFloat(st.null[i]))
 			st.BaselineMs = append(st.BaselineMs, msFloat(st.baseline[i]))
 		}
 		conv, err := sidecarStatusConvergence(ctx, e, fmt.Sprintf("registry.example.com/logging/agent:%d", i+2), n)
@@ -157,8 +182,9 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 			return err
 		}
 		st.ConvergeSecs = conv.Seconds()
-		logf("[scale] %d pods: one-client create p50 %s, p99 %s (without the webhook p50 %s: added %s), manager CPU %.2f s during the probes (%.0f SidecarSet reconciles, %s each); status after an image change in %s",
-			n, ms(percentile(st.admission, 50)), ms(percentile(st.admission, 99)), ms(percentile(st.baseline, 50)), ms(st.added()), st.ProbeCPUSecs,
+		logf("[scale] %d pods: one-client create p50 %s, p99 %s (minimal webhook %s: Deckhand's part %s; without a webhook %s: added %s), manager CPU %.2f s during the probes (%.0f SidecarSet reconciles, %s each); status after an image change in %s",
+			n, ms(percentile(st.admission, 50)), ms(percentile(st.admission, 99)), ms(percentile(st.null, 50)), ms(st.ownAdded()),
+			ms(percentile(st.baseline, 50)), ms(st.added()), st.ProbeCPUSecs,
 			st.ProbeReconciles, ms(st.reconcileMean()), secs(conv))
 		results = append(results, st)
 	}
@@ -196,12 +222,12 @@ func waitInjecting(ctx context.Context, e *env) error {
 const scaleBaselineNS = "kube-system"
 
 // oneClientCreates creates scaleProbes injected pods one at a time (no
-// node: they stay Pending), each followed by the same pod in a namespace
-// the webhook does not see, and deletes them again. Alternating the two
-// makes the difference of their medians the latency the webhook adds at
+// node: they stay Pending), each followed by the same pod in the namespace
+// where only the minimal webhook adds the sidecar and by the same pod in a
+// namespace no pod webhook sees, and deletes them again. Alternating the
+// three makes the differences of their medians what the webhooks add at
 // this pod count, whatever the control plane's own latency is then.
-func oneClientCreates(ctx context.Context, e *env) (injected, baseline []time.Duration, err error) {
-	injected, baseline = make([]time.Duration, 0, scaleProbes), make([]time.Duration, 0, scaleProbes)
+func oneClientCreates(ctx context.Context, e *env) (injected, null, baseline []time.Duration, err error) {
 	create := func(ns, name string) (time.Duration, int, error) {
 		p := benchPod(ns, name, false)
 		p.Labels["app"] = scaleApp
@@ -213,31 +239,31 @@ func oneClientCreates(ctx context.Context, e *env) (injected, baseline []time.Du
 		}
 		return time.Since(t), len(created.Spec.Containers), nil
 	}
+	probes := []struct {
+		ns         string
+		containers int
+		into       *[]time.Duration
+	}{{scaleProbeNS, 3, &injected}, {scaleNullNS, 3, &null}, {scaleBaselineNS, 2, &baseline}}
 	for i := range scaleProbes {
 		name := fmt.Sprintf("probe-%03d", i)
-		d, n, err := create(scaleProbeNS, name)
-		if err != nil {
-			return nil, nil, err
+		for _, pr := range probes {
+			d, n, err := create(pr.ns, name)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if n != pr.containers {
+				return nil, nil, nil, fmt.Errorf("probe pod %s/%s has %d containers, want %d: a webhook is called where it should not be, or not where it should", pr.ns, name, n, pr.containers)
+			}
+			*pr.into = append(*pr.into, d)
 		}
-		if n != 3 {
-			return nil, nil, fmt.Errorf("probe pod %s was not injected (%d containers)", name, n)
-		}
-		injected = append(injected, d)
-		if d, n, err = create(scaleBaselineNS, name); err != nil {
-			return nil, nil, err
-		}
-		if n != 2 {
-			return nil, nil, fmt.Errorf("probe pod %s/%s was injected (%d containers): the baseline namespace is not outside the webhook", scaleBaselineNS, name, n)
-		}
-		baseline = append(baseline, d)
 	}
 	sel := metav1.ListOptions{LabelSelector: "app=" + scaleApp}
-	for _, ns := range []string{scaleProbeNS, scaleBaselineNS} {
-		if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
-			return nil, nil, err
+	for _, pr := range probes {
+		if err := e.cs.CoreV1().Pods(pr.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	return injected, baseline, nil
+	return injected, null, baseline, nil
 }
 
 // reconcileMean is the SidecarSet controller's mean reconcile time while
@@ -281,7 +307,7 @@ func profileProbes(ctx context.Context, cfg *config, e *env, name string) error 
 		defer close(done)
 		e.saveProfile(ctx, cfg, "profile?seconds=5", name)
 	}()
-	_, _, err := oneClientCreates(ctx, e)
+	_, _, _, err := oneClientCreates(ctx, e)
 	<-done
 	return err
 }
@@ -320,21 +346,23 @@ func reportScale(r *report, steps []*scaleStep, nodes int, peer *managerFigures,
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcd, kube-apiserver and kwok with %d fake nodes (no scheduler, no kube-controller-manager: pods are created bound to a node, round robin, and kwok makes them Running and Ready). "+
 		"One SidecarSet matches every pod and injects its sidecar at creation; its rollout is paused. At each pod count: a fresh manager, measured as in item 3 (caches synced, RSS, live heap after a forced collection); "+
-		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included), each followed by the same pod in kube-system, which the pod webhook does not see (the control plane's own latency at that pod count), and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
+		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included), each followed by the same pod in deckhand-system, where Deckhand's pod webhook is not called and item 1's minimal webhook adds the same sidecar (what calling any injecting webhook costs the API server at that pod count), and by the same pod in kube-system, which no pod webhook sees (the control plane's own latency), and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
 		"(observedGeneration, latestRevision, matchedPods, updatedPods 0).\n\n", nodes, scaleProbes)
-	b.WriteString("| pods | create -> all Ready | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | p50 without the webhook | added by the webhook (p50) | manager CPU during the probes | SidecarSet reconciles then (mean time) | status after an image change |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| pods | create -> all Ready | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | p50, minimal webhook | p50, no webhook | added by a webhook (p50) | Deckhand's part (p50 over the minimal webhook) | manager CPU during the probes | SidecarSet reconciles then (mean time) | status after an image change |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
-		fmt.Fprintf(&b, "| %d | %.1f s | %.2f s | %.1f MiB | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %.2f s | %.0f (%s) | %.2f s |\n", s.Pods, s.CreateSecs, s.SyncSecs,
+		fmt.Fprintf(&b, "| %d | %.1f s | %.2f s | %.1f MiB | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %s | %s | %.2f s | %.0f (%s) | %.2f s |\n", s.Pods, s.CreateSecs, s.SyncSecs,
 			mib(float64(s.RSSBytes)), mib(s.HeapAlloc), mib(s.HeapInuse), ms(percentile(s.admission, 50)), ms(percentile(s.admission, 99)),
-			ms(percentile(s.baseline, 50)), ms(s.added()), s.ProbeCPUSecs, s.ProbeReconciles, ms(s.reconcileMean()), s.ConvergeSecs)
+			ms(percentile(s.null, 50)), ms(percentile(s.baseline, 50)), ms(s.added()), ms(s.ownAdded()), s.ProbeCPUSecs, s.ProbeReconciles, ms(s.reconcileMean()), s.ConvergeSecs)
 	}
 	first, last := steps[0], steps[len(steps)-1]
 	perPod := (last.HeapAlloc - first.HeapAlloc) / float64(last.Pods-first.Pods)
 	// Flat: the webhook adds at most 20% more at the largest step than at
 	// the smallest, or at most 0.5 ms more (a difference of two medians of
 	// a few milliseconds moves by more than 20% of itself between runs).
-	grew := last.added() - first.added()
-	flat := grew <= 500*time.Microsecond || last.added() <= first.added()*12/10
+	// Judged on Deckhand's part: what calling any injecting webhook costs
+	// the API server grows with its own load (the minimal webhook's column).
+	grew := last.ownAdded() - first.ownAdded()
+	flat := grew <= 500*time.Microsecond || last.ownAdded() <= first.ownAdded()*12/10
 	if peer != nil {
 		fmt.Fprintf(&b, "\nOpenKruise's kruise-manager on the same cluster with %d pods (Deckhand's manager stopped), measured the same way: caches synced %s, RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB.\n",
 			peer.pods, secs(peer.sync), mib(float64(peer.rss)), mib(peer.heapAlloc), mib(peer.heap))
@@ -344,8 +372,11 @@ func reportScale(r *report, steps []*scaleStep, nodes int, peer *managerFigures,
 	r.section("8. Scale", b.String())
 	r.target("8", fmt.Sprintf("live heap per cached pod, %d -> %d pods on %d nodes (marginal)", first.Pods, last.Pods, nodes), "<= 4 KB",
 		fmt.Sprintf("%.0f B", perPod), perPod <= 4000)
-	r.target("8", fmt.Sprintf("one-client create p50 added by the webhook at %d pods, against %d pods", last.Pods, first.Pods), "flat (<= 1.2x or +0.5 ms)",
-		fmt.Sprintf("%s vs %s", ms(last.added()), ms(first.added())), flat)
+	r.target("8", fmt.Sprintf("one-client create p50 added by Deckhand's webhook over the minimal one at %d pods, against %d pods", last.Pods, first.Pods), "flat (<= 1.2x or +0.5 ms)",
+		fmt.Sprintf("%s vs %s", ms(last.ownAdded()), ms(first.ownAdded())), flat)
+	r.info("8", fmt.Sprintf("one-client create p50 added by a webhook (over none) at %d pods / at %d pods: Deckhand's, the minimal one's", last.Pods, first.Pods),
+		fmt.Sprintf("%s / %s, %s / %s", ms(last.added()), ms(first.added()),
+			ms(percentile(last.null, 50)-percentile(last.baseline, 50)), ms(percentile(first.null, 50)-percentile(first.baseline, 50))))
 	r.info("8", fmt.Sprintf("one-client create p50 with the webhook at %d pods / at %d pods (the control plane's latency included)", last.Pods, first.Pods),
 		fmt.Sprintf("%.2f (%s vs %s)", percentile(last.admission, 50).Seconds()/percentile(first.admission, 50).Seconds(), ms(percentile(last.admission, 50)), ms(percentile(first.admission, 50))))
 	r.info("8", fmt.Sprintf("manager at %d pods: RSS, live heap, start -> synced, status after an image change", last.Pods),
