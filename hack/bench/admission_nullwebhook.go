@@ -26,8 +26,10 @@ type nullWebhook struct {
 	url    string
 	calls  atomic.Int64
 	inject atomic.Bool // answer with a JSON patch adding sidecarContainer
-	// namespaces, if any, are the only ones whose pods it is called for.
-	namespaces []string
+	// namespaces and objectLabel, if set, are the only namespaces and the
+	// pod label (key, any value) whose pods it is called for.
+	namespaces  []string
+	objectLabel string
 }
 
 const nullWebhookName = "bench-null-webhook"
@@ -95,6 +97,11 @@ func (n *nullWebhook) install(ctx context.Context, e *env, on bool) error {
 	if len(n.namespaces) > 0 {
 		cfg.Webhooks[0].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: n.namespaces,
+		}}}
+	}
+	if n.objectLabel != "" {
+		cfg.Webhooks[0].ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: n.objectLabel, Operator: metav1.LabelSelectorOpExists,
 		}}}
 	}
 	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})

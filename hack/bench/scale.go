@@ -71,12 +71,13 @@ func scaleSizes(cfg *config) (nodes int, steps []int) {
 const (
 	scaleNS      = "scale"
 	scaleProbeNS = "scale-probe"
-	// scaleNullNS is left out by Deckhand's pod webhook (its
-	// namespaceSelector) and is where the minimal webhook is called.
-	scaleNullNS   = "deckhand-system"
-	scaleApp      = "scale"
-	scaleProbes   = 200
-	scaleSidecars = "scale-agent"
+	// scaleNullLabel marks the probe pods in scaleBaselineNS that the
+	// minimal webhook is called for (its objectSelector); Deckhand's pod
+	// webhook never sees that namespace.
+	scaleNullLabel = "bench.deckhand.dev/minimal-webhook"
+	scaleApp       = "scale"
+	scaleProbes    = 200
+	scaleSidecars  = "scale-agent"
 )
 
 // benchScale: item 8.
@@ -87,8 +88,8 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 		return err
 	}
 	defer e.stop()
-	for _, ns := range []string{scaleNS, scaleProbeNS, scaleNullNS} {
-		if err := e.namespace(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+	for _, ns := range []string{scaleNS, scaleProbeNS} {
+		if err := e.namespace(ctx, ns); err != nil {
 			return err
 		}
 	}
@@ -98,7 +99,7 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 	}
 	defer null.srv.Close()
 	null.inject.Store(true)
-	null.namespaces = []string{scaleNullNS}
+	null.namespaces, null.objectLabel = []string{scaleBaselineNS}, scaleNullLabel
 	if err := null.install(ctx, e, true); err != nil {
 		return err
 	}
@@ -223,14 +224,17 @@ const scaleBaselineNS = "kube-system"
 
 // oneClientCreates creates scaleProbes injected pods one at a time (no
 // node: they stay Pending), each followed by the same pod in the namespace
-// where only the minimal webhook adds the sidecar and by the same pod in a
-// namespace no pod webhook sees, and deletes them again. Alternating the
+// where Deckhand's webhook is not called, once labelled for the minimal
+// webhook, which adds the same sidecar, and once with no webhook at all, and deletes them again. Alternating the
 // three makes the differences of their medians what the webhooks add at
 // this pod count, whatever the control plane's own latency is then.
 func oneClientCreates(ctx context.Context, e *env) (injected, null, baseline []time.Duration, err error) {
-	create := func(ns, name string) (time.Duration, int, error) {
+	create := func(ns, name string, minimal bool) (time.Duration, int, error) {
 		p := benchPod(ns, name, false)
 		p.Labels["app"] = scaleApp
+		if minimal {
+			p.Labels[scaleNullLabel] = "true"
+		}
 		p.Spec.NodeName = ""
 		t := time.Now()
 		created, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
@@ -240,14 +244,15 @@ func oneClientCreates(ctx context.Context, e *env) (injected, null, baseline []t
 		return time.Since(t), len(created.Spec.Containers), nil
 	}
 	probes := []struct {
-		ns         string
+		ns, prefix string
+		minimal    bool
 		containers int
 		into       *[]time.Duration
-	}{{scaleProbeNS, 3, &injected}, {scaleNullNS, 3, &null}, {scaleBaselineNS, 2, &baseline}}
+	}{{scaleProbeNS, "probe", false, 3, &injected}, {scaleBaselineNS, "minimal", true, 3, &null}, {scaleBaselineNS, "probe", false, 2, &baseline}}
 	for i := range scaleProbes {
-		name := fmt.Sprintf("probe-%03d", i)
 		for _, pr := range probes {
-			d, n, err := create(pr.ns, name)
+			name := fmt.Sprintf("%s-%03d", pr.prefix, i)
+			d, n, err := create(pr.ns, name, pr.minimal)
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -258,8 +263,8 @@ func oneClientCreates(ctx context.Context, e *env) (injected, null, baseline []t
 		}
 	}
 	sel := metav1.ListOptions{LabelSelector: "app=" + scaleApp}
-	for _, pr := range probes {
-		if err := e.cs.CoreV1().Pods(pr.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
+	for _, ns := range []string{scaleProbeNS, scaleBaselineNS} {
+		if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
 			return nil, nil, nil, err
 		}
 	}
@@ -346,7 +351,7 @@ func reportScale(r *report, steps []*scaleStep, nodes int, peer *managerFigures,
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcd, kube-apiserver and kwok with %d fake nodes (no scheduler, no kube-controller-manager: pods are created bound to a node, round robin, and kwok makes them Running and Ready). "+
 		"One SidecarSet matches every pod and injects its sidecar at creation; its rollout is paused. At each pod count: a fresh manager, measured as in item 3 (caches synced, RSS, live heap after a forced collection); "+
-		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included), each followed by the same pod in deckhand-system, where Deckhand's pod webhook is not called and item 1's minimal webhook adds the same sidecar (what calling any injecting webhook costs the API server at that pod count), and by the same pod in kube-system, which no pod webhook sees (the control plane's own latency), and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
+		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included), each followed by the same pod in kube-system, where Deckhand's pod webhook is not called, once with a label for which item 1's minimal webhook adds the same sidecar (what calling any injecting webhook costs the API server at that pod count) and once without (no webhook: the control plane's own latency), and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
 		"(observedGeneration, latestRevision, matchedPods, updatedPods 0).\n\n", nodes, scaleProbes)
 	b.WriteString("| pods | create -> all Ready | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | p50, minimal webhook | p50, no webhook | added by a webhook (p50) | Deckhand's part (p50 over the minimal webhook) | manager CPU during the probes | SidecarSet reconciles then (mean time) | status after an image change |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
