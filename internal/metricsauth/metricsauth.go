@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authnv1 "k8s.io/api/authentication/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
@@ -80,7 +80,7 @@ func Filter(r Reviewers) metricsserver.Filter {
 
 type guard struct {
 	reviewers Reviewers
-	// users maps a token's digest to its review's result (*authnv1.UserInfo,
+	// users maps a token's digest to its review's result (*authenticationv1.UserInfo,
 	// nil when the token was not authenticated).
 	users *cache.LRUExpireCache
 	// decisions maps a user and request to whether it was allowed (bool).
@@ -124,18 +124,18 @@ func bearerToken(req *http.Request) string {
 
 // authenticate returns the token's user, or nil if the API server does not
 // authenticate it.
-func (g *guard) authenticate(ctx context.Context, token string) (*authnv1.UserInfo, error) {
+func (g *guard) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
 	if token == "" {
 		return nil, nil
 	}
 	// NOTE: the cache is keyed by a digest so that it holds no credentials.
 	key := sha256.Sum256([]byte(token))
 	if v, ok := g.users.Get(key); ok {
-		return v.(*authnv1.UserInfo), nil
+		return v.(*authenticationv1.UserInfo), nil
 	}
-	var status authnv1.TokenReviewStatus
+	var status authenticationv1.TokenReviewStatus
 	err := review(ctx, func(ctx context.Context) error {
-		res, err := g.reviewers.Tokens.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		res, err := g.reviewers.Tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		if err == nil {
 			status = res.Status
 		}
@@ -145,7 +145,7 @@ func (g *guard) authenticate(ctx context.Context, token string) (*authnv1.UserIn
 		return nil, err
 	}
 	// An invalid or expired token is a review that says no, cached as nil.
-	var user *authnv1.UserInfo
+	var user *authenticationv1.UserInfo
 	if status.Authenticated {
 		user = &status.User
 	}
@@ -154,7 +154,7 @@ func (g *guard) authenticate(ctx context.Context, token string) (*authnv1.UserIn
 }
 
 // authorize asks whether user may use verb on the non-resource path.
-func (g *guard) authorize(ctx context.Context, user *authnv1.UserInfo, verb, path string) (bool, error) {
+func (g *guard) authorize(ctx context.Context, user *authenticationv1.UserInfo, verb, path string) (bool, error) {
 	key := decisionKey(user, verb, path)
 	if v, ok := g.decisions.Get(key); ok {
 		return v.(bool), nil
@@ -197,7 +197,7 @@ func review(ctx context.Context, f func(context.Context) error) error {
 
 // decisionKey identifies a request by everything the SubjectAccessReview
 // is given, in a fixed order.
-func decisionKey(user *authnv1.UserInfo, verb, path string) string {
+func decisionKey(user *authenticationv1.UserInfo, verb, path string) string {
 	var b strings.Builder
 	for _, s := range []string{verb, path, user.Username, user.UID} {
 		fmt.Fprintf(&b, "%q;", s)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
-	authnv1 "k8s.io/api/authentication/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -45,12 +45,12 @@ func TestFilter(t *testing.T) {
 				if tc.apiDown {
 					return true, nil, errors.New("connection refused")
 				}
-				tr := a.(k8stesting.CreateAction).GetObject().(*authnv1.TokenReview)
+				tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview)
 				switch tr.Spec.Token {
 				case "reader", "nobody":
-					tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: tr.Spec.Token, Groups: []string{"g"}}}
+					tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: tr.Spec.Token, Groups: []string{"g"}}}
 				default:
-					tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
+					tr.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
 				}
 				return true, tr, nil
 			})
@@ -89,9 +89,9 @@ func TestFilter(t *testing.T) {
 }
 
 func TestDecisionKeySeparatesUsers(t *testing.T) {
-	a := &authnv1.UserInfo{Username: "a", Groups: []string{"g1", "g2"}}
-	b := &authnv1.UserInfo{Username: "a", Groups: []string{"g1"}}
-	c := &authnv1.UserInfo{Username: "a", Groups: []string{"g1", "g2"}, Extra: map[string]authnv1.ExtraValue{"scope": {"x"}}}
+	a := &authenticationv1.UserInfo{Username: "a", Groups: []string{"g1", "g2"}}
+	b := &authenticationv1.UserInfo{Username: "a", Groups: []string{"g1"}}
+	c := &authenticationv1.UserInfo{Username: "a", Groups: []string{"g1", "g2"}, Extra: map[string]authenticationv1.ExtraValue{"scope": {"x"}}}
 	keys := map[string]bool{}
 	for _, k := range []string{decisionKey(a, "get", "/metrics"), decisionKey(b, "get", "/metrics"), decisionKey(c, "get", "/metrics"), decisionKey(a, "post", "/metrics"), decisionKey(a, "get", "/healthz")} {
 		if keys[k] {
