@@ -1,15 +1,19 @@
 package metricsauth
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -98,5 +102,27 @@ func TestDecisionKeySeparatesUsers(t *testing.T) {
 			t.Errorf("two different requests share the cache key %q", k)
 		}
 		keys[k] = true
+	}
+}
+
+// A review the API server refuses (the manager lacks the RBAC) is not
+// retried; one that failed in transit is, up to the backoff's steps.
+func TestReviewRetriesOnlyTransientErrors(t *testing.T) {
+	backoff = wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 3}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		calls int
+	}{
+		{name: "forbidden", err: apierrors.NewForbidden(schema.GroupResource{Group: "authentication.k8s.io", Resource: "tokenreviews"}, "", errors.New("no RBAC")), calls: 1},
+		{name: "connection refused", err: errors.New("connection refused"), calls: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			err := review(context.Background(), func(context.Context) error { calls++; return tc.err })
+			if err == nil || calls != tc.calls {
+				t.Errorf("review: %v after %d calls, want an error after %d", err, calls, tc.calls)
+			}
+		})
 	}
 }
