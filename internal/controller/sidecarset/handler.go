@@ -28,11 +28,12 @@ const DefaultPodEventDelay = time.Second
 
 // Pod events of a SidecarSet whose reconcile is slow wait longer:
 // podEventCostFactor times its last reconcile, at most maxPodEventDelay, so
-// that reconciles for pod events fill at most a tenth of the time. At
-// 50,000 matched pods a reconcile took 370 ms on the benchmark machine
-// (docs/benchmark-analysis.md, item 8): with the one-second delay the
-// controller was reconciling a third of the time while pods were created,
-// next to the webhook that admits them.
+// that reconciles for pod events fill about a tenth of the time. At 50,000
+// matched pods a reconcile took 370 ms on the benchmark machine
+// (docs/benchmark-analysis.md, item 8, runs N and O): with the one-second
+// delay the controller spent more than half of the time reconciling while
+// pods were created one by one, next to the webhook that admits them; with
+// this rule a sixth.
 const (
 	podEventCostFactor = 10
 	maxPodEventDelay   = 10 * time.Second
