@@ -273,15 +273,12 @@ func profileInjection(ctx context.Context, cfg *config, e *env, k *kruiseManager
 	if err := prepareVariant(ctx, e, k, null, admOne, ns); err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.saveProfile(ctx, cfg, "profile?seconds=5", "cpu-admission")
-	}()
-	if _, _, err := createPods(ctx, e, ns, n, clients, false); err != nil {
+	if err := e.profileWhile(ctx, cfg, "cpu-admission", func() error {
+		_, _, err := createPods(ctx, e, ns, n, clients, false)
+		return err
+	}); err != nil {
 		return fmt.Errorf("profile run: %w", err)
 	}
-	<-done
 	return e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
 }
 

@@ -126,3 +126,16 @@ func (e *env) saveProfile(ctx context.Context, cfg *config, kind, name string) {
 		logf("saved %s", path)
 	}
 }
+
+// profileWhile saves a 5 s CPU profile of the manager, named name, taken
+// while work runs, and returns work's error once both are done.
+func (e *env) profileWhile(ctx context.Context, cfg *config, name string, work func() error) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.saveProfile(ctx, cfg, "profile?seconds=5", name)
+	}()
+	err := work()
+	<-done
+	return err
+}

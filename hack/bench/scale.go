@@ -307,14 +307,10 @@ func profileProbes(ctx context.Context, cfg *config, e *env, name string) error 
 	if e.pprofPort == 0 {
 		return nil
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.saveProfile(ctx, cfg, "profile?seconds=5", name)
-	}()
-	_, _, _, err := oneClientCreates(ctx, e)
-	<-done
-	return err
+	return e.profileWhile(ctx, cfg, name, func() error {
+		_, _, _, err := oneClientCreates(ctx, e)
+		return err
+	})
 }
 
 // sidecarStatusConvergence changes the paused SidecarSet's image and times
