@@ -3,7 +3,6 @@ package podcache
 import (
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unique"
 
@@ -45,20 +44,21 @@ func newTable[V any](max int) *table[V] {
 
 // get returns the value interned under key, building and interning it
 // first if there is none.
-func (t *table[V]) get(key string, build func() V) V {
-	if len(key) > maxKeyBytes {
+func (t *table[V]) get(k *key, build func() V) V {
+	defer k.release()
+	if len(k.b) > maxKeyBytes {
 		return build()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if v, ok := t.values[key]; ok {
+	if v, ok := t.values[string(k.b)]; ok {
 		return v
 	}
 	if len(t.values) >= t.max {
 		clear(t.values)
 	}
 	v := build()
-	t.values[key] = v
+	t.values[string(k.b)] = v
 	return v
 }
 
@@ -80,17 +80,44 @@ var (
 // key builds a table key. Each field is written with its length first:
 // annotation values may hold any byte, and a terminator byte inside one
 // would let two different maps spell the same key.
-type key struct{ strings.Builder }
+//
+// NOTE: keys are built in pooled buffers and looked up without a copy:
+// building each key afresh was most of a trim's allocations, and its
+// garbage landed between the allocations a trimmed pod keeps (see fresh.go).
+// BenchmarkTrim: 39 -> 14 allocations, 3,720 -> 2,368 B and 7.9 -> 4.3 µs
+// per pod event (medians of three).
+type key struct{ b []byte }
 
-func (k *key) str(s string) {
-	k.WriteString(strconv.Itoa(len(s)))
-	k.WriteByte(':')
-	k.WriteString(s)
+var keys = sync.Pool{New: func() any { return &key{b: make([]byte, 0, 256)} }}
+
+func newKey() *key { return keys.Get().(*key) }
+
+// release returns k to the pool; the caller no longer holds it.
+func (k *key) release() {
+	if cap(k.b) > 4*maxKeyBytes {
+		return
+	}
+	k.b = k.b[:0]
+	keys.Put(k)
 }
 
-func (k *key) int(i int64) { k.str(strconv.FormatInt(i, 10)) }
+func (k *key) str(s string) {
+	k.b = strconv.AppendInt(k.b, int64(len(s)), 10)
+	k.b = append(k.b, ':')
+	k.b = append(k.b, s...)
+}
+
+func (k *key) int(i int64) {
+	var digits [20]byte
+	n := strconv.AppendInt(digits[:0], i, 10)
+	k.b = strconv.AppendInt(k.b, int64(len(n)), 10)
+	k.b = append(k.b, ':')
+	k.b = append(k.b, n...)
+}
 
 func (k *key) bool(b bool) { k.str(strconv.FormatBool(b)) }
+
+func (k *key) end() { k.b = append(k.b, 1) }
 
 func (k *key) boolPtr(b *bool) {
 	if b == nil {
@@ -106,11 +133,12 @@ var cpuMemoryKeys = [...]corev1.ResourceName{corev1.ResourceCPU, corev1.Resource
 // cpuMemory returns in's CPU and memory entries (nil when it has neither),
 // as a list shared with every other pod whose entries are equal.
 func cpuMemory(in corev1.ResourceList) corev1.ResourceList {
-	var k key
-	if !writeCPUMemory(&k, in) {
+	k := newKey()
+	if !writeCPUMemory(k, in) {
+		k.release()
 		return nil
 	}
-	return resourceLists.get(k.String(), func() corev1.ResourceList { return ownCPUMemory(in) })
+	return resourceLists.get(k, func() corev1.ResourceList { return ownCPUMemory(in) })
 }
 
 // writeCPUMemory writes in's CPU and memory entries in canonical form
@@ -121,11 +149,15 @@ func writeCPUMemory(k *key, in corev1.ResourceList) bool {
 	for _, name := range cpuMemoryKeys {
 		if q, ok := in[name]; ok {
 			k.str(string(name))
-			k.str(q.String())
+			var buf [32]byte
+			number, suffix := q.CanonicalizeBytes(buf[:0])
+			k.b = strconv.AppendInt(k.b, int64(len(number)+len(suffix)), 10)
+			k.b = append(k.b, ':')
+			k.b = append(append(k.b, number...), suffix...)
 			found = true
 		}
 	}
-	k.WriteByte(1)
+	k.end()
 	return found
 }
 
@@ -136,7 +168,7 @@ func ownCPUMemory(in corev1.ResourceList) corev1.ResourceList {
 			if l == nil {
 				l = make(corev1.ResourceList, 2)
 			}
-			l[name] = q
+			l[name] = freshQuantity(q)
 		}
 	}
 	return l
@@ -152,26 +184,30 @@ func internString(s string) string {
 	return unique.Make(s).Value()
 }
 
-// sharedStringMap returns m, or an equal map another pod already holds.
-func sharedStringMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	keys := make([]string, 0, len(m))
+// sharedStringMap returns a copy of m without the key without, or an equal
+// map another pod already holds.
+func sharedStringMap(m map[string]string, without string) map[string]string {
+	var few [16]string
+	names := few[:0]
 	for k := range m {
-		keys = append(keys, k)
+		if k != without {
+			names = append(names, k)
+		}
 	}
-	slices.Sort(keys)
-	var k key
-	for _, name := range keys {
+	if len(names) == 0 {
+		return nil
+	}
+	slices.Sort(names)
+	k := newKey()
+	for _, name := range names {
 		k.str(name)
 		k.str(m[name])
 	}
-	return stringMaps.get(k.String(), func() map[string]string { return m })
+	return stringMaps.get(k, func() map[string]string { return freshStringMap(m, without) })
 }
 
 func sharedOwners(in []metav1.OwnerReference) []metav1.OwnerReference {
-	return sharedSlice(ownerLists, in, writeOwnerKey, slices.Clip[[]metav1.OwnerReference])
+	return sharedSlice(ownerLists, in, writeOwnerKey, freshOwners)
 }
 
 func writeOwnerKey(k *key, o *metav1.OwnerReference) {
@@ -189,9 +225,9 @@ func sharedSlice[E, V any](t *table[[]V], in []E, writeKey func(*key, *E), own f
 	if len(in) == 0 {
 		return nil
 	}
-	var k key
+	k := newKey()
 	for i := range in {
-		writeKey(&k, &in[i])
+		writeKey(k, &in[i])
 	}
-	return t.get(k.String(), func() []V { return own(in) })
+	return t.get(k, func() []V { return own(in) })
 }

@@ -66,7 +66,9 @@ func TestCPUMemoryInterns(t *testing.T) {
 func TestTableStartsOverWhenFull(t *testing.T) {
 	table := newTable[corev1.ResourceList](2)
 	get := func(key, cpu string) corev1.ResourceList {
-		return table.get(key, func() corev1.ResourceList { return list("cpu", cpu) })
+		k := newKey()
+		k.str(key)
+		return table.get(k, func() corev1.ResourceList { return list("cpu", cpu) })
 	}
 	first := get("a", "1")
 	if !sameMap(first, get("a", "1")) {
@@ -90,8 +92,12 @@ func TestTableStartsOverWhenFull(t *testing.T) {
 func TestTableLeavesLongKeysOut(t *testing.T) {
 	table := newTable[corev1.ResourceList](2)
 	long := strings.Repeat("x", maxKeyBytes+1)
-	a := table.get(long, func() corev1.ResourceList { return list("cpu", "1") })
-	b := table.get(long, func() corev1.ResourceList { return list("cpu", "1") })
+	get := func() corev1.ResourceList {
+		k := newKey()
+		k.str(long)
+		return table.get(k, func() corev1.ResourceList { return list("cpu", "1") })
+	}
+	a, b := get(), get()
 	if sameMap(a, b) || len(table.values) != 0 {
 		t.Fatalf("a value with a %d-byte key was interned", len(long))
 	}

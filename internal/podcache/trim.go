@@ -32,6 +32,11 @@
 // statuses, their resource lists and the image names. Lister (list.go) lists the
 // cached pods without copying them.
 //
+// A trimmed pod holds nothing of the decoded one (fresh.go): a decoded
+// pod's strings are small allocations made among the hundreds of strings
+// the rest of the pod holds, and a trimmed pod pointing at a few of them
+// keeps the memory spans they share in use.
+//
 // The cached object is never written back whole: every pod write is a
 // patch computed from the difference between two trimmed copies or built by
 // hand, so fields dropped here are never cleared on the server. A new read of
@@ -42,6 +47,7 @@ package podcache
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // lastApplied is kubectl's copy of the whole object, often the largest
@@ -52,19 +58,19 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // listed in the package documentation, and any other object unchanged.
 func Trim(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok {
+	if !ok || trimmed(pod) {
 		return obj, nil
 	}
 	return &corev1.Pod{
-		TypeMeta:   pod.TypeMeta,
+		TypeMeta:   freshTypeMeta(pod.TypeMeta),
 		ObjectMeta: trimMeta(&pod.ObjectMeta),
 		Spec: corev1.PodSpec{
-			NodeName:       pod.Spec.NodeName,
+			NodeName:       internString(pod.Spec.NodeName),
 			Containers:     trimContainers(pod.Spec.Containers),
 			InitContainers: trimContainers(pod.Spec.InitContainers),
 		},
 		Status: corev1.PodStatus{
-			Phase:                 pod.Status.Phase,
+			Phase:                 corev1.PodPhase(internString(string(pod.Status.Phase))),
 			Conditions:            trimConditions(pod.Status.Conditions),
 			ContainerStatuses:     trimStatuses(pod.Status.ContainerStatuses),
 			InitContainerStatuses: trimStatuses(pod.Status.InitContainerStatuses),
@@ -72,30 +78,35 @@ func Trim(obj any) (any, error) {
 	}, nil
 }
 
+// trimmed reports whether pod is already a trimmed pod.
+//
+// NOTE: an informer that streams its initial list (client-go's watch-list)
+// transforms every object twice: into its temporary store, and again when
+// it replaces the queue's contents with that store's. Trimming a trimmed
+// pod anew made a second trimmed copy of every pod at the end of the
+// initial sync, both live until the first were dropped. Every pod the API server returns
+// carries the fields it defaults (restartPolicy, dnsPolicy, schedulerName),
+// and Trim keeps none of them.
+func trimmed(pod *corev1.Pod) bool {
+	return pod.Spec.RestartPolicy == "" && pod.Spec.DNSPolicy == "" && pod.Spec.SchedulerName == ""
+}
+
 func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
-	annotations := m.Annotations
-	if _, ok := annotations[lastApplied]; ok {
-		annotations = make(map[string]string, len(m.Annotations)-1)
-		for k, v := range m.Annotations {
-			if k != lastApplied {
-				annotations[k] = v
-			}
-		}
-	}
+	name, uid, rv := freshStrings3(m.Name, string(m.UID), m.ResourceVersion)
 	return metav1.ObjectMeta{
-		Name:                       m.Name,
-		GenerateName:               m.GenerateName,
-		Namespace:                  m.Namespace,
-		UID:                        m.UID,
-		ResourceVersion:            m.ResourceVersion,
+		Name:                       name,
+		GenerateName:               internString(m.GenerateName),
+		Namespace:                  internString(m.Namespace),
+		UID:                        types.UID(uid),
+		ResourceVersion:            rv,
 		Generation:                 m.Generation,
 		CreationTimestamp:          m.CreationTimestamp,
-		DeletionTimestamp:          m.DeletionTimestamp,
-		DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
-		Labels:                     sharedStringMap(m.Labels),
-		Annotations:                sharedStringMap(annotations),
+		DeletionTimestamp:          freshPtr(m.DeletionTimestamp),
+		DeletionGracePeriodSeconds: freshPtr(m.DeletionGracePeriodSeconds),
+		Labels:                     sharedStringMap(m.Labels, ""),
+		Annotations:                sharedStringMap(m.Annotations, lastApplied),
 		OwnerReferences:            sharedOwners(m.OwnerReferences),
-		Finalizers:                 m.Finalizers,
+		Finalizers:                 internStrings(m.Finalizers),
 	}
 }
 
@@ -118,7 +129,7 @@ func writeContainerKey(k *key, c *corev1.Container) {
 func ownContainers(in []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(in))
 	for i := range in {
-		out[i] = corev1.Container{Name: in[i].Name, Image: internString(in[i].Image), RestartPolicy: in[i].RestartPolicy, Resources: trimResources(&in[i].Resources)}
+		out[i] = corev1.Container{Name: internString(in[i].Name), Image: internString(in[i].Image), RestartPolicy: freshRestartPolicy(in[i].RestartPolicy), Resources: trimResources(&in[i].Resources)}
 	}
 	return out
 }
@@ -141,11 +152,13 @@ func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 	for i := range in {
 		switch in[i].Type {
 		case corev1.PodReady:
-			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, LastTransitionTime: in[i].LastTransitionTime})
+			out = append(out, corev1.PodCondition{Type: corev1.PodReady, Status: internStatus(in[i].Status), LastTransitionTime: in[i].LastTransitionTime})
 		case corev1.PodResizePending, corev1.PodResizeInProgress:
-			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, Reason: in[i].Reason, LastTransitionTime: in[i].LastTransitionTime})
+			out = append(out, corev1.PodCondition{Type: corev1.PodConditionType(internString(string(in[i].Type))), Status: internStatus(in[i].Status),
+				Reason: internString(in[i].Reason), LastTransitionTime: in[i].LastTransitionTime})
 		case sidecarSetsUpdatable:
-			out = append(out, corev1.PodCondition{Type: in[i].Type, Status: in[i].Status, Reason: in[i].Reason, Message: in[i].Message, LastTransitionTime: in[i].LastTransitionTime})
+			out = append(out, corev1.PodCondition{Type: sidecarSetsUpdatable, Status: internStatus(in[i].Status), Reason: internString(in[i].Reason),
+				Message: internString(in[i].Message), LastTransitionTime: in[i].LastTransitionTime})
 		}
 	}
 	return out
@@ -174,7 +187,7 @@ func ownStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
 	out := make([]corev1.ContainerStatus, len(in))
 	for i := range in {
 		out[i] = corev1.ContainerStatus{
-			Name: in[i].Name, Ready: in[i].Ready, Started: in[i].Started,
+			Name: internString(in[i].Name), Ready: in[i].Ready, Started: freshPtr(in[i].Started),
 			Image: internString(in[i].Image), ImageID: internString(in[i].ImageID), RestartCount: in[i].RestartCount,
 		}
 		if r := in[i].Resources; r != nil {

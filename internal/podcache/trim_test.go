@@ -30,6 +30,8 @@ func fullPod() *corev1.Pod {
 		},
 		Spec: corev1.PodSpec{
 			NodeName: "node-1",
+			// What the API server defaults on every pod.
+			RestartPolicy: corev1.RestartPolicyAlways, DNSPolicy: corev1.DNSClusterFirst, SchedulerName: corev1.DefaultSchedulerName,
 			Containers: []corev1.Container{{
 				Name: "app", Image: "nginx:1.27",
 				Env:       []corev1.EnvVar{{Name: "A", Value: "b"}},
@@ -112,8 +114,8 @@ func TestTrimLeavesOtherObjectsAlone(t *testing.T) {
 	}
 }
 
-// TestTrimKeepsAnnotationsMapWithoutLastApplied: the common case shares the
-// decoded map instead of copying it.
+// TestTrimKeepsAnnotationsMapWithoutLastApplied: a map without kubectl's
+// copy keeps every annotation.
 func TestTrimKeepsAnnotationsMapWithoutLastApplied(t *testing.T) {
 	in := fullPod()
 	delete(in.Annotations, lastApplied)
@@ -121,6 +123,29 @@ func TestTrimKeepsAnnotationsMapWithoutLastApplied(t *testing.T) {
 	got := out.(*corev1.Pod)
 	if len(got.Annotations) != 1 || got.Annotations["apps.deckhand.dev/sidecarsets"] != "log" {
 		t.Fatalf("annotations = %v", got.Annotations)
+	}
+}
+
+// TestTrimReturnsATrimmedPodAsIs: an informer streaming its initial list
+// transforms each pod twice; the second time costs nothing.
+func TestTrimReturnsATrimmedPodAsIs(t *testing.T) {
+	once, _ := Trim(fullPod())
+	twice, _ := Trim(once)
+	if twice != once {
+		t.Fatal("a trimmed pod was trimmed anew")
+	}
+	// A pod without the fields the API server defaults is a trimmed one;
+	// any pod with one of them is trimmed.
+	for _, change := range []func(*corev1.Pod){
+		func(p *corev1.Pod) { p.Spec.RestartPolicy = "" },
+		func(p *corev1.Pod) { p.Spec.DNSPolicy = "" },
+		func(p *corev1.Pod) { p.Spec.SchedulerName = "" },
+	} {
+		p := fullPod()
+		change(p)
+		if out, _ := Trim(p); out == any(p) {
+			t.Fatal("a pod with some of its defaulted fields was not trimmed")
+		}
 	}
 }
 
