@@ -27,6 +27,20 @@ type managerFigures struct {
 	rssFile   int64         // RssFile of that sample
 	heap      float64       // min go_memstats_heap_inuse_bytes over the samples
 	heapAlloc float64       // min go_memstats_heap_alloc_bytes over the samples
+	// runtimeSplit is the Go runtime's account of its memory at the
+	// sample with the largest VmRSS.
+	runtimeSplit string
+}
+
+// goMemorySplit says where the Go runtime's memory is: heap spans in use,
+// free heap pages not yet returned to the system, goroutine stacks, the
+// runtime's own structures, and the heap size that triggers the next
+// collection.
+func goMemorySplit(m metrics) string {
+	g := func(name string) float64 { return mib(m.sum("go_memstats_" + name)) }
+	return fmt.Sprintf("heap in use %.1f, heap free unreturned %.1f, stacks %.1f, runtime %.1f, next GC at %.1f MiB",
+		g("heap_inuse_bytes"), g("heap_idle_bytes")-g("heap_released_bytes"), g("stack_inuse_bytes"),
+		g("mspan_inuse_bytes")+g("mcache_inuse_bytes")+g("gc_sys_bytes")+g("other_sys_bytes")+g("buck_hash_sys_bytes"), g("next_gc_bytes"))
 }
 
 // measureManager restarts the manager and measures its start-up and memory.
@@ -48,8 +62,8 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		return nil, err
 	}
 	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
-	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB",
-		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap))
+	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB; at the largest RSS: %s",
+		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap), f.runtimeSplit)
 	return f, nil
 }
 
@@ -82,6 +96,11 @@ func sampleMemory(ctx context.Context, cfg *config, p memoryProbe, f *managerFig
 		}
 		if rss.total > f.rss {
 			f.rss, f.rssAnon, f.rssFile = rss.total, rss.anon, rss.file
+			m, err := p.metrics(ctx)
+			if err != nil {
+				return err
+			}
+			f.runtimeSplit = goMemorySplit(m)
 		}
 	}
 	// Then the heap, each time right after a collection, so that the
@@ -208,15 +227,16 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 	fmt.Fprintf(&b, "Cluster B. %d WebServers with their Deployments and Services, then %d PodSets of %d pods (all Running and Ready on the kwok node) in two halves, "+
 		"with a fresh manager process measured after each half. *Synced*: from starting the process until the last controller logs `Starting workers` (controller-runtime does so once the controller's caches have synced). "+
 		"RSS: the largest VmRSS over 10 samples a second apart, from 10 s after that, as the process runs (the Go runtime lets the heap grow to twice the live data before collecting, GOGC=100, and returns freed pages gradually), split into anonymous pages (heap, stacks, runtime) and file-backed ones (the pages of the executable the process has touched, and those the kernel mapped around them) as `/proc/<pid>/status` counts them at that sample. "+
+		"The Go runtime's account of its memory at that sample, from its metrics: heap spans in use, freed heap pages not yet returned to the system, stacks, its own structures, and the heap size at which it collects next (twice the live data at the last collection, GOGC=100). "+
 		"Heap: right after a forced collection (`/debug/pprof/heap?gc=1`), the smallest of 3 samples of `go_memstats_heap_alloc_bytes` (live data) and `go_memstats_heap_inuse_bytes` (the spans holding it). "+
 		"The empty row is the same manager on the empty cluster at the start of the run; the pod counts are every pod in the cluster (other items leave a few hundred).\n\n", wsN, sets, per)
-	b.WriteString("| cluster | pods | caches synced | controllers | RSS | RSS anonymous / file-backed | live heap | heap in use |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| cluster | pods | caches synced | controllers | RSS | RSS anonymous / file-backed | live heap | heap in use | Go runtime at the largest RSS |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, x := range []struct {
 		name string
 		f    *managerFigures
 	}{{"empty", empty}, {"half the PodSets", half}, {"loaded", full}, {"loaded, GOMEMLIMIT=" + memLimit, limited}} {
-		fmt.Fprintf(&b, "| %s | %d | %s | %d | %.1f MiB | %.1f / %.1f MiB | %.1f MiB | %.1f MiB |\n", x.name, x.f.pods, secs(x.f.sync), x.f.controls,
-			mib(float64(x.f.rss)), mib(float64(x.f.rssAnon)), mib(float64(x.f.rssFile)), mib(x.f.heapAlloc), mib(x.f.heap))
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %.1f MiB | %.1f / %.1f MiB | %.1f MiB | %.1f MiB | %s |\n", x.name, x.f.pods, secs(x.f.sync), x.f.controls,
+			mib(float64(x.f.rss)), mib(float64(x.f.rssAnon)), mib(float64(x.f.rssFile)), mib(x.f.heapAlloc), mib(x.f.heap), x.f.runtimeSplit)
 	}
 	fmt.Fprintf(&b, "\nBytes per cached pod, marginal = (loaded - half) live heap / %d pods: **%.0f B** (%.0f B of heap spans in use). "+
 		"Upper bound = (loaded - empty) live heap / %.0f pods: %.0f B; it also counts the %d PodSets, %d WebServers, their Deployments and Services, and the controllers' queues and expectations.\n",

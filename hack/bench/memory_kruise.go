@@ -35,8 +35,8 @@ func measureKruise(ctx context.Context, cfg *config, e *env) (*managerFigures, e
 	if err := sampleMemory(ctx, cfg, memoryProbe{pid: k.pid(), forceGC: k.forceGC, metrics: k.metrics}, f); err != nil {
 		return nil, err
 	}
-	logf("[memory] kruise-manager, %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB",
-		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap))
+	logf("[memory] kruise-manager, %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB; at the largest RSS: %s",
+		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap), f.runtimeSplit)
 	return f, nil
 }
 
@@ -94,9 +94,9 @@ func kruiseMemory(r *report, b *strings.Builder, runs []memoryRun, skip string) 
 		"`KruiseDaemon`, `WorkloadSpread` and `PodUnavailableBudgetDeleteGate` off), measured the same way as Deckhand (caches synced when every controller it started logs "+
 		"`Starting workers`; RSS and heap sampled as above, its collections forced through its own `/debug/pprof/heap?gc=1`, heap from its controller-runtime metrics), then stopped. "+
 		"Order: %s. Both see the same pods; Deckhand also holds its WebServers' Deployments and Services, which Kruise does not watch.\n\n", joinRuns(runs))
-	b.WriteString("| manager | pods | caches synced | controllers | RSS | live heap | heap in use |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| manager | pods | caches synced | controllers | RSS | live heap | heap in use | Go runtime at the largest RSS |\n|---|---|---|---|---|---|---|---|\n")
 	for _, x := range runs {
-		fmt.Fprintf(b, "| %s | %d | %s | %d | %.1f MiB | %.1f MiB | %.1f MiB |\n", x.manager, x.f.pods, secs(x.f.sync), x.f.controls, mib(float64(x.f.rss)), mib(x.f.heapAlloc), mib(x.f.heap))
+		fmt.Fprintf(b, "| %s | %d | %s | %d | %.1f MiB | %.1f MiB | %.1f MiB | %s |\n", x.manager, x.f.pods, secs(x.f.sync), x.f.controls, mib(float64(x.f.rss)), mib(x.f.heapAlloc), mib(x.f.heap), x.f.runtimeSplit)
 	}
 	b.WriteString("\n| figure (median, min–max) | Deckhand | OpenKruise | Deckhand / OpenKruise |\n|---|---|---|---|\n")
 	ratio := map[string]float64{}
