@@ -101,17 +101,21 @@ func (k *key) release() {
 	keys.Put(k)
 }
 
-func (k *key) str(s string) {
-	k.b = strconv.AppendInt(k.b, int64(len(s)), 10)
+// length starts a field of n bytes.
+func (k *key) length(n int) {
+	k.b = strconv.AppendInt(k.b, int64(n), 10)
 	k.b = append(k.b, ':')
+}
+
+func (k *key) str(s string) {
+	k.length(len(s))
 	k.b = append(k.b, s...)
 }
 
 func (k *key) int(i int64) {
 	var digits [20]byte
 	n := strconv.AppendInt(digits[:0], i, 10)
-	k.b = strconv.AppendInt(k.b, int64(len(n)), 10)
-	k.b = append(k.b, ':')
+	k.length(len(n))
 	k.b = append(k.b, n...)
 }
 
@@ -151,8 +155,7 @@ func writeCPUMemory(k *key, in corev1.ResourceList) bool {
 			k.str(string(name))
 			var buf [32]byte
 			number, suffix := q.CanonicalizeBytes(buf[:0])
-			k.b = strconv.AppendInt(k.b, int64(len(number)+len(suffix)), 10)
-			k.b = append(k.b, ':')
+			k.length(len(number) + len(suffix))
 			k.b = append(append(k.b, number...), suffix...)
 			found = true
 		}
