@@ -4,7 +4,8 @@
 // Pods are most of what a cluster's cache holds, and most of a Pod is never
 // read by Deckhand: volumes (every pod has a projected service-account token
 // volume), probes, resources, env, tolerations, container states. Keeping
-// them cost about 10 KB per cached pod (docs/benchmarks.md, item 3).
+// them cost about 10 KB per cached pod in the first benchmark reports
+// (docs/benchmark-analysis.md, "What was changed for these figures").
 //
 // What is kept, and who reads it:
 //   - metadata: identity, labels, annotations (revisions and in-place update
