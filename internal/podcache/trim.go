@@ -85,9 +85,10 @@ func Trim(obj any) (any, error) {
 // transforms every object twice: into its temporary store, and again when
 // it replaces the queue's contents with that store's. Trimming a trimmed
 // pod anew made a second trimmed copy of every pod at the end of the
-// initial sync, both live until the first were dropped. Every pod the API server returns
-// carries the fields it defaults (restartPolicy, dnsPolicy, schedulerName),
-// and Trim keeps none of them.
+// initial sync, both live until the first were dropped. Every pod the API
+// server returns carries the fields it defaults (restartPolicy, dnsPolicy,
+// schedulerName), and Trim keeps none of them; a pod from elsewhere without
+// all three is kept whole, which costs memory and nothing else.
 func trimmed(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy == "" && pod.Spec.DNSPolicy == "" && pod.Spec.SchedulerName == ""
 }
