@@ -5,7 +5,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -52,7 +51,7 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 // through lister, which the SidecarSet controller may share.
 func SetupWebhookWithLister(mgr ctrl.Manager, lister *sidecarcontrol.Lister) error {
 	if !lister.Modes().WithoutPodWebhook {
-		mgr.GetWebhookServer().Register(PodWebhookPath, &webhook.Admission{Handler: &PodInjector{Lister: lister}})
+		mgr.GetWebhookServer().Register(PodWebhookPath, &PodInjector{Lister: lister})
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).

@@ -1,0 +1,106 @@
+package podjson
+
+// Review is the part of an AdmissionReview request the pod webhook reads,
+// decoded in one pass by the same scanner as RawPod. Object aliases the
+// request body.
+type Review struct {
+	// APIVersion and Kind of the AdmissionReview itself: the response
+	// must carry the request's.
+	APIVersion, Kind string
+	UID              string
+	// ObjectKind is request.kind.kind (for example "Pod").
+	ObjectKind                        string
+	Operation, SubResource, Namespace string
+	Name                              string
+	DryRun                            bool
+	Object                            []byte // request.object, raw; nil if absent or null
+}
+
+// DecodeReview reads what the pod webhook needs from an AdmissionReview's
+// JSON into r. Fields it does not need (oldObject, userInfo, options, ...)
+// are skipped, not decoded.
+func DecodeReview(body []byte, r *Review) error {
+	s := &scanner{b: body}
+	// A null review reads as an empty one, as typed decoding has it.
+	if s.begin('{') {
+		for first := true; s.more(&first, '}'); {
+			switch string(s.key()) {
+			case "apiVersion":
+				r.APIVersion = s.string()
+			case "kind":
+				r.Kind = s.string()
+			case "request":
+				s.request(r)
+			default:
+				s.skip()
+			}
+		}
+	}
+	if s.ws(); s.err == nil && s.i != len(s.b) {
+		s.fail()
+	}
+	return s.err
+}
+
+func (s *scanner) request(r *Review) {
+	if !s.begin('{') {
+		return
+	}
+	for first := true; s.more(&first, '}'); {
+		switch string(s.key()) {
+		case "uid":
+			r.UID = s.string()
+		case "kind":
+			r.ObjectKind = s.groupVersionKind()
+		case "operation":
+			r.Operation = s.string()
+		case "subResource":
+			r.SubResource = s.string()
+		case "namespace":
+			r.Namespace = s.string()
+		case "name":
+			r.Name = s.string()
+		case "dryRun":
+			r.DryRun = s.boolean()
+		case "object":
+			r.Object = s.raw()
+		default:
+			s.skip()
+		}
+	}
+}
+
+// groupVersionKind reads a GroupVersionKind object and returns its kind.
+func (s *scanner) groupVersionKind() string {
+	var kind string
+	if !s.begin('{') {
+		return ""
+	}
+	for first := true; s.more(&first, '}'); {
+		if string(s.key()) == "kind" {
+			kind = s.string()
+			continue
+		}
+		s.skip()
+	}
+	return kind
+}
+
+// boolean reads true, false or null (false).
+func (s *scanner) boolean() bool {
+	if s.null() {
+		return false
+	}
+	s.ws()
+	rest := s.b[s.i:]
+	switch {
+	case len(rest) >= 4 && string(rest[:4]) == "true":
+		s.i += 4
+		return true
+	case len(rest) >= 5 && string(rest[:5]) == "false":
+		s.i += 5
+		return false
+	}
+	s.fail()
+	return false
+}
