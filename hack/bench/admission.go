@@ -56,6 +56,9 @@ type admResult struct {
 	seq []time.Duration
 	// seqP50s is the p50 of each run's one-client creates, ms.
 	seqP50s []float64
+	// cpu is the CPU time each process (and the whole machine) used
+	// during the 16-client runs.
+	cpu cpuSnapshot
 }
 
 func (a *admResult) throughput() float64 { return float64(a.pods) / a.elapsed.Seconds() }
@@ -119,9 +122,17 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 			return err
 		}
 		k0 := kruiseRequests(ctx, k)
+		cpu0, err := readCPU()
+		if err != nil {
+			return err
+		}
 		lat, elapsed, err := createPods(ctx, e, ns, n, clients, v == admPre)
 		if err != nil {
 			return fmt.Errorf("%s: %w", v, err)
+		}
+		cpu1, err := readCPU()
+		if err != nil {
+			return err
 		}
 		s1, err := e.scrape(ctx)
 		if err != nil {
@@ -133,9 +144,10 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		}
 		ar := res[v]
 		if ar == nil {
-			ar = &admResult{}
+			ar = &admResult{cpu: cpuSnapshot{}}
 			res[v] = ar
 		}
+		ar.cpu.add(cpu1.sub(cpu0))
 		ar.lat = append(ar.lat, lat...)
 		ar.elapsed += elapsed
 		ar.pods += n
@@ -230,6 +242,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		"| Deckhand's injection instead of the minimal one | null webhook adding the sidecar -> 1 SidecarSet | %.2fx | %s |\n",
 		tp(pre)/tp(base), ms(p50(pre)-p50(base)), tp(nw)/tp(base), ms(p50(nw)-p50(base)),
 		tp(ni)/tp(nw), ms(p50(ni)-p50(nw)), tp(one)/tp(ni), ms(p50(one)-p50(ni)))
+	admissionCPU(&b, r, res, variants)
 	kruiseAdmission(&b, r, res, skipKruise)
 	r.sections[len(r.sections)-1] = "## 1. Pod admission with sidecar injection\n\n" + b.String()
 	r.info("1", "(diagnostic) Deckhand 1 SidecarSet vs a minimal webhook injecting the same sidecar: throughput", fmt.Sprintf("%.2fx", tp(one)/tp(ni)))
@@ -414,4 +427,27 @@ func settlePolicies(ctx context.Context, e *env, policy bool) error {
 		return fmt.Errorf("%d injection policy bindings, want %d: %w", have, want, err)
 	}
 	return nil
+}
+
+// admissionCPU writes where the CPU went during the 16-client runs: each
+// process's CPU time per created pod, pooled over a variant's runs.
+func admissionCPU(b *strings.Builder, r *report, res map[admVariant]*admResult, variants []admVariant) {
+	b.WriteString("\nCPU time per created pod during the 16-client runs (user + system from `/proc/<pid>/stat`, pooled over a variant's runs; *whole machine* is every CPU's busy time from `/proc/stat`, on a machine running nothing else):\n\n| variant |")
+	for _, role := range cpuRoles {
+		fmt.Fprintf(b, " %s |", role)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cpuRoles)) + "\n")
+	raw := map[string]map[string]float64{}
+	for _, v := range variants {
+		a := res[v]
+		fmt.Fprintf(b, "| %s |", v)
+		raw[string(v)] = map[string]float64{}
+		for _, role := range cpuRoles {
+			perPod := float64(a.cpu[role]) / float64(time.Millisecond) / float64(a.pods)
+			raw[string(v)][role] = perPod
+			fmt.Fprintf(b, " %.2f ms |", perPod)
+		}
+		b.WriteString("\n")
+	}
+	r.record("admission_cpu_ms_per_pod", raw)
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times (100 on
+// every Linux architecture Go supports).
+const clockTicks = 100
+
+// Roles of the processes whose CPU time the admission item accounts for,
+// by their command name (/proc/<pid>/comm).
+const (
+	roleAPIServer = "kube-apiserver"
+	roleEtcd      = "etcd"
+	roleDeckhand  = "Deckhand manager"
+	roleKruise    = "kruise-manager"
+	roleBench     = "bench (clients, minimal webhook)"
+	roleMachine   = "whole machine"
+)
+
+var cpuRoles = []string{roleAPIServer, roleEtcd, roleDeckhand, roleKruise, roleBench, roleMachine}
+
+var roleOfComm = map[string]string{"kube-apiserver": roleAPIServer, "etcd": roleEtcd, "deckhand": roleDeckhand, "kruise-manager": roleKruise}
+
+// cpuSnapshot is the CPU time (user + system) each role's processes have
+// used so far, and the machine's busy time (every CPU, /proc/stat).
+type cpuSnapshot map[string]time.Duration
+
+func readCPU() (cpuSnapshot, error) {
+	s := cpuSnapshot{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // exited since the listing
+		}
+		// The command name is in parentheses and may hold spaces; the
+		// fields after it start with the state (field 3 of proc(5)).
+		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		role := roleOfComm[string(b[open+1:end])]
+		if pid == self {
+			role = roleBench
+		}
+		if role == "" {
+			continue
+		}
+		f := strings.Fields(string(b[end+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+		stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		s[role] += ticks(utime + stime)
+	}
+	busy, err := machineBusy()
+	if err != nil {
+		return nil, err
+	}
+	s[roleMachine] = busy
+	return s, nil
+}
+
+// machineBusy is the time every CPU spent not idle (nor waiting for I/O).
+func machineBusy() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy int64
+	for i, x := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 7 { // guest time is already counted in user time
+			break
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		busy += n
+	}
+	return ticks(busy), nil
+}
+
+func ticks(n int64) time.Duration { return time.Duration(n) * time.Second / clockTicks }
+
+// sub is the CPU time used between before and s.
+func (s cpuSnapshot) sub(before cpuSnapshot) cpuSnapshot {
+	d := cpuSnapshot{}
+	for k, v := range s {
+		d[k] = v - before[k]
+	}
+	return d
+}
+
+// add adds d to s.
+func (s cpuSnapshot) add(d cpuSnapshot) {
+	for k, v := range d {
+		s[k] += v
+	}
+}
