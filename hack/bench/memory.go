@@ -58,7 +58,11 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		return nil, fmt.Errorf("caches did not sync: %w\n%s", err, e.mgr.Logs(20))
 	}
 	f := &managerFigures{pods: len(pods.Items), sync: synced.Sub(start), controls: n}
-	if err := sampleMemory(ctx, cfg, memoryProbe{pid: e.mgr.Pid(), forceGC: e.forceGC, metrics: e.managerMetrics}, f); err != nil {
+	probe := memoryProbe{pid: e.mgr.Pid(), forceGC: e.forceGC, metrics: e.managerMetrics,
+		// The heap as the last collection left it: what was live when
+		// the runtime set the heap size it is now allowed to reach.
+		afterRSS: func(ctx context.Context) { e.saveProfile(ctx, cfg, "heap", profile+"-last-gc") }}
+	if err := sampleMemory(ctx, cfg, probe, f); err != nil {
 		return nil, err
 	}
 	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
@@ -73,6 +77,9 @@ type memoryProbe struct {
 	pid     int
 	forceGC func(context.Context) error
 	metrics func(context.Context) (metrics, error)
+	// afterRSS, if set, is called once the RSS samples are taken, before
+	// any forced collection.
+	afterRSS func(context.Context)
 }
 
 // sampleMemory fills in f's RSS and heap figures of a manager whose caches
@@ -102,6 +109,9 @@ func sampleMemory(ctx context.Context, cfg *config, p memoryProbe, f *managerFig
 			}
 			f.runtimeSplit = goMemorySplit(m)
 		}
+	}
+	if p.afterRSS != nil {
+		p.afterRSS(ctx)
 	}
 	// Then the heap, each time right after a collection, so that the
 	// figures are live data and not whatever garbage the last cycle left
