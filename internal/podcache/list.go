@@ -33,7 +33,7 @@ func NewLister(ctx context.Context, c ctrlcache.Cache) (*Lister, error) {
 		return nil, err
 	}
 	if idx, ok := inf.(interface{ GetIndexer() toolscache.Indexer }); ok {
-		return &Lister{indexer: idx.GetIndexer()}, nil
+		return &Lister{indexer: idx.GetIndexer(), reader: c}, nil
 	}
 	return &Lister{reader: c}, nil
 }
@@ -78,6 +78,40 @@ func (l *Lister) selectFromReader(ctx context.Context, namespace string, selecto
 	out := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// Indexed returns the pods in namespace whose value for field, an index
+// registered with the cache's IndexField, is value.
+//
+// NOTE: controller-runtime keeps such an index on the informer as
+// "field:<field>", keyed "<namespace>/<value>" (cache/internal's
+// FieldIndexName and KeyToNamespacedKey); reading it there is what spares
+// the copy. A controller-runtime that named it otherwise would make this
+// fail, not fall back quietly: every PodSet sync in the PodSet controller's
+// tests reads its pods here.
+func (l *Lister) Indexed(ctx context.Context, namespace, field, value string) ([]*corev1.Pod, error) {
+	if l.indexer == nil {
+		list := &corev1.PodList{}
+		if err := l.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		out := make([]*corev1.Pod, len(list.Items))
+		for i := range list.Items {
+			out[i] = &list.Items[i]
+		}
+		return out, nil
+	}
+	objs, err := l.indexer.ByIndex("field:"+field, namespace+"/"+value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -61,5 +62,65 @@ func TestListerSelect(t *testing.T) {
 				t.Errorf("%s: Select(%q, %s) = %v, want %v", name, tc.namespace, tc.selector, names, tc.want)
 			}
 		}
+	}
+}
+
+// TestListerIndexed: the informer's field index, read the way
+// controller-runtime names and keys it, and a reader's field-selected list
+// agree, and the informer's pods are its own pointers.
+func TestListerIndexed(t *testing.T) {
+	const field = "example.com/owner"
+	owner := func(o client.Object) []string { return []string{o.GetAnnotations()["owner"]} }
+	pod := func(ns, name, own string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{"owner": own}}}
+	}
+	pods := []*corev1.Pod{pod("a", "x-1", "x"), pod("a", "x-2", "x"), pod("a", "y-1", "y"), pod("b", "x-3", "x"), pod("a", "none", "")}
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+		"field:" + field: func(obj any) ([]string, error) {
+			o := obj.(client.Object)
+			return []string{o.GetNamespace() + "/" + owner(o)[0]}, nil
+		},
+	})
+	objs := make([]runtime.Object, 0, len(pods))
+	for _, p := range pods {
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, p.DeepCopy())
+	}
+	listers := map[string]*Lister{
+		"informer": {indexer: idx},
+		"reader":   ListerFromReader(fake.NewClientBuilder().WithRuntimeObjects(objs...).WithIndex(&corev1.Pod{}, field, owner).Build()),
+	}
+	cases := []struct {
+		namespace, value string
+		want             []string
+	}{
+		{"a", "x", []string{"x-1", "x-2"}},
+		{"b", "x", []string{"x-3"}},
+		{"a", "", []string{"none"}},
+		{"c", "x", nil},
+	}
+	for name, l := range listers {
+		for _, tc := range cases {
+			got, err := l.Indexed(context.Background(), tc.namespace, field, tc.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range got {
+				names = append(names, p.Name)
+				if name == "informer" && !slices.Contains(pods, p) {
+					t.Errorf("%s: pod %s is a copy, not the cache's", name, p.Name)
+				}
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("%s: Indexed(%q, %q) = %v, want %v", name, tc.namespace, tc.value, names, tc.want)
+			}
+		}
+	}
+	if _, err := (&Lister{indexer: idx}).Indexed(context.Background(), "a", "example.com/unknown", "x"); err == nil {
+		t.Error("an index the informer does not have read as empty, not as an error")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,21 +62,23 @@ func podControllerKey(o client.Object) []string {
 // the controller-UID index does the filtering: a namespace holds every
 // PodSet's pods, and listing (even without deep copies) 10,000 pods on every
 // reconcile of each of 100 PodSets dominated the manager's memory in the
-// benchmark (docs/benchmarks.md, item 3). The lists share their objects with
-// the cache; only the pods this PodSet may claim are copied, before anything
-// reads them further or changes them.
+// benchmark (docs/benchmarks.md, item 3).
+//
+// NOTE: the pods are the cache's own objects, not copies: the scope's pods
+// are read-only, and whatever writes a pod (adopt, release, an in-place
+// update) copies it first. Copying every claimed pod made the start-up
+// reconciles of 100 PodSets of 100 pods hold about a fifth of the heap live
+// at the collection that set the manager's largest heap size
+// (docs/benchmark-analysis.md, item 3).
 func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, error) {
-	var owned, orphans corev1.PodList
-	for _, l := range []struct {
-		into *corev1.PodList
-		key  string
-	}{{&owned, string(s.ps.UID)}, {&orphans, orphanKey}} {
-		if err := r.podReader.List(ctx, l.into, client.InNamespace(s.ps.Namespace),
-			client.MatchingFields{podControllerIndex: l.key}, client.UnsafeDisableDeepCopy); err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
-		}
+	owned, err := r.pods.Indexed(ctx, s.ps.Namespace, podControllerIndex, string(s.ps.UID))
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
 	}
-	candidates := append(owned.Items, orphans.Items...)
+	orphans, err := r.pods.Indexed(ctx, s.ps.Namespace, podControllerIndex, orphanKey)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+	}
 	checked := false
 	var canAdoptErr error
 	canAdopt := func() error {
@@ -87,17 +90,15 @@ func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, erro
 		return canAdoptErr
 	}
 	var errs []error
-	for i := range candidates {
-		shared := &candidates[i]
-		if shared.Status.Phase == corev1.PodSucceeded || shared.Status.Phase == corev1.PodFailed {
+	for _, p := range slices.Concat(owned, orphans) {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			// Finished pods are neither replicas nor worth adopting.
 			continue
 		}
-		if !mayClaim(s, shared) {
+		if !mayClaim(s, p) {
 			continue
 		}
-		p := shared.DeepCopy()
-		owned, err := r.claimPod(ctx, s, p, canAdopt)
+		p, owned, err := r.claimPod(ctx, s, p, canAdopt)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -124,37 +125,39 @@ func mayClaim(s *scope, p *corev1.Pod) bool {
 	return s.selector.Matches(labelsOf(p))
 }
 
-// claimPod decides whether p belongs to s.ps, adopting or releasing it.
-func (r *Reconciler) claimPod(ctx context.Context, s *scope, p *corev1.Pod, canAdopt func() error) (bool, error) {
+// claimPod decides whether p belongs to s.ps, adopting or releasing it. It
+// returns the pod to keep: p, or the adopted copy.
+func (r *Reconciler) claimPod(ctx context.Context, s *scope, p *corev1.Pod, canAdopt func() error) (*corev1.Pod, bool, error) {
 	matches := s.selector.Matches(labelsOf(p))
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		if ref.UID != s.ps.UID {
-			return false, nil // someone else's
+			return p, false, nil // someone else's
 		}
 		if matches {
-			return true, nil
+			return p, true, nil
 		}
 		// Owned but no longer matching: release, unless we are being
 		// deleted (then the garbage collector takes it) or it is going away.
 		if s.ps.DeletionTimestamp != nil || p.DeletionTimestamp != nil {
-			return false, nil
+			return p, false, nil
 		}
-		return false, r.release(ctx, s, p)
+		return p, false, r.release(ctx, s, p)
 	}
 	// An orphan.
 	if !matches || s.ps.DeletionTimestamp != nil || p.DeletionTimestamp != nil {
-		return false, nil
+		return p, false, nil
 	}
 	if err := canAdopt(); err != nil {
-		return false, err
+		return p, false, err
 	}
-	if err := r.adopt(ctx, s, p); err != nil {
+	adopted, err := r.adopt(ctx, s, p)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return p, false, nil
 		}
-		return false, err
+		return p, false, err
 	}
-	return true, nil
+	return adopted, true, nil
 }
 
 // recheckOwner re-reads the PodSet uncached before the first adoption of a
@@ -187,34 +190,36 @@ func controllerRef(ps *deckhandv1alpha1.PodSet) metav1.OwnerReference {
 	}
 }
 
-// adopt adds the controller reference to an orphan. The patch is
-// optimistic-locked: if the pod changed since it was read (e.g. another
-// controller adopted it), the adoption fails and is retried on fresh data.
-func (r *Reconciler) adopt(ctx context.Context, s *scope, p *corev1.Pod) error {
-	orig := p.DeepCopy()
-	p.OwnerReferences = append(p.OwnerReferences, controllerRef(s.ps))
-	err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+// adopt adds the controller reference to a copy of an orphan and returns
+// the copy as patched. The patch is optimistic-locked: if the pod changed
+// since it was read (e.g. another controller adopted it), the adoption
+// fails and is retried on fresh data.
+func (r *Reconciler) adopt(ctx context.Context, s *scope, p *corev1.Pod) (*corev1.Pod, error) {
+	adopted := p.DeepCopy()
+	adopted.OwnerReferences = append(adopted.OwnerReferences, controllerRef(s.ps))
+	err := r.Client.Patch(ctx, adopted, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}),
 		client.FieldOwner(deckhandv1alpha1.FieldManager))
 	podOps.WithLabelValues("adopt", result(err)).Inc()
-	if err == nil {
-		s.wrote = true
-		log.FromContext(ctx).V(1).Info("adopted pod", "podset", klog.KObj(s.ps), "pod", klog.KObj(p))
+	if err != nil {
+		return nil, err
 	}
-	return err
+	s.wrote = true
+	log.FromContext(ctx).V(1).Info("adopted pod", "podset", klog.KObj(s.ps), "pod", klog.KObj(p))
+	return adopted, nil
 }
 
 // release removes the PodSet's owner reference from a pod that no longer
 // matches the selector.
 func (r *Reconciler) release(ctx context.Context, s *scope, p *corev1.Pod) error {
-	orig := p.DeepCopy()
+	released := p.DeepCopy()
 	refs := p.OwnerReferences[:0:0]
 	for _, ref := range p.OwnerReferences {
 		if ref.UID != s.ps.UID {
 			refs = append(refs, ref)
 		}
 	}
-	p.OwnerReferences = refs
-	err := r.Client.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}),
+	released.OwnerReferences = refs
+	err := r.Client.Patch(ctx, released, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}),
 		client.FieldOwner(deckhandv1alpha1.FieldManager))
 	podOps.WithLabelValues("release", result(err)).Inc()
 	if err != nil && !apierrors.IsNotFound(err) {

@@ -310,8 +310,14 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 	for _, p := range pods {
 		patch, err := inPlacePatch(p, &s.ps.Spec.Template, s.revision, now)
 		if err == nil {
-			err = r.Client.Patch(ctx, p, client.RawPatch(types.StrategicMergePatchType, patch),
+			// p is the cache's: the patched pod is read into a pod of its
+			// own, which this sync's status then counts.
+			patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+			err = r.Client.Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, patch),
 				client.FieldOwner(deckhandv1alpha1.FieldManager))
+			if err == nil {
+				s.replacePod(p, patched)
+			}
 		}
 		podOps.WithLabelValues("inplace_update", result(err)).Inc()
 		if err != nil {

@@ -3,6 +3,7 @@ package podset
 import (
 	"context"
 	"errors"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/podcache"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/revisionhistory"
 )
@@ -69,8 +71,9 @@ type Reconciler struct {
 	// expectations require.
 	PodCache cache.Cache
 
-	// podReader lists pods: PodCache or the manager's client.
-	podReader client.Reader
+	// pods lists pods from PodCache or the manager's cache, as the
+	// informer holds them: read-only.
+	pods *podcache.Lister
 	// revisionNumbers remembers the revision numbers this process gave.
 	revisionNumbers revisionhistory.Counter
 }
@@ -106,13 +109,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	podHandler := &podEventHandler{client: r.Client, exp: r.Expectations}
 	b := reconcileutil.NewController(mgr, "podset", r.MaxConcurrentReconciles, &deckhandv1alpha1.PodSet{})
+	podCache := mgr.GetCache()
 	if r.PodCache != nil {
-		r.podReader = r.PodCache
+		podCache = r.PodCache
 		b = b.WatchesRawSource(source.Kind[client.Object](r.PodCache, &corev1.Pod{}, podHandler))
 	} else {
-		r.podReader = r.Client
 		b = b.Watches(&corev1.Pod{}, podHandler)
 	}
+	pods, err := podcache.NewLister(context.Background(), podCache)
+	if err != nil {
+		return err
+	}
+	r.pods = pods
 	// A ControllerRevision deleted by someone else is recreated by the
 	// next sync.
 	b = b.Owns(&appsv1.ControllerRevision{})
@@ -145,6 +153,13 @@ type scope struct {
 	// blocked names the pods whose eviction a PodDisruptionBudget refused
 	// in this sync, with the API server's reason.
 	blocked map[string]string
+}
+
+// replacePod puts p's successor in p's place among s.pods.
+func (s *scope) replacePod(p, successor *corev1.Pod) {
+	if i := slices.Index(s.pods, p); i >= 0 {
+		s.pods[i] = successor
+	}
 }
 
 // Reconcile brings one PodSet's pods to its spec and writes its status.

@@ -39,6 +39,9 @@ var env *testenv.Env
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Full: true,
+		// The reconciler reads and claims the cache's own pods, copying
+		// only what it writes.
+		DetectCacheMutations: true,
 		Setup: func(mgr ctrl.Manager) error {
 			r := &podset.Reconciler{}
 			if d := slowWatchDelay.Load(); d > 0 {

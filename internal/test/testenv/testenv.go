@@ -22,8 +22,10 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,7 +62,15 @@ type Options struct {
 	Setup SetupFunc
 	// Cluster, if set, replaces the options derived from Full.
 	Cluster *localcluster.Options
+	// DetectCacheMutations runs the package's tests with client-go's
+	// cache mutation detector on: a controller that writes into an object
+	// an informer holds makes the test binary panic. client-go reads the
+	// switch (KUBE_CACHE_MUTATION_DETECTOR) once, at process start, so the
+	// test binary runs itself again with it set.
+	DetectCacheMutations bool
 }
+
+const mutationDetectorEnv = "KUBE_CACHE_MUTATION_DETECTOR"
 
 // AllOfDeckhand registers every controller and webhook, exactly as the
 // deckhand binary does.
@@ -111,6 +121,9 @@ func Scheme() *runtime.Scheme {
 // and stops everything again. Use it as the body of TestMain. When a test
 // fails, the tail of every component's log (and the manager's) is printed.
 func Run(m *testing.M, env **Env, opts Options) int {
+	if opts.DetectCacheMutations && os.Getenv(mutationDetectorEnv) != "true" {
+		return runAgainWith(mutationDetectorEnv + "=true")
+	}
 	e, err := start(opts)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
@@ -227,4 +240,23 @@ func (e *Env) Namespace(t testing.TB) string {
 		})
 	}
 	return testutil.Namespace(t, e.Client)
+}
+
+// runAgainWith runs the test binary again, as it was run, with one more
+// environment variable, and returns its exit code.
+func runAgainWith(env string) int {
+	cmd := exec.Command(os.Args[0], os.Args[1:]...)
+	cmd.Env = append(os.Environ(), env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit) && exit.ExitCode() > 0:
+		return exit.ExitCode()
+	default:
+		fmt.Fprintf(os.Stderr, "testenv: running the tests again with %s: %v\n", env, err)
+		return 1
+	}
 }
