@@ -8,6 +8,7 @@ package restartschedule
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -648,5 +649,30 @@ func TestUnitSuspendMidRun(t *testing.T) {
 				t.Fatalf("MissSchedule event emitted: %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestUnitStartsArePrioritized: a schedule waiting for its slot asks to be
+// woken with the start priority; the reconciles that follow a restart (the
+// status write, the rollout's polls) go back to the normal one rather than
+// keeping the priority the woken request came with.
+func TestUnitStartsArePrioritized(t *testing.T) {
+	h := newHarness(t, "2026-01-01T09:59:00Z", schedule("s", "0 * * * *", "2026-01-01T09:30:00Z"), deployment("web", nil))
+	priority := func(res ctrl.Result) string {
+		if res.Priority == nil {
+			return "unset (the request's own)"
+		}
+		return fmt.Sprint(*res.Priority)
+	}
+	if res := h.reconcile("s"); res.Priority != startPriority {
+		t.Fatalf("waiting for the slot: priority %s, want the start priority %d", priority(res), *startPriority)
+	}
+	h.set("2026-01-01T10:00:00.1Z")
+	if res := h.reconcileOnce("s"); res.RequeueAfter != statusAfterPatchDelay || res.Priority != normalPriority {
+		t.Fatalf("after the patch: requeue after %s with priority %s, want %s with %d", res.RequeueAfter, priority(res), statusAfterPatchDelay, *normalPriority)
+	}
+	h.rollingOut("web")
+	if res := h.reconcileOnce("s"); res.Priority != normalPriority {
+		t.Fatalf("following the rollout (requeue after %s): priority %s, want %d", res.RequeueAfter, priority(res), *normalPriority)
 	}
 }

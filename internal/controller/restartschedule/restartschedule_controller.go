@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -177,10 +178,30 @@ func (s *scope) event(related runtime.Object, typ, reason, action, format string
 	s.events = append(s.events, pendingEvent{related: related, typ: typ, reason: reason, action: action, note: fmt.Sprintf(format, args...)})
 }
 
+// Priorities of the controller's queue.
+//
+// NOTE: at a slot many schedules share ("0 3 * * *") every one of them is
+// due at once, and each restart sends its workload's rollout events back as
+// reconciles of the schedule following it. A schedule waking for a run it
+// may start is served before those, so that the last restarts of a slot
+// do not wait behind the rollouts of the first. A result sets its priority
+// always: without one, the queue keeps the priority the request came with,
+// and follow-up work would inherit a start's.
+var (
+	startPriority  = ptr.To(10)
+	normalPriority = ptr.To(0)
+)
+
 // requeueIn asks for a reconcile after d, and at once for a d that has
 // already passed.
 func requeueIn(d time.Duration) ctrl.Result {
-	return ctrl.Result{RequeueAfter: max(d, time.Millisecond)}
+	return ctrl.Result{RequeueAfter: max(d, time.Millisecond), Priority: normalPriority}
+}
+
+// requeueToStart is requeueIn for the time a run may start (a slot, the
+// end of a wait for a window or a jitter).
+func requeueToStart(d time.Duration) ctrl.Result {
+	return ctrl.Result{RequeueAfter: max(d, time.Millisecond), Priority: startPriority}
 }
 
 // Reconcile runs the phases of a RestartSchedule and writes its status once.
@@ -198,7 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.summarize)
 	if err == nil && s.patchedWorkloads {
-		return ctrl.Result{RequeueAfter: statusAfterPatchDelay}, nil
+		return ctrl.Result{RequeueAfter: statusAfterPatchDelay, Priority: normalPriority}, nil
 	}
 	if err == nil {
 		rs.Status.ObservedGeneration = rs.Generation
@@ -211,7 +232,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if perr := r.Client.Status().Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
 			if apierrors.IsConflict(perr) {
 				log.V(1).Info("status conflict, retrying", "restartschedule", klog.KObj(rs))
-				return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
+				return ctrl.Result{RequeueAfter: conflictRetryDelay, Priority: normalPriority}, nil
 			}
 			return ctrl.Result{}, perr
 		}

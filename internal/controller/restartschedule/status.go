@@ -66,7 +66,7 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 		if !next.IsZero() {
 			t := metav1.NewTime(next)
 			st.NextScheduleTime = &t
-			res = requeueIn(next.Sub(s.now) + requeueDelay)
+			res = requeueToStart(next.Sub(s.now) + requeueDelay)
 		}
 		earliest := s.now
 		if st.HandledThrough != nil {
@@ -80,7 +80,7 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 		}
 	}
 	if !s.waitUntil.IsZero() {
-		res = reconcileutil.LowestNonZero(res, requeueIn(s.waitUntil.Sub(s.now)+requeueDelay))
+		res = reconcileutil.LowestNonZero(res, requeueToStart(s.waitUntil.Sub(s.now)+requeueDelay))
 	}
 
 	switch {
