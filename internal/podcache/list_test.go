@@ -2,6 +2,7 @@ package podcache
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -47,20 +48,7 @@ func TestListerSelect(t *testing.T) {
 	for name, l := range listers {
 		for _, tc := range cases {
 			got, err := l.Select(context.Background(), tc.namespace, tc.selector)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, p := range got {
-				names = append(names, p.Name)
-				if name == "informer" && !slices.Contains(pods, p) {
-					t.Errorf("%s: pod %s is a copy, not the cache's", name, p.Name)
-				}
-			}
-			slices.Sort(names)
-			if !slices.Equal(names, tc.want) {
-				t.Errorf("%s: Select(%q, %s) = %v, want %v", name, tc.namespace, tc.selector, names, tc.want)
-			}
+			checkListed(t, fmt.Sprintf("%s: Select(%q, %s)", name, tc.namespace, tc.selector), got, err, name == "informer", pods, tc.want)
 		}
 	}
 }
@@ -104,23 +92,30 @@ func TestListerIndexed(t *testing.T) {
 	for name, l := range listers {
 		for _, tc := range cases {
 			got, err := l.Indexed(context.Background(), tc.namespace, field, tc.value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, p := range got {
-				names = append(names, p.Name)
-				if name == "informer" && !slices.Contains(pods, p) {
-					t.Errorf("%s: pod %s is a copy, not the cache's", name, p.Name)
-				}
-			}
-			slices.Sort(names)
-			if !slices.Equal(names, tc.want) {
-				t.Errorf("%s: Indexed(%q, %q) = %v, want %v", name, tc.namespace, tc.value, names, tc.want)
-			}
+			checkListed(t, fmt.Sprintf("%s: Indexed(%q, %q)", name, tc.namespace, tc.value), got, err, name == "informer", pods, tc.want)
 		}
 	}
 	if _, err := (&Lister{indexer: idx}).Indexed(context.Background(), "a", "example.com/unknown", "x"); err == nil {
 		t.Error("an index the informer does not have read as empty, not as an error")
+	}
+}
+
+// checkListed wants a list of the pods named want, the cache's own
+// pointers if fromCache.
+func checkListed(t *testing.T, call string, got []*corev1.Pod, err error, fromCache bool, cached []*corev1.Pod, want []string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", call, err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+		if fromCache && !slices.Contains(cached, p) {
+			t.Errorf("%s: pod %s is a copy, not the cache's", call, p.Name)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, want) {
+		t.Errorf("%s = %v, want %v", call, names, want)
 	}
 }
