@@ -22,18 +22,7 @@ func TestListerSelect(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}}
 	}
 	pods := []*corev1.Pod{pod("a", "web-1", "web"), pod("a", "db-1", "db"), pod("b", "web-2", "web"), pod("c", "none", "")}
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	objs := make([]runtime.Object, 0, len(pods))
-	for _, p := range pods {
-		if err := idx.Add(p); err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, p.DeepCopy())
-	}
-	listers := map[string]*Lister{
-		"informer": {indexer: idx},
-		"reader":   ListerFromReader(fake.NewClientBuilder().WithRuntimeObjects(objs...).Build()),
-	}
+	listers := bothListers(t, pods, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}, fake.NewClientBuilder())
 	web := labels.SelectorFromSet(labels.Set{"app": "web"})
 	cases := []struct {
 		namespace string
@@ -63,23 +52,12 @@ func TestListerIndexed(t *testing.T) {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{"owner": own}}}
 	}
 	pods := []*corev1.Pod{pod("a", "x-1", "x"), pod("a", "x-2", "x"), pod("a", "y-1", "y"), pod("b", "x-3", "x"), pod("a", "none", "")}
-	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{
+	listers := bothListers(t, pods, toolscache.Indexers{
 		"field:" + field: func(obj any) ([]string, error) {
 			o := obj.(client.Object)
 			return []string{o.GetNamespace() + "/" + owner(o)[0]}, nil
 		},
-	})
-	objs := make([]runtime.Object, 0, len(pods))
-	for _, p := range pods {
-		if err := idx.Add(p); err != nil {
-			t.Fatal(err)
-		}
-		objs = append(objs, p.DeepCopy())
-	}
-	listers := map[string]*Lister{
-		"informer": {indexer: idx},
-		"reader":   ListerFromReader(fake.NewClientBuilder().WithRuntimeObjects(objs...).WithIndex(&corev1.Pod{}, field, owner).Build()),
-	}
+	}, fake.NewClientBuilder().WithIndex(&corev1.Pod{}, field, owner))
 	cases := []struct {
 		namespace, value string
 		want             []string
@@ -95,7 +73,7 @@ func TestListerIndexed(t *testing.T) {
 			checkListed(t, fmt.Sprintf("%s: Indexed(%q, %q)", name, tc.namespace, tc.value), got, err, name == "informer", pods, tc.want)
 		}
 	}
-	if _, err := (&Lister{indexer: idx}).Indexed(context.Background(), "a", "example.com/unknown", "x"); err == nil {
+	if _, err := listers["informer"].Indexed(context.Background(), "a", "example.com/unknown", "x"); err == nil {
 		t.Error("an index the informer does not have read as empty, not as an error")
 	}
 }
@@ -117,5 +95,23 @@ func checkListed(t *testing.T, call string, got []*corev1.Pod, err error, fromCa
 	slices.Sort(names)
 	if !slices.Equal(names, want) {
 		t.Errorf("%s = %v, want %v", call, names, want)
+	}
+}
+
+// bothListers returns a Lister over an informer's indexer (with indexers)
+// and one over a fake client (built by b), each holding pods.
+func bothListers(t *testing.T, pods []*corev1.Pod, indexers toolscache.Indexers, b *fake.ClientBuilder) map[string]*Lister {
+	t.Helper()
+	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, indexers)
+	objs := make([]runtime.Object, 0, len(pods))
+	for _, p := range pods {
+		if err := idx.Add(p); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, p.DeepCopy())
+	}
+	return map[string]*Lister{
+		"informer": {indexer: idx},
+		"reader":   ListerFromReader(b.WithRuntimeObjects(objs...).Build()),
 	}
 }
