@@ -116,7 +116,7 @@ func (r *Reconciler) runNow(ctx context.Context, s *scope) (ctrl.Result, error) 
 		override = " (ignoring windows and blackout dates)"
 	}
 	s.event(nil, corev1.EventTypeNormal, ReasonRunStarted, "RunNow", "run-now %q started at %s for %d workload(s)%s%s", token, formatSlot(start.Time), len(targets), override, deferred)
-	return requeueIn(0), nil
+	return requeueToStart(0), nil
 }
 
 // replaceRun ends the run in progress, if any, for a new one under
