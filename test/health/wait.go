@@ -53,11 +53,32 @@ func IsPaused(reason string) Want {
 	return Want{Ready: metav1.ConditionFalse, Reason: reason, Kstatus: status.InProgressStatus, ArgoCD: Suspended}
 }
 
-// RefusePods returns a ResourceQuota that refuses every pod of namespace
-// ns: what a workload's pods cannot get past.
-func RefusePods(ns string) *corev1.ResourceQuota {
-	return &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "refuse-pods"},
+// RefusePods creates a ResourceQuota that refuses every pod of namespace
+// ns, what a workload's pods cannot get past, and returns it once it is in
+// force.
+//
+// NOTE: quota admission restricts only the resources in the quota's
+// status.hard, which kube-controller-manager's quota controller fills in;
+// until then pods are admitted. Waiting for it keeps a slow controller from
+// letting the workload's first pods through.
+func RefusePods(t testing.TB, c client.Client, ns string) *corev1.ResourceQuota {
+	t.Helper()
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "refuse-pods"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	if err := c.Create(context.Background(), quota); err != nil {
+		t.Fatalf("creating ResourceQuota %s/%s: %v", ns, quota.Name, err)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+			return false, nil
+		}
+		_, enforced := quota.Status.Hard[corev1.ResourcePods]
+		return enforced, nil
+	})
+	if err != nil {
+		t.Fatalf("ResourceQuota %s/%s: waiting for the quota controller to fill in status.hard: %v", ns, quota.Name, err)
+	}
+	return quota
 }
 
 // Wait re-reads obj until its status describes its current generation and

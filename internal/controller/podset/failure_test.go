@@ -90,8 +90,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 // Failed, Argo CD Degraded) until the quota is gone.
 func TestSummaryStalledByQuota(t *testing.T) {
 	ns := env.Namespace(t)
-	quota := health.RefusePods(ns)
-	mustCreate(t, quota)
+	quota := health.RefusePods(t, env.Client, ns)
 	ps := newPodSet(ns, "refused", 2)
 	mustCreate(t, ps)
 	health.Wait(t, env.Client, ps, time.Minute, health.IsStalled(podset.ReasonReplicaFailure))

@@ -52,7 +52,7 @@ func TestIntegrationFailedRunSummary(t *testing.T) {
 	d.Spec.ProgressDeadlineSeconds = ptr.To[int32](1)
 	create(t, d)
 	waitRolledOut(t, ns, "web")
-	create(t, health.RefusePods(ns))
+	health.RefusePods(t, env.Client, ns)
 
 	rs := &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},

@@ -513,26 +513,31 @@ func TestSummaryThroughARollout(t *testing.T) {
 // CD Degraded) and Ready once the obstacle is gone.
 func TestSummaryStalled(t *testing.T) {
 	for _, tc := range []struct {
-		reason   string
-		obstacle func(ns string) client.Object
+		reason string
+		// obstacle creates what stands in the way.
+		obstacle func(t *testing.T, ns string) client.Object
 		// lift: remove the obstacle and wait for Ready. Not for the quota:
 		// the ReplicaSet controller backs off while it refuses pods.
 		lift bool
 	}{
-		{webserver.ReasonNameConflict, func(ns string) client.Object {
-			return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blocked"},
+		{webserver.ReasonNameConflict, func(t *testing.T, ns string) client.Object {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "blocked"},
 				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8080}}}}
+			if err := env.Client.Create(ctx(t), svc); err != nil {
+				t.Fatal(err)
+			}
+			return svc
 		}, true},
-		{webserver.ReasonReplicaFailure, func(ns string) client.Object { return health.RefusePods(ns) }, false},
+		{webserver.ReasonReplicaFailure, func(t *testing.T, ns string) client.Object {
+			return health.RefusePods(t, env.Client, ns)
+		}, false},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			c, ns := ctx(t), env.Namespace(t)
-			obstacle := tc.obstacle(ns)
+			obstacle := tc.obstacle(t, ns)
 			ws := newWebServer(ns, "blocked", nil)
-			for _, obj := range []client.Object{obstacle, ws} {
-				if err := env.Client.Create(c, obj); err != nil {
-					t.Fatal(err)
-				}
+			if err := env.Client.Create(c, ws); err != nil {
+				t.Fatal(err)
 			}
 			health.Wait(t, env.Client, ws, timeout, health.IsStalled(tc.reason))
 			if tc.lift {
