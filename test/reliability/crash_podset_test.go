@@ -35,7 +35,8 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	// cycleDeadline only bounds it. A bound in time, not in cycles: a cycle
 	// of 30 pods takes about a second on a quiet machine and several on a
 	// loaded one, while the kills come every minGap-maxGap whatever the
-	// machine.
+	// machine. Four times the longest gaps leaves room for the restarts
+	// between them on a loaded machine.
 	n, minKills := 30, 2
 	minGap, maxGap := 3*time.Second, 8*time.Second
 	if stress() {
