@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -143,16 +142,7 @@ func TestHotUpgradeValidation(t *testing.T) {
 	}
 	for _, tc := range update {
 		t.Run("update/"+tc.name, func(t *testing.T) {
-			// The controller writes the status meanwhile: a conflict is tried again.
-			var err error
-			for err = apierrors.NewConflict(schema.GroupResource{}, name, nil); apierrors.IsConflict(err); {
-				s := &deckhandv1alpha1.SidecarSet{}
-				if err := env.Client.Get(ctxT(t), clientKey(name), s); err != nil {
-					t.Fatal(err)
-				}
-				tc.mut(s)
-				err = env.Client.Update(ctxT(t), s)
-			}
+			err := tryUpdateSidecarSet(t, name, tc.mut)
 			if err == nil {
 				t.Fatal("an update that cannot be hot-upgraded was accepted")
 			}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -72,22 +71,11 @@ func TestPinnedRevisionIsInjected(t *testing.T) {
 		t.Fatalf("pod created without a pin: containers %v, want proxy:2", pod.Spec.Containers)
 	}
 
-	// Partial cannot be expressed in a MutatingAdmissionPolicy. (A status
-	// write between the read and the update is a conflict: read again.)
-	for {
-		err = env.Client.Update(ctxT(t), func() *deckhandv1alpha1.SidecarSet {
-			cur := &deckhandv1alpha1.SidecarSet{}
-			if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: s.Name}, cur); err != nil {
-				t.Fatal(err)
-			}
-			cur.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
-			cur.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("one"), Policy: deckhandv1alpha1.PartialInjectRevision}
-			return cur
-		}())
-		if !apierrors.IsConflict(err) {
-			break
-		}
-	}
+	// Partial cannot be expressed in a MutatingAdmissionPolicy.
+	err = tryUpdateSidecarSet(t, s.Name, func(cur *deckhandv1alpha1.SidecarSet) {
+		cur.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection
+		cur.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("one"), Policy: deckhandv1alpha1.PartialInjectRevision}
+	})
 	if err == nil || !strings.Contains(err.Error(), "spec.injectionStrategy.revision.policy") || !strings.Contains(err.Error(), "spec.injectionMode: Policy does not support") {
 		t.Fatalf("policy Partial in Policy mode: %v, want a refusal naming the field", err)
 	}

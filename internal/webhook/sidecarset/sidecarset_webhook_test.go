@@ -174,13 +174,8 @@ func TestValidationConflictingContainerNames(t *testing.T) {
 	createSidecarSet(t, excluded)
 
 	// Updating a SidecarSet into a clash is rejected as well.
-	s := &deckhandv1alpha1.SidecarSet{}
-	*s = *otherApp
-	if err := env.Client.Get(ctxT(t), clientKey(otherApp.Name), s); err != nil {
-		t.Fatal(err)
-	}
-	s.Spec.Selector.MatchLabels["app"] = "web"
-	if err := env.Client.Update(ctxT(t), s); err == nil || !strings.Contains(err.Error(), "spec.containers[0].name") {
+	err = tryUpdateSidecarSet(t, otherApp.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Selector.MatchLabels["app"] = "web" })
+	if err == nil || !strings.Contains(err.Error(), "spec.containers[0].name") {
 		t.Errorf("update into a clash: err = %v", err)
 	}
 }

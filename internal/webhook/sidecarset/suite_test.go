@@ -106,23 +106,31 @@ func waitCached(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
 
 func updateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.SidecarSet)) *deckhandv1alpha1.SidecarSet {
 	t.Helper()
-	ctx := ctxT(t)
 	s := &deckhandv1alpha1.SidecarSet{}
+	if err := tryUpdateSidecarSet(t, name, func(cur *deckhandv1alpha1.SidecarSet) { mutate(cur); s = cur }); err != nil {
+		t.Fatalf("updating SidecarSet %s: %v", name, err)
+	}
+	waitCached(t, s)
+	return s
+}
+
+// tryUpdateSidecarSet applies mutate to the current SidecarSet name and
+// returns the update's answer. The controller writes the status meanwhile:
+// a conflict is read again and retried, so the answer is the webhook's or
+// the schema's, never a stale read's.
+func tryUpdateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.SidecarSet)) error {
+	t.Helper()
+	ctx := ctxT(t)
 	for {
+		s := &deckhandv1alpha1.SidecarSet{}
 		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
 			t.Fatal(err)
 		}
 		mutate(s)
-		err := env.Client.Update(ctx, s)
-		if err == nil {
-			break
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("updating SidecarSet %s: %v", name, err)
+		if err := env.Client.Update(ctx, s); !apierrors.IsConflict(err) {
+			return err
 		}
 	}
-	waitCached(t, s)
-	return s
 }
 
 func newPod(ns, name string, labels map[string]string, containers ...string) *corev1.Pod {

@@ -56,12 +56,10 @@ func TestVolumeConflict(t *testing.T) {
 	createSidecarSet(t, elsewhere)
 
 	// Updating a compatible SidecarSet into a conflict is refused too.
-	current := &deckhandv1alpha1.SidecarSet{}
-	if err := env.Client.Get(ctxT(t), clientKey(compatible.Name), current); err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Volumes[0] = configMap("changed-settings", nil)
-	if err := env.Client.Update(ctxT(t), current); err == nil || !strings.Contains(err.Error(), "spec.volumes[0].name") {
+	err = tryUpdateSidecarSet(t, compatible.Name, func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Volumes[0] = configMap("changed-settings", nil)
+	})
+	if err == nil || !strings.Contains(err.Error(), "spec.volumes[0].name") {
 		t.Errorf("update into a volume conflict: err = %v", err)
 	}
 
