@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -179,5 +178,3 @@ func TestValidationConflictingContainerNames(t *testing.T) {
 		t.Errorf("update into a clash: err = %v", err)
 	}
 }
-
-func clientKey(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
