@@ -54,12 +54,18 @@ func validRestartSchedule(ns string) client.Object {
 	}
 }
 
+// validSidecarSet is a valid SidecarSet scoped to namespace ns.
+//
+// Each gets a selector of its own: the webhook refuses a SidecarSet whose
+// container names clash with another that can match the same pods, and an
+// earlier case's object, deleted a moment ago, may still be in its cache.
 func validSidecarSet(ns string) client.Object {
+	name := "scs-" + utilrand.String(6)
 	return &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "scs-" + utilrand.String(6)},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: deckhandv1alpha1.SidecarSetSpec{
 			Namespace:  ns,
-			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "invalid-objects"}},
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "log", Image: "fluent-bit:3"}}},
 		},
 	}
