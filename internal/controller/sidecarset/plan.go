@@ -74,6 +74,12 @@ type podState struct {
 	// hotUpgrading: a HotUpgrade sidecar's idle container does not run the
 	// empty image (a hot upgrade is under way).
 	hotUpgrading bool
+
+	// conditionSynced: a reconcile found the pod's SidecarSetsUpdatable
+	// condition as it should be. Kept with the state while neither the pod
+	// nor the SidecarSet's spec changes (classifyCache), so the next
+	// reconciles need not look again.
+	conditionSynced bool
 }
 
 // needsRecreate reports whether only recreating the pod brings it to the

@@ -75,11 +75,13 @@ func notUpdatableReason(sc *scope, p *podState) string {
 func (r *Reconciler) syncPodConditions(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	w := podConditionWriter{r: r, set: sc.set.Name}
 	for _, p := range sc.pods {
-		if p.pending || !p.injected {
+		if p.pending || !p.injected || p.conditionSynced {
 			continue
 		}
 		if want, ok := nextPodCondition(p.pod, sc.set.Name, notUpdatableReason(sc, p), sc.now); ok {
 			w.write(ctx, p.pod, want)
+		} else {
+			p.conditionSynced = true
 		}
 	}
 	return w.result()

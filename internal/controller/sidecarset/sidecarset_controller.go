@@ -92,6 +92,8 @@ type Reconciler struct {
 	revisionNumbers revisionhistory.Counter
 	// costs remembers how long reconciles take, for the pod-event delay.
 	costs reconcileCosts
+	// classified keeps each SidecarSet's pod states between reconciles.
+	classified classifyCaches
 
 	// Lister reads SidecarSets and their compiled form from the cache. Give
 	// the controller the pod webhook's Lister so that a process compiles
@@ -191,6 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.Expectations.Delete(req.Name)
 			r.recreates.forget(req.Name)
 			r.revisionNumbers.Forget(req.Name)
+			r.classified.forget(req.Name)
 			gone = true
 			res, err := r.dropDeletedFromPodConditions(ctx, req.Name)
 			if err == nil && res.IsZero() {
@@ -251,17 +254,15 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	pending := r.observeUpdates(s.Name, pods)
 	sc.observed = r.recreates.observe(s.Name, pods, terminating, sc.now)
 	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: r.recreates.refusedResizes(s.Name)}
-	states := make([]podState, len(pods))
-	sc.pods = make([]*podState, len(pods))
-	for i, p := range pods {
-		st := &states[i]
-		classify(in, p, st)
-		_, updating := pending[string(p.UID)]
-		if updating || sc.observed.lagging[p.UID] {
-			st.pending = true
-			sc.pending++
+	sc.pods = r.classified.forSet(s).classifyPods(in, pods)
+	if len(pending) > 0 || len(sc.observed.lagging) > 0 {
+		for _, st := range sc.pods {
+			_, updating := pending[string(st.pod.UID)]
+			if updating || sc.observed.lagging[st.pod.UID] {
+				st.pending = true
+				sc.pending++
+			}
 		}
-		sc.pods[i] = st
 	}
 	if sc.pending > 0 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil

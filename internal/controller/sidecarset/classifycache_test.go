@@ -1,0 +1,172 @@
+package sidecarset
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// cacheFixture is a SidecarSet read from an API server (UID, generation)
+// and a way to build its injected pods.
+type cacheFixture struct {
+	set *deckhandv1alpha1.SidecarSet
+	in  classifyInput
+}
+
+func newCacheFixture(generation int64) cacheFixture {
+	s := &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "set-uid", Generation: generation},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: fmt.Sprintf("proxy:%d", generation),
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}},
+		},
+	}
+	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil).Compiled(s)
+	return cacheFixture{set: s, in: classifyInput{set: s, compiled: c, now: time.Now(), deferredTimeout: time.Minute}}
+}
+
+// pod is an injected pod at the fixture's revision, Ready or not, at
+// resourceVersion rv.
+func (f cacheFixture) pod(uid, rv string, ready bool) *corev1.Pod {
+	rec := sidecarcontrol.PodRecord{}
+	rec.Set(f.set.Name, f.in.compiled.Hash, f.in.compiled.HashWithoutImage, []string{"proxy"})
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	image := f.set.Spec.Containers[0].Image
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "proxy", Image: image}}},
+		Status: corev1.PodStatus{
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1", Ready: ready}, {Name: "proxy", Image: image, Ready: ready}},
+		},
+	}
+	rec.Apply(p)
+	return p
+}
+
+// TestClassifyCache pins when a reconcile may reuse a pod's state from the
+// last one: only while neither the pod (its resourceVersion) nor the
+// SidecarSet's spec (its generation) changed, no resize was refused, and
+// the pod is not in a resize; pods gone from the selection are dropped.
+// Each case shows reuse or its absence through a pod whose content changed
+// under an unchanged resourceVersion, which only a reused state misreads.
+func TestClassifyCache(t *testing.T) {
+	f := newCacheFixture(1)
+	var caches classifyCaches
+	first := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{f.pod("a", "1", true), f.pod("b", "1", true)})
+	if !first[0].ready || !first[1].ready || !first[0].updated {
+		t.Fatalf("first classification: %+v %+v", *first[0], *first[1])
+	}
+	first[0].pending, first[0].conditionSynced = true, true
+
+	t.Run("unchanged pod: state reused, pending cleared, condition check kept", func(t *testing.T) {
+		a := f.pod("a", "1", false) // same resourceVersion: a new copy of the same pod
+		got := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, f.pod("b", "1", true)})
+		if !got[0].ready || got[0].pod != a || got[0].pending || !got[0].conditionSynced {
+			t.Errorf("reused state: ready %v (want true, from the cache), pod is the current copy %v, pending %v, conditionSynced %v",
+				got[0].ready, got[0].pod == a, got[0].pending, got[0].conditionSynced)
+		}
+	})
+	t.Run("changed pod: classified again", func(t *testing.T) {
+		got := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", true)})
+		if got[0].ready || got[0].conditionSynced {
+			t.Errorf("a pod at a new resourceVersion: ready %v conditionSynced %v, want both false", got[0].ready, got[0].conditionSynced)
+		}
+		if !got[1].ready {
+			t.Errorf("the unchanged pod: ready %v", got[1].ready)
+		}
+	})
+	t.Run("spec change: every pod classified again", func(t *testing.T) {
+		g2 := newCacheFixture(2)
+		got := caches.forSet(g2.set).classifyPods(g2.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", false)})
+		if got[1].ready || got[1].revisionCurrent {
+			t.Errorf("after a new generation: ready %v revisionCurrent %v, want false (the pod is at the old revision)", got[1].ready, got[1].revisionCurrent)
+		}
+		// Back to the first spec under a new generation, as the rest expects.
+		f.set.Generation = 3
+		caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", true)})
+	})
+	t.Run("a refused resize: every pod classified again", func(t *testing.T) {
+		in := f.in
+		in.resizeRefused = map[string]bool{"other/hash": true}
+		got := caches.forSet(f.set).classifyPods(in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", false)})
+		if got[1].ready {
+			t.Error("with a refused resize the cached state was reused")
+		}
+	})
+	t.Run("a pod in a resize: classified again", func(t *testing.T) {
+		r := f.pod("r", "1", true)
+		withResizeAnnotation(r, f.set.Name, f.in.compiled.Hash)
+		c := caches.forSet(f.set)
+		if got := c.classifyPods(f.in, []*corev1.Pod{r}); !got[0].resizeOwned {
+			t.Fatalf("resizeOwned = false; want a pod in a resize")
+		}
+		r2 := r.DeepCopy()
+		r2.Status.Conditions[0].Status = corev1.ConditionFalse
+		if got := c.classifyPods(f.in, []*corev1.Pod{r2}); got[0].ready {
+			t.Error("a resizing pod's state was reused")
+		}
+	})
+	t.Run("pods gone are forgotten", func(t *testing.T) {
+		c := caches.forSet(f.set)
+		c.classifyPods(f.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", true), f.pod("c", "1", true)})
+		c.classifyPods(f.in, []*corev1.Pod{f.pod("c", "1", true)})
+		if len(c.byUID) != 1 || c.byUID["c"] == nil {
+			t.Errorf("cache holds %d pods, want only c", len(c.byUID))
+		}
+	})
+	t.Run("a SidecarSet not from an API server is not cached", func(t *testing.T) {
+		s := f.set.DeepCopy()
+		s.UID, s.Name = "", "local"
+		if c := caches.forSet(s); c != nil {
+			t.Errorf("cache for a SidecarSet without a UID: %v", c)
+		}
+		got := (*classifyCache)(nil).classifyPods(f.in, []*corev1.Pod{f.pod("a", "1", true)})
+		if !got[0].ready {
+			t.Error("classification without a cache")
+		}
+	})
+	t.Run("a deleted SidecarSet's cache is dropped", func(t *testing.T) {
+		caches.forget(f.set.Name)
+		if _, ok := caches.byName.Load(f.set.Name); ok {
+			t.Error("cache kept after forget")
+		}
+	})
+}
+
+// BenchmarkClassifyPods classifies 50,000 injected pods as a reconcile
+// does: afresh (no cache) and with every pod unchanged since the last
+// reconcile.
+func BenchmarkClassifyPods(b *testing.B) {
+	f := newCacheFixture(1)
+	pods := make([]*corev1.Pod, 50000)
+	for i := range pods {
+		pods[i] = f.pod(fmt.Sprintf("pod-%06d", i), "1", true)
+	}
+	b.Run("afresh", func(b *testing.B) {
+		for b.Loop() {
+			(*classifyCache)(nil).classifyPods(f.in, pods)
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		var caches classifyCaches
+		c := caches.forSet(f.set)
+		c.classifyPods(f.in, pods)
+		for b.Loop() {
+			c.classifyPods(f.in, pods)
+		}
+	})
+}
