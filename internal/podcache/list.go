@@ -57,7 +57,10 @@ func (l *Lister) Select(ctx context.Context, namespace string, selector labels.S
 			return nil, err
 		}
 	}
-	var out []*corev1.Pod
+	// Sized for all: the SidecarSet controller, its caller, selects most
+	// pods of the namespaces it lists, and growing the slice from nothing
+	// reallocates and copies it again and again at 50,000 pods.
+	out := make([]*corev1.Pod, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok && selector.Matches(labels.Set(p.Labels)) {
 			out = append(out, p)
