@@ -26,7 +26,7 @@ func (cs *classifyCaches) forSet(s *deckhandv1alpha1.SidecarSet) *classifyCache 
 	c := v.(*classifyCache)
 	if c.uid != s.UID || c.generation != s.Generation {
 		c.uid, c.generation = s.UID, s.Generation
-		c.byUID = map[types.UID]*cachedPodState{}
+		c.byPod = map[*corev1.Pod]*cachedPodState{}
 	}
 	return c
 }
@@ -34,31 +34,32 @@ func (cs *classifyCaches) forSet(s *deckhandv1alpha1.SidecarSet) *classifyCache 
 func (cs *classifyCaches) forget(name string) { cs.byName.Delete(name) }
 
 // classifyCache keeps one SidecarSet's podStates from its last reconcile,
-// by pod UID, each with the resourceVersion of the pod it was computed
-// from. A podState is a function of the pod and of the SidecarSet's spec
-// (its UID and generation key the cache), except while a resize is under
-// way, which reads the clock and the refused resizes: so a reconcile
-// classifies again only the pods that changed since the last one, and the
-// ones resizing.
+// by the cached pod they were computed from. The informer cache replaces a
+// Pod object when the pod changes and never changes one in place, so an
+// entry found under the same object is for an unchanged pod. A podState is
+// a function of the pod and of the SidecarSet's spec (its UID and
+// generation key the cache), except while a resize is under way, which
+// reads the clock and the refused resizes: so a reconcile classifies again
+// only the pods that changed since the last one, and the ones resizing.
 //
 // NOTE: at 50,000 matched pods classify was three quarters of a reconcile's
 // CPU (a profile of the manager in the scale benchmark, docs/benchmarks.md
 // item 8): each pod's annotations, conditions, owners and container
 // statuses sit in memory of their own, and reading them misses the CPU
-// caches. A pod unchanged since the last reconcile now costs one lookup.
+// caches. Keyed by the object, an unchanged pod costs one map lookup of a
+// pointer, without reading the pod at all.
 type classifyCache struct {
 	uid        types.UID
 	generation int64
-	// epoch counts reconciles; an entry not seen in the current one is a
-	// pod gone from the selection.
+	// epoch counts reconciles; an entry not seen in the current one is for
+	// a pod that changed or left the selection.
 	epoch uint32
-	byUID map[types.UID]*cachedPodState
+	byPod map[*corev1.Pod]*cachedPodState
 }
 
 type cachedPodState struct {
-	state           podState
-	resourceVersion string
-	epoch           uint32
+	state podState
+	epoch uint32
 }
 
 // classifyPods returns the podStates of pods, in order. c may be nil.
@@ -77,27 +78,24 @@ func (c *classifyCache) classifyPods(in classifyInput, pods []*corev1.Pod) []*po
 	// classified without a change of the pod.
 	reuse := len(in.resizeRefused) == 0
 	for i, p := range pods {
-		e := c.byUID[p.UID]
+		e := c.byPod[p]
 		switch {
 		case e == nil:
 			e = &cachedPodState{}
-			c.byUID[p.UID] = e
-		case reuse && p.ResourceVersion != "" && e.resourceVersion == p.ResourceVersion && !e.state.resizeOwned:
-			// The cache may hold a new copy of an unchanged pod (after a
-			// relist): the state points at the current one.
-			e.state.pod, e.state.pending = p, false
-			e.epoch = c.epoch
-			out[i] = &e.state
-			continue
+			c.byPod[p] = e
+			classify(in, p, &e.state)
+		case !reuse || e.state.resizeOwned:
+			classify(in, p, &e.state)
+		default:
+			e.state.pending = false
 		}
-		classify(in, p, &e.state)
-		e.resourceVersion, e.epoch = p.ResourceVersion, c.epoch
+		e.epoch = c.epoch
 		out[i] = &e.state
 	}
-	if len(c.byUID) > len(pods) {
-		for uid, e := range c.byUID {
+	if len(c.byPod) > len(pods) {
+		for p, e := range c.byPod {
 			if e.epoch != c.epoch {
-				delete(c.byUID, uid)
+				delete(c.byPod, p)
 			}
 		}
 	}

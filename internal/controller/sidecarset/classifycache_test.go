@@ -58,51 +58,56 @@ func (f cacheFixture) pod(uid, rv string, ready bool) *corev1.Pod {
 }
 
 // TestClassifyCache pins when a reconcile may reuse a pod's state from the
-// last one: only while neither the pod (its resourceVersion) nor the
-// SidecarSet's spec (its generation) changed, no resize was refused, and
-// the pod is not in a resize; pods gone from the selection are dropped.
-// Each case shows reuse or its absence through a pod whose content changed
-// under an unchanged resourceVersion, which only a reused state misreads.
+// last one: only for the same cached Pod object (the informer replaces the
+// object when the pod changes), while the SidecarSet's spec (its
+// generation) is unchanged, no resize was refused and the pod is not in a
+// resize; pods gone from the selection are dropped. Each case shows reuse
+// or its absence by changing a Pod object in place, which the informer
+// never does and only a reused state misreads.
 func TestClassifyCache(t *testing.T) {
 	f := newCacheFixture(1)
 	var caches classifyCaches
-	first := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{f.pod("a", "1", true), f.pod("b", "1", true)})
+	a, b := f.pod("a", "1", true), f.pod("b", "1", true)
+	first := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
 	if !first[0].ready || !first[1].ready || !first[0].updated {
 		t.Fatalf("first classification: %+v %+v", *first[0], *first[1])
 	}
 	first[0].pending, first[0].conditionSynced = true, true
+	notReady := func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse }
 
-	t.Run("unchanged pod: state reused, pending cleared, condition check kept", func(t *testing.T) {
-		a := f.pod("a", "1", false) // same resourceVersion: a new copy of the same pod
-		got := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, f.pod("b", "1", true)})
-		if !got[0].ready || got[0].pod != a || got[0].pending || !got[0].conditionSynced {
-			t.Errorf("reused state: ready %v (want true, from the cache), pod is the current copy %v, pending %v, conditionSynced %v",
-				got[0].ready, got[0].pod == a, got[0].pending, got[0].conditionSynced)
+	t.Run("same object: state reused, pending cleared, condition check kept", func(t *testing.T) {
+		notReady(a)
+		got := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
+		if !got[0].ready || got[0].pending || !got[0].conditionSynced {
+			t.Errorf("reused state: ready %v (want true, from the cache), pending %v, conditionSynced %v", got[0].ready, got[0].pending, got[0].conditionSynced)
 		}
 	})
-	t.Run("changed pod: classified again", func(t *testing.T) {
-		got := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", true)})
-		if got[0].ready || got[0].conditionSynced {
-			t.Errorf("a pod at a new resourceVersion: ready %v conditionSynced %v, want both false", got[0].ready, got[0].conditionSynced)
+	t.Run("a new object: classified again, the old one forgotten", func(t *testing.T) {
+		a = f.pod("a", "2", false)
+		c := caches.forSet(f.set)
+		got := c.classifyPods(f.in, []*corev1.Pod{a, b})
+		if got[0].ready || got[0].conditionSynced || got[0].pod != a {
+			t.Errorf("a changed pod: ready %v conditionSynced %v, want both false; state of the new object %v", got[0].ready, got[0].conditionSynced, got[0].pod == a)
 		}
-		if !got[1].ready {
-			t.Errorf("the unchanged pod: ready %v", got[1].ready)
+		if !got[1].ready || len(c.byPod) != 2 {
+			t.Errorf("the unchanged pod: ready %v; cache holds %d objects, want 2", got[1].ready, len(c.byPod))
 		}
 	})
 	t.Run("spec change: every pod classified again", func(t *testing.T) {
 		g2 := newCacheFixture(2)
-		got := caches.forSet(g2.set).classifyPods(g2.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", false)})
-		if got[1].ready || got[1].revisionCurrent {
-			t.Errorf("after a new generation: ready %v revisionCurrent %v, want false (the pod is at the old revision)", got[1].ready, got[1].revisionCurrent)
+		got := caches.forSet(g2.set).classifyPods(g2.in, []*corev1.Pod{a, b})
+		if got[1].revisionCurrent {
+			t.Error("after a new generation: revisionCurrent true, want false (the pod is at the old revision)")
 		}
 		// Back to the first spec under a new generation, as the rest expects.
 		f.set.Generation = 3
-		caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", true)})
+		caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
 	})
 	t.Run("a refused resize: every pod classified again", func(t *testing.T) {
+		notReady(b)
 		in := f.in
 		in.resizeRefused = map[string]bool{"other/hash": true}
-		got := caches.forSet(f.set).classifyPods(in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", false)})
+		got := caches.forSet(f.set).classifyPods(in, []*corev1.Pod{a, b})
 		if got[1].ready {
 			t.Error("with a refused resize the cached state was reused")
 		}
@@ -114,18 +119,18 @@ func TestClassifyCache(t *testing.T) {
 		if got := c.classifyPods(f.in, []*corev1.Pod{r}); !got[0].resizeOwned {
 			t.Fatalf("resizeOwned = false; want a pod in a resize")
 		}
-		r2 := r.DeepCopy()
-		r2.Status.Conditions[0].Status = corev1.ConditionFalse
-		if got := c.classifyPods(f.in, []*corev1.Pod{r2}); got[0].ready {
+		notReady(r)
+		if got := c.classifyPods(f.in, []*corev1.Pod{r}); got[0].ready {
 			t.Error("a resizing pod's state was reused")
 		}
 	})
 	t.Run("pods gone are forgotten", func(t *testing.T) {
 		c := caches.forSet(f.set)
-		c.classifyPods(f.in, []*corev1.Pod{f.pod("a", "2", false), f.pod("b", "1", true), f.pod("c", "1", true)})
-		c.classifyPods(f.in, []*corev1.Pod{f.pod("c", "1", true)})
-		if len(c.byUID) != 1 || c.byUID["c"] == nil {
-			t.Errorf("cache holds %d pods, want only c", len(c.byUID))
+		last := f.pod("c", "1", true)
+		c.classifyPods(f.in, []*corev1.Pod{a, b, last})
+		c.classifyPods(f.in, []*corev1.Pod{last})
+		if len(c.byPod) != 1 || c.byPod[last] == nil {
+			t.Errorf("cache holds %d pods, want only c", len(c.byPod))
 		}
 	})
 	t.Run("a SidecarSet not from an API server is not cached", func(t *testing.T) {
