@@ -17,8 +17,10 @@ import (
 
 // podTracker follows the pods of one namespace through an informer.
 type podTracker struct {
-	mu      sync.Mutex
-	pods    map[string]bool // name -> Ready
+	mu   sync.Mutex
+	pods map[string]bool // name -> Ready
+	// last is when the informer last delivered a pod event.
+	last    time.Time
 	stop    chan struct{}
 	factory informers.SharedInformerFactory
 }
@@ -44,6 +46,7 @@ func trackPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, done
 		ready := done(p)
 		t.mu.Lock()
 		t.pods[p.Name] = ready
+		t.last = time.Now()
 		t.mu.Unlock()
 	}
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -56,6 +59,7 @@ func trackPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, done
 			if p, ok := obj.(*corev1.Pod); ok {
 				t.mu.Lock()
 				delete(t.pods, p.Name)
+				t.last = time.Now()
 				t.mu.Unlock()
 			}
 		},
@@ -91,6 +95,29 @@ func (t *podTracker) waitFor(ctx context.Context, start time.Time, timeout time.
 	if err != nil {
 		total, ready := t.counts()
 		return 0, fmt.Errorf("waiting for %s: %w (pods %d, ready %d)", what, err, total, ready)
+	}
+	return time.Since(start), nil
+}
+
+// podsQuietFor is how long no pod may change before a measurement that
+// wants a quiet cluster begins.
+const podsQuietFor = 5 * time.Second
+
+// waitQuiet waits until no pod of the namespace has changed for quiet and
+// returns how long that took. A pod is Ready before kwok has written all of
+// its status (the resources its containers run with come after): at 50,000
+// pods those writes went on for over a minute after the last pod turned
+// Ready, with kwok and kube-apiserver using most of the machine, and
+// figures taken then measured the backlog, not the pod count.
+func (t *podTracker) waitQuiet(ctx context.Context, quiet, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return time.Since(t.last) >= quiet, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("waiting for the pods to stop changing for %s: %w", quiet, err)
 	}
 	return time.Since(start), nil
 }
