@@ -191,11 +191,11 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		}
 		logf("[memory] %d pods Ready after %s", total, time.Since(start).Round(time.Second))
 		settle()
-		quiet, err := tr.waitQuiet(ctx, podsQuietFor, 30*time.Minute)
+		quiet, cpus, err := tr.waitQuiet(ctx, 30*time.Minute)
 		if err != nil {
 			return err
 		}
-		logf("[memory] %d pods: no pod changed for %s after another %s", total, podsQuietFor, secs(quiet))
+		logf("[memory] %d pods: no pod changed and the machine quiet (%.2f CPUs busy) for %s after another %s", total, cpus, podsQuietFor, secs(quiet))
 		return nil
 	}
 	if err := addPodSets(0, sets/2); err != nil {

@@ -99,27 +99,57 @@ func (t *podTracker) waitFor(ctx context.Context, start time.Time, timeout time.
 	return time.Since(start), nil
 }
 
-// podsQuietFor is how long no pod may change before a measurement that
-// wants a quiet cluster begins.
+// podsQuietFor is how long no pod may change, and the machine stay below
+// quietMachineCPU, before a measurement that wants a quiet cluster begins.
 const podsQuietFor = 5 * time.Second
 
-// waitQuiet waits until no pod of the namespace has changed for quiet and
-// returns how long that took. A pod is Ready before kwok has written all of
-// its status (the resources its containers run with come after): at 50,000
-// pods those writes went on for over a minute after the last pod turned
-// Ready, with kwok and kube-apiserver using most of the machine, and
-// figures taken then measured the backlog, not the pod count.
-func (t *podTracker) waitQuiet(ctx context.Context, quiet, timeout time.Duration) (time.Duration, error) {
+// quietMachineCPU is the busy time of the whole machine, in CPUs, under
+// which it counts as quiet: a quarter of this 2-CPU machine. With 50,000
+// pods on 500 nodes and nothing to do, top showed etcd, kube-apiserver and
+// kwok using 0.1 to 0.3 CPU together; while kwok caught up, 1.5 to 2.
+const quietMachineCPU = 0.5
+
+// waitQuiet waits until no pod of the namespace has changed for
+// podsQuietFor and the machine was quiet over that time, and returns how
+// long that took and the machine's busy CPUs over the last podsQuietFor.
+// A pod is Ready before kwok has written all of its status
+// (the resources its containers run with come after): at 50,000 pods kwok
+// and kube-apiserver went on using most of the machine for over a minute
+// after the last pod turned Ready, at times without a pod event for
+// several seconds, and figures taken then measured that backlog, not the
+// pod count.
+func (t *podTracker) waitQuiet(ctx context.Context, timeout time.Duration) (took time.Duration, cpus float64, err error) {
 	start := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	type sample struct {
+		at   time.Time
+		busy time.Duration
+	}
+	var window []sample
+	err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		busy, err := machineBusy()
+		if err != nil {
+			return false, err
+		}
+		now := time.Now()
+		window = append(window, sample{now, busy})
+		for len(window) > 1 && now.Sub(window[1].at) >= podsQuietFor {
+			window = window[1:]
+		}
 		t.mu.Lock()
-		defer t.mu.Unlock()
-		return time.Since(t.last) >= quiet, nil
+		since := time.Since(t.last)
+		t.mu.Unlock()
+		first := window[0]
+		span := now.Sub(first.at)
+		if since < podsQuietFor || span < podsQuietFor {
+			return false, nil
+		}
+		cpus = (busy - first.busy).Seconds() / span.Seconds()
+		return cpus < quietMachineCPU, nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("waiting for the pods to stop changing for %s: %w", quiet, err)
+		return 0, cpus, fmt.Errorf("waiting for the pods to stop changing and the machine to go quiet (%s; last %.2f CPUs busy): %w", podsQuietFor, cpus, err)
 	}
-	return time.Since(start), nil
+	return time.Since(start), cpus, nil
 }
 
 func (t *podTracker) close() { close(t.stop); t.factory.Shutdown() }

@@ -152,12 +152,12 @@ func benchScale(ctx context.Context, cfg *config, r *report) error {
 		st.CreateSecs = time.Since(t0).Seconds()
 		logf("[scale] %d pods on %d nodes Running and Ready after %s", n, nodes, secs(time.Since(t0)))
 		settle()
-		quiet, err := tr.waitQuiet(ctx, podsQuietFor, 30*time.Minute)
+		quiet, cpus, err := tr.waitQuiet(ctx, 30*time.Minute)
 		if err != nil {
 			return err
 		}
 		st.QuietSecs = quiet.Seconds()
-		logf("[scale] %d pods: no pod changed for %s after another %s", n, podsQuietFor, secs(quiet))
+		logf("[scale] %d pods: no pod changed and the machine quiet (%.2f CPUs busy) for %s after another %s", n, cpus, podsQuietFor, secs(quiet))
 
 		f, err := measureManager(ctx, cfg, e, fmt.Sprintf("heap-scale-%d", n), empty.controls, nil)
 		if err != nil {
@@ -355,9 +355,9 @@ func sidecarStatusConvergence(ctx context.Context, e *env, image string, n int) 
 func reportScale(r *report, steps []*scaleStep, nodes int, peer *managerFigures, skip string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "etcd, kube-apiserver and kwok with %d fake nodes (no scheduler, no kube-controller-manager: pods are created bound to a node, round robin, and kwok makes them Running and Ready). "+
-		"One SidecarSet matches every pod and injects its sidecar at creation; its rollout is paused. At each pod count, once no pod has changed for %s (kwok writes the resources each container runs with after the pod is Ready; the time this took is the \"then quiet after\" column): a fresh manager, measured as in item 3 (caches synced, RSS, live heap after a forced collection); "+
+		"One SidecarSet matches every pod and injects its sidecar at creation; its rollout is paused. At each pod count, once no pod has changed for %s and the whole machine used less than %.1f CPU over that time (kwok writes the resources each container runs with after the pod is Ready; the time this took is the \"then quiet after\" column): a fresh manager, measured as in item 3 (caches synced, RSS, live heap after a forced collection); "+
 		"then %d injected pods created one at a time in another namespace (latency of each create, the webhook included), each followed by the same pod in kube-system, where Deckhand's pod webhook is not called, once with a label for which item 1's minimal webhook adds the same sidecar (what calling any injecting webhook costs the API server at that pod count) and once without (no webhook: the control plane's own latency), and deleted; then the SidecarSet's image is changed and timed until its status names the new revision for every matched pod "+
-		"(observedGeneration, latestRevision, matchedPods, updatedPods 0).\n\n", nodes, podsQuietFor, scaleProbes)
+		"(observedGeneration, latestRevision, matchedPods, updatedPods 0).\n\n", nodes, podsQuietFor, quietMachineCPU, scaleProbes)
 	b.WriteString("| pods | create -> all Ready | then quiet after | caches synced | RSS | live heap | heap in use | one-client create p50 | p99 | p50, minimal webhook | p50, no webhook | added by a webhook (p50) | Deckhand's part (p50 over the minimal webhook) | manager CPU during the probes | SidecarSet reconciles then (mean time) | status after an image change |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
 		fmt.Fprintf(&b, "| %d | %.1f s | %.1f s | %.2f s | %.1f MiB | %.1f MiB | %.1f MiB | %s | %s | %s | %s | %s | %s | %.2f s | %.0f (%s) | %.2f s |\n", s.Pods, s.CreateSecs, s.QuietSecs, s.SyncSecs,
