@@ -56,15 +56,23 @@ func IsPaused(reason string) Want {
 // RefusePods creates a ResourceQuota that refuses every pod of namespace
 // ns, what a workload's pods cannot get past, and returns it once it is in
 // force.
+func RefusePods(t testing.TB, c client.Client, ns string) *corev1.ResourceQuota {
+	t.Helper()
+	return LimitPods(t, c, ns, 0)
+}
+
+// LimitPods creates a ResourceQuota that admits no new pod into namespace
+// ns while it has n or more, and returns it once it is in force. Pods
+// already there stay.
 //
 // NOTE: quota admission restricts only the resources in the quota's
 // status.hard, which kube-controller-manager's quota controller fills in;
 // until then pods are admitted. Waiting for it keeps a slow controller from
 // letting the workload's first pods through.
-func RefusePods(t testing.TB, c client.Client, ns string) *corev1.ResourceQuota {
+func LimitPods(t testing.TB, c client.Client, ns string, n int64) *corev1.ResourceQuota {
 	t.Helper()
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "refuse-pods"},
-		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "limit-pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(n, resource.DecimalSI)}}}
 	if err := c.Create(context.Background(), quota); err != nil {
 		t.Fatalf("creating ResourceQuota %s/%s: %v", ns, quota.Name, err)
 	}
