@@ -6,6 +6,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
+// PodSetStatusMaxPodNames is the most pod names status.podNames and
+// status.disruptionBlockedPods list. Pod names are at most 63 characters,
+// so a status at the limit stays near 330 KB, well under the API server's
+// object size limit (etcd's 1.5 MiB request limit by default), however
+// many replicas the PodSet has. Keep in step with the MaxItems markers.
+const PodSetStatusMaxPodNames = 5000
+
 // Labels, annotations and condition types of PodSet.
 const (
 	// PodSetRevisionLabel is set on every pod a PodSet creates. Its value is
@@ -243,9 +250,13 @@ type PodSetStatus struct {
 	// +optional
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 
-	// PodNames lists the names of the active pods, sorted.
+	// PodNames lists the names of the active pods, sorted: all of them up to
+	// 5000 active pods, the first 5000 in sorted order beyond that (replicas
+	// counts them all). Only the controller writes it, as a whole (atomic:
+	// the API server does not track each name's owner in managedFields).
 	// +optional
-	// +listType=set
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5000
 	PodNames []string `json:"podNames,omitempty"`
 
 	// Selector is spec.selector in its string form (e.g. "app=web"), used by
@@ -281,9 +292,10 @@ type PodSetStatus struct {
 
 	// DisruptionBlockedPods names the pods whose eviction (podReplacement:
 	// Evict) a PodDisruptionBudget refused on the last attempt; they are
-	// retried later.
+	// retried later. Sorted; at most 5000 are listed.
 	// +optional
-	// +listType=set
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=5000
 	DisruptionBlockedPods []string `json:"disruptionBlockedPods,omitempty"`
 
 	// ObservedGeneration is the metadata.generation this status describes.

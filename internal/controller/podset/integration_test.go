@@ -78,6 +78,57 @@ func TestScaleUpAndDown(t *testing.T) {
 	})
 }
 
+// TestLargestStatusIsStored writes the largest status the controller can
+// write, PodSetStatusMaxPodNames names of the longest a generated pod name
+// can be, to the real API server: it is stored, and the API server keeps
+// one managedFields entry for the list, not one per name (an atomic list).
+// One name more is refused, naming the field.
+func TestLargestStatusIsStored(t *testing.T) {
+	ctx := ctxT(t)
+	ps := createPodSet(t, "big", 0)
+	// A generated pod name is at most 63 characters: the PodSet's name
+	// cut to 58, then 5 random ones.
+	podNames := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s-%09d", strings.Repeat("p", 53), i)
+		}
+		return out
+	}
+	write := func(n int) error {
+		cur := ps.DeepCopy()
+		orig := cur.DeepCopy()
+		cur.Status.PodNames = podNames(n)
+		// Another field manager than the controller's, whose writes the
+		// controller's next status write replaces.
+		err := env.Client.Status().Patch(ctx, cur, client.MergeFrom(orig), client.FieldOwner("largest-status-test"))
+		if err == nil {
+			ps = cur
+		}
+		return err
+	}
+	const limit = deckhandv1alpha1.PodSetStatusMaxPodNames
+	if err := write(limit); err != nil {
+		t.Fatalf("a status listing %d pod names of 63 characters: %v", limit, err)
+	}
+	if len(ps.Status.PodNames) != limit {
+		t.Fatalf("stored %d pod names, want %d", len(ps.Status.PodNames), limit)
+	}
+	tracked := 0
+	for _, mf := range ps.ManagedFields {
+		if mf.Manager == "largest-status-test" && mf.FieldsV1 != nil {
+			tracked += len(mf.FieldsV1.GetRawBytes())
+		}
+	}
+	if tracked == 0 || tracked > 1024 {
+		t.Errorf("managedFields of the status write: %d bytes, want one entry for the whole list (under 1 KiB)", tracked)
+	}
+	err := write(limit + 1)
+	if err == nil || !strings.Contains(err.Error(), "status.podNames") {
+		t.Fatalf("a status listing %d pod names: %v, want a refusal naming status.podNames", limit+1, err)
+	}
+}
+
 // TestDeletionOrder adopts five hand-made pods and scales down one at a
 // time: the unscheduled pod goes first, then the not-ready one, then by
 // pod-deletion-cost.

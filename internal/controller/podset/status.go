@@ -57,6 +57,15 @@ const (
 	ReasonReplicaFailure = "ReplicaFailure"
 )
 
+// listedNames is the part of sorted pod names a status lists: nil for none,
+// at most PodSetStatusMaxPodNames.
+func listedNames(sorted []string) []string {
+	if len(sorted) == 0 {
+		return nil
+	}
+	return sorted[:min(len(sorted), deckhandv1alpha1.PodSetStatusMaxPodNames)]
+}
+
 // computeStatus derives the status from the owned pods. It also returns how
 // long until the status may change with no event to say so: a Ready pod
 // becoming available (minReadySeconds) or the progress deadline passing;
@@ -100,10 +109,7 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	st.FullyLabeledReplicas = fullyLabeled
 	st.UpdatedReplicas = updated
 	st.TerminatingReplicas = int32(len(s.terminating))
-	st.PodNames = names
-	if len(names) == 0 {
-		st.PodNames = nil
-	}
+	st.PodNames = listedNames(names)
 	st.Selector = s.selector.String()
 	st.UpdateRevision = s.revision
 	st.CollisionCount = s.collisionCount
@@ -114,6 +120,7 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 			st.DisruptionBlockedPods = append(st.DisruptionBlockedPods, name)
 		}
 		sort.Strings(st.DisruptionBlockedPods)
+		st.DisruptionBlockedPods = listedNames(st.DisruptionBlockedPods)
 	}
 	if len(oldRevisions) == 0 {
 		st.CurrentRevision = s.revision

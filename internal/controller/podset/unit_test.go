@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -480,5 +481,34 @@ func TestIsPodAvailable(t *testing.T) {
 	}
 	if ok, _ := isPodAvailable(mkPod("q", notReady), 0, now); ok {
 		t.Fatal("a not-ready pod is not available")
+	}
+}
+
+// TestStatusListsAtMostMaxPodNames: status.podNames names every active pod
+// up to the limit, the first ones in sorted order beyond it; replicas
+// counts them all.
+func TestStatusListsAtMostMaxPodNames(t *testing.T) {
+	const limit = deckhandv1alpha1.PodSetStatusMaxPodNames
+	for _, n := range []int{0, 1, limit, limit + 1, 2 * limit} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s := &scope{ps: &deckhandv1alpha1.PodSet{Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To(int32(n))}}, selector: labels.Everything()}
+			for i := range n {
+				// Created in reverse order: the status sorts them.
+				s.pods = append(s.pods, mkPod(fmt.Sprintf("web-%05d", n-1-i)))
+			}
+			st, _ := computeStatus(s, now)
+			if st.Replicas != int32(n) {
+				t.Errorf("replicas = %d, want %d", st.Replicas, n)
+			}
+			want := min(n, limit)
+			if len(st.PodNames) != want || (n == 0) != (st.PodNames == nil) {
+				t.Fatalf("%d pod names (nil %t), want %d", len(st.PodNames), st.PodNames == nil, want)
+			}
+			for i, name := range st.PodNames {
+				if name != fmt.Sprintf("web-%05d", i) {
+					t.Fatalf("podNames[%d] = %s, want the first names in sorted order", i, name)
+				}
+			}
+		})
 	}
 }
