@@ -16,6 +16,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 // Condition reasons.
@@ -303,7 +304,9 @@ func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing me
 }
 
 // updateStatus writes the status when it changed, and requeues for pods
-// that become available after minReadySeconds.
+// that become available after minReadySeconds. A status that changed only
+// in its pod counts waits until statusCountsInterval has passed since the
+// last write (the requeue then writes it).
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st, wait := computeStatus(s, r.Clock.Now())
 	var res ctrl.Result
@@ -313,10 +316,17 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, e
 	if equality.Semantic.DeepEqual(st, s.ps.Status) {
 		return res, nil
 	}
+	now := r.Clock.Now()
+	if onlyCountsChanged(&s.ps.Status, &st) {
+		if wait := r.statusPace.wait(s.key, s.ps.UID, now); wait > 0 {
+			return reconcileutil.LowestNonZero(res, ctrl.Result{RequeueAfter: wait}), nil
+		}
+	}
 	orig := s.ps.DeepCopy()
 	s.ps.Status = st
 	if err := r.Client.Status().Patch(ctx, s.ps, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return res, fmt.Errorf("patching status: %w", err)
 	}
+	r.statusPace.wrote(s.key, s.ps.UID, now)
 	return res, nil
 }
