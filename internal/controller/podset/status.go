@@ -78,14 +78,14 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	if ps.Spec.Replicas != nil {
 		replicas = *ps.Spec.Replicas
 	}
-	templateLabels := labels.Set(ps.Spec.Template.Labels)
+	templateLabels := labels.SelectorFromValidatedSet(ps.Spec.Template.Labels)
 	var ready, available, fullyLabeled, updated int32
 	var requeue time.Duration
 	names := make([]string, 0, len(s.pods))
 	oldRevisions := map[string]int{}
 	for _, p := range s.pods {
 		names = append(names, p.Name)
-		if templateLabels.AsSelector().Matches(labels.Set(p.Labels)) {
+		if templateLabels.Matches(labels.Set(p.Labels)) {
 			fullyLabeled++
 		}
 		if podutil.IsPodReady(p) {
