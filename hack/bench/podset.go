@@ -35,6 +35,9 @@ type scaleResult struct {
 	up, down time.Duration
 	upCost   cost
 	downCost cost
+	// upCPU and downCPU are the CPU time each process used from the scale
+	// (or the plain client's first request) until the pods were Ready or gone.
+	upCPU, downCPU cpuSnapshot
 }
 
 func scaleTemplate(app string) corev1.PodTemplateSpec {
@@ -127,6 +130,10 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 	if err != nil {
 		return nil, err
 	}
+	c0, err := readCPU()
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if kind == kindPlain {
 		err = runWorkers(n, 32, func(i int) error {
@@ -144,8 +151,17 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 	if res.up, err = tr.waitFor(ctx, start, 15*time.Minute, fmt.Sprintf("%s 0->%d Ready", kind, n), func(total, ready int) bool { return ready >= n }); err != nil {
 		return nil, err
 	}
+	c1, err := readCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.upCPU = c1.sub(c0)
 	settle()
 	s1, err := e.scrape(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c2, err := readCPU()
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +179,11 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 	if res.down, err = tr.waitFor(ctx, start, 15*time.Minute, fmt.Sprintf("%s %d->0 gone", kind, n), func(total, _ int) bool { return total == 0 }); err != nil {
 		return nil, err
 	}
+	c3, err := readCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.downCPU = c3.sub(c2)
 	settle()
 	s2, err := e.scrape(ctx)
 	if err != nil {
@@ -218,7 +239,8 @@ func recordScales(r *report, name string, res map[scaleKind][]*scaleResult) {
 	for kind, xs := range res {
 		for _, x := range xs {
 			runs = append(runs, map[string]any{"kind": string(kind), "round": x.round, "namespace": x.ns, "pods": x.n,
-				"upSeconds": x.up.Seconds(), "downSeconds": x.down.Seconds(), "upCost": x.upCost.fields(), "downCost": x.downCost.fields()})
+				"upSeconds": x.up.Seconds(), "downSeconds": x.down.Seconds(), "upCost": x.upCost.fields(), "downCost": x.downCost.fields(),
+				"upCPUSeconds": x.upCPU.seconds(), "downCPUSeconds": x.downCPU.seconds()})
 		}
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i]["namespace"].(string) < runs[j]["namespace"].(string) })
@@ -281,6 +303,15 @@ func benchPodSetUnlimited(ctx context.Context, cfg *config, e *env, r *report) e
 	r.info("2b", "PodSet/ReplicaSet time, up and down (medians)", fmt.Sprintf("up %.2f (ReplicaSet %s), down %.2f (PodSet %s, ReplicaSet %s)",
 		ps.up.Median/rs.up.Median, rs.up.format(secsF), ps.down.Median/rs.down.Median, ps.down.format(secsF), rs.down.format(secsF)))
 	r.info("2b", "PodSet/plain client time n -> 0 gone (medians)", fmt.Sprintf("%.2f (%s vs %s)", ps.down.Median/plain.down.Median, ps.down.format(secsF), plain.down.format(secsF)))
+	machineUp := func(kind scaleKind) string {
+		var xs []float64
+		for _, x := range res[kind] {
+			xs = append(xs, float64(x.upCPU[roleMachine])/float64(time.Millisecond)/float64(x.n))
+		}
+		return spreadOf(xs).format(func(v float64) string { return fmt.Sprintf("%.2f ms", v) })
+	}
+	r.info("2b", "whole-machine CPU per pod, 0 -> n (medians): plain client / ReplicaSet / PodSet",
+		fmt.Sprintf("%s / %s / %s", machineUp(kindPlain), machineUp(kindRS), machineUp(kindPodSet)))
 	r.info("6", "API requests per created pod, PodSet (Deckhand's client) vs ReplicaSet (kube-controller-manager's, net), cluster B",
 		fmt.Sprintf("PodSet %s; ReplicaSet %s", ps.upReq.format(num2), rs.upReq.format(num2)))
 	return nil
@@ -322,8 +353,9 @@ func costTable(b *strings.Builder, res map[scaleKind][]*scaleResult, kinds ...sc
 	b.WriteString("Per pod created (up) or deleted (down). *Deckhand client*: the manager's `rest_client_requests_total`; " +
 		"*KCM*: `apiserver_flowcontrol_dispatched_requests_total{flow_schema=\"kube-system-service-accounts\"}` (every kube-controller-manager controller); " +
 		"*API writes*: every POST/PUT/PATCH/DELETE the API server served (`apiserver_request_total`, all clients: scheduler bindings and kwok status updates included); " +
-		"*reconciles*: `controller_runtime_reconcile_total{controller=\"podset\"}`.\n\n")
-	b.WriteString("| round | workload | phase | time | Deckhand client | Deckhand by method | KCM | API writes | API requests (no watches) | PodSet reconciles |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		"*reconciles*: `controller_runtime_reconcile_total{controller=\"podset\"}`; " +
+		"*CPU ms*: CPU time per pod of kube-apiserver, the Deckhand manager, kube-controller-manager and the whole machine (`/proc`) over the phase's timed part.\n\n")
+	b.WriteString("| round | workload | phase | time | Deckhand client | Deckhand by method | KCM | API writes | API requests (no watches) | PodSet reconciles | CPU ms: API server | Deckhand | KCM | machine |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i := range scaleRounds {
 		for _, kind := range interleaved(kinds, i) {
 			x := res[kind][i]
@@ -331,10 +363,13 @@ func costTable(b *strings.Builder, res map[scaleKind][]*scaleResult, kinds ...sc
 				name string
 				t    time.Duration
 				c    cost
-			}{{"up", x.up, x.upCost}, {"down", x.down, x.downCost}} {
+				cpu  cpuSnapshot
+			}{{"up", x.up, x.upCost, x.upCPU}, {"down", x.down, x.downCost, x.downCPU}} {
 				n := float64(x.n)
-				fmt.Fprintf(b, "| %d | %s | %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f |\n", i+1, x.kind, ph.name, secs(ph.t), ph.c.mgrRequests/n, byMethod(ph.c.mgrByMethod, n),
-					ph.c.kcmRequests/n, ph.c.apiMutating/n, ph.c.apiAll/n, ph.c.reconciles["podset"]/n)
+				ms := func(role string) float64 { return float64(ph.cpu[role]) / float64(time.Millisecond) / n }
+				fmt.Fprintf(b, "| %d | %s | %s | %s | %.2f | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n", i+1, x.kind, ph.name, secs(ph.t), ph.c.mgrRequests/n, byMethod(ph.c.mgrByMethod, n),
+					ph.c.kcmRequests/n, ph.c.apiMutating/n, ph.c.apiAll/n, ph.c.reconciles["podset"]/n,
+					ms(roleAPIServer), ms(roleDeckhand), ms(roleKCM), ms(roleMachine))
 			}
 		}
 	}

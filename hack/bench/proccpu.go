@@ -22,11 +22,16 @@ const (
 	roleKruise    = "kruise-manager"
 	roleBench     = "bench (clients, minimal webhook)"
 	roleMachine   = "whole machine"
+	roleKCM       = "kube-controller-manager"
+	roleScheduler = "kube-scheduler"
+	roleKwok      = "kwok"
 )
 
 var cpuRoles = []string{roleAPIServer, roleEtcd, roleDeckhand, roleKruise, roleBench, roleMachine}
 
-var roleOfComm = map[string]string{"kube-apiserver": roleAPIServer, "etcd": roleEtcd, "deckhand": roleDeckhand, "kruise-manager": roleKruise}
+// roleOfComm: a command name is at most 15 characters.
+var roleOfComm = map[string]string{"kube-apiserver": roleAPIServer, "etcd": roleEtcd, "deckhand": roleDeckhand, "kruise-manager": roleKruise,
+	"kube-controller": roleKCM, "kube-scheduler": roleScheduler, "kwok": roleKwok}
 
 // cpuSnapshot is the CPU time (user + system) each role's processes have
 // used so far, and the machine's busy time (every CPU, /proc/stat).
@@ -124,4 +129,13 @@ func (s cpuSnapshot) add(d cpuSnapshot) {
 	for k, v := range d {
 		s[k] += v
 	}
+}
+
+// seconds is s in seconds by role, for the raw JSON.
+func (s cpuSnapshot) seconds() map[string]float64 {
+	out := make(map[string]float64, len(s))
+	for k, v := range s {
+		out[k] = v.Seconds()
+	}
+	return out
 }
