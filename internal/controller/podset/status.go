@@ -308,7 +308,8 @@ func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing me
 // in its pod counts waits until statusCountsInterval has passed since the
 // last write (the requeue then writes it).
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
-	st, wait := computeStatus(s, r.Clock.Now())
+	now := r.Clock.Now()
+	st, wait := computeStatus(s, now)
 	var res ctrl.Result
 	if wait > 0 {
 		res.RequeueAfter = wait + time.Second
@@ -316,10 +317,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, e
 	if equality.Semantic.DeepEqual(st, s.ps.Status) {
 		return res, nil
 	}
-	now := r.Clock.Now()
 	if onlyCountsChanged(&s.ps.Status, &st) {
-		if wait := r.statusPace.wait(s.key, s.ps.UID, now); wait > 0 {
-			return reconcileutil.LowestNonZero(res, ctrl.Result{RequeueAfter: wait}), nil
+		if pause := r.statusPace.wait(s.key, s.ps.UID, now); pause > 0 {
+			return reconcileutil.LowestNonZero(res, ctrl.Result{RequeueAfter: pause}), nil
 		}
 	}
 	orig := s.ps.DeepCopy()
