@@ -129,33 +129,6 @@ func TestLargestStatusIsStored(t *testing.T) {
 	}
 }
 
-// TestCountsOnlyChangeIsWritten: a status change of pod counts alone that
-// comes within a second of the last status write is held back, and written
-// when the second is over with no further event. A pod losing a template
-// label outside the selector changes fullyLabeledReplicas and nothing else.
-func TestCountsOnlyChangeIsWritten(t *testing.T) {
-	ps := createPodSet(t, "labels", 2)
-	waitConverged(t, ps, 2, 2*time.Minute)
-	pods, err := ownedPods(ctxT(t), ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlabel := func(p *corev1.Pod) {
-		mergePatch(t, p, `{"metadata":{"labels":{"tier":null}}}`)
-	}
-	fullyLabeled := func(n int32) {
-		waitPodSet(t, ps, time.Minute, fmt.Sprintf("fullyLabeledReplicas %d", n), func(cur *deckhandv1alpha1.PodSet, _ []corev1.Pod) (bool, string) {
-			return cur.Status.FullyLabeledReplicas == n, fmt.Sprintf("fullyLabeledReplicas %d", cur.Status.FullyLabeledReplicas)
-		})
-	}
-	unlabel(&pods[0])
-	fullyLabeled(1)
-	// Just after that write: this change waits for the rest of the second,
-	// and no event follows it.
-	unlabel(&pods[1])
-	fullyLabeled(0)
-}
-
 // TestDeletionOrder adopts five hand-made pods and scales down one at a
 // time: the unscheduled pod goes first, then the not-ready one, then by
 // pod-deletion-cost.

@@ -76,8 +76,6 @@ type Reconciler struct {
 	pods *podcache.Lister
 	// revisionNumbers remembers the revision numbers this process gave.
 	revisionNumbers revisionhistory.Counter
-	// statusPace spaces out status writes that change only pod counts.
-	statusPace statusPacer
 }
 
 // The controller writes a PodSet's spec only to consume the rollback-to
@@ -175,7 +173,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// collector removes its pods.
 			r.Expectations.Delete(key)
 			r.revisionNumbers.Forget(key)
-			r.statusPace.forget(key)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

@@ -16,7 +16,6 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
 // Condition reasons.
@@ -304,12 +303,9 @@ func summarize(st *deckhandv1alpha1.PodSetStatus, replicas int32, progressing me
 }
 
 // updateStatus writes the status when it changed, and requeues for pods
-// that become available after minReadySeconds. A status that changed only
-// in its pod counts waits until statusCountsInterval has passed since the
-// last write (the requeue then writes it).
+// that become available after minReadySeconds.
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, error) {
-	now := r.Clock.Now()
-	st, wait := computeStatus(s, now)
+	st, wait := computeStatus(s, r.Clock.Now())
 	var res ctrl.Result
 	if wait > 0 {
 		res.RequeueAfter = wait + time.Second
@@ -317,16 +313,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, e
 	if equality.Semantic.DeepEqual(st, s.ps.Status) {
 		return res, nil
 	}
-	if onlyCountsChanged(&s.ps.Status, &st) {
-		if pause := r.statusPace.wait(s.key, s.ps.UID, now); pause > 0 {
-			return reconcileutil.LowestNonZero(res, ctrl.Result{RequeueAfter: pause}), nil
-		}
-	}
 	orig := s.ps.DeepCopy()
 	s.ps.Status = st
 	if err := r.Client.Status().Patch(ctx, s.ps, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return res, fmt.Errorf("patching status: %w", err)
 	}
-	r.statusPace.wrote(s.key, s.ps.UID, now)
 	return res, nil
 }
