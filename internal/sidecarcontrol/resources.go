@@ -1,11 +1,15 @@
 package sidecarcontrol
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"regexp"
+	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -14,6 +18,31 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podjson"
+)
+
+// The budget of a resourcesPolicy expression. A SidecarSet author is
+// trusted with its sidecars, not with the manager's CPU and memory: an
+// expression is judged before it runs, and stopped if it runs over.
+//
+// Note: the environment has no macros (map, filter, all, exists,
+// exists_one, has). What resourcesPolicy computes, arithmetic over two
+// doubles with quantity, max and min (docs/sidecarset.md), needs no
+// iteration, and without macros CEL has no loop: the work of an expression
+// is linear in its length, which the parser bounds. The cost limits bound
+// what is left (string and list operators) and hold should the language
+// grow.
+const (
+	// maxExprLength is the CRD's maxLength of an expression, enforced again
+	// here for a review that did not come through the API server.
+	maxExprLength = 1024
+	// maxExprCost bounds both the static estimate of an expression (at
+	// validation and whenever a SidecarSet is compiled for injection) and
+	// its actual cost at every evaluation, in CEL cost units (about one per
+	// operation). The documented examples cost under 10.
+	maxExprCost = 1000
+	// sampleEvalTimeout bounds the evaluation on sample values at
+	// validation.
+	sampleEvalTimeout = 100 * time.Millisecond
 )
 
 // resourcesEnv is the CEL environment of resourcesPolicy expressions: the
@@ -31,6 +60,8 @@ var resourcesEnv = func() *cel.Env {
 		})
 	}
 	env, err := cel.NewEnv(
+		cel.ClearMacros(),
+		cel.ParserExpressionSizeLimit(maxExprLength),
 		cel.Variable("cpu", cel.DoubleType),
 		cel.Variable("memory", cel.DoubleType),
 		cel.Function("quantity", cel.Overload("deckhand_quantity_string", []*cel.Type{cel.StringType}, cel.DoubleType,
@@ -121,19 +152,63 @@ func CompileResourcesPolicy(p *deckhandv1alpha1.ResourcesPolicy) (*ResourcesProg
 func compileExpr(expr string) (cel.Program, string) {
 	ast, iss := resourcesEnv.Compile(expr)
 	if iss.Err() != nil {
-		return nil, iss.Err().Error()
+		return nil, issueMessage(iss)
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.DoubleType) && !t.IsExactType(cel.IntType) {
 		return nil, fmt.Sprintf("must evaluate to a double (cores or bytes), not %s", t)
 	}
-	prg, err := resourcesEnv.Program(ast)
+	est, err := resourcesEnv.EstimateCost(ast, noEstimates{})
 	if err != nil {
 		return nil, err.Error()
 	}
-	if _, _, err := prg.Eval(map[string]any{"cpu": 1.0, "memory": float64(1 << 30)}); err != nil {
+	if est.Max > maxExprCost {
+		return nil, fmt.Sprintf("estimated cost %d exceeds the budget of %d", est.Max, maxExprCost)
+	}
+	prg, err := resourcesEnv.Program(ast, cel.CostLimit(maxExprCost), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sampleEvalTimeout)
+	defer cancel()
+	if _, _, err := prg.ContextEval(ctx, map[string]any{"cpu": 1.0, "memory": float64(1 << 30)}); err != nil {
 		return nil, err.Error()
 	}
 	return prg, ""
+}
+
+// macros are CEL's standard macros, which the environment leaves out.
+var macros = []string{"map", "filter", "all", "exists", "exists_one", "has"}
+
+// issueMessage is the first of iss's errors, without the source excerpt
+// CEL repeats under each (the field's value already shows the expression).
+func issueMessage(iss *cel.Issues) string {
+	errs := iss.Errors()
+	first := errs[0]
+	msg := first.Message
+	for _, m := range macros {
+		if strings.Contains(msg, "undeclared reference to '"+m+"'") {
+			msg = m + "() is not available: an expression is arithmetic on cpu and memory, without CEL's macros (" + strings.Join(macros, ", ") + ")"
+			break
+		}
+	}
+	out := msg
+	if l := first.Location; l.Line() > 0 {
+		out = fmt.Sprintf("%d:%d: %s", l.Line(), l.Column()+1, msg)
+	}
+	if len(errs) > 1 {
+		out += fmt.Sprintf(" (and %d more)", len(errs)-1)
+	}
+	return out
+}
+
+// noEstimates lets CEL's defaults estimate every size and call: the
+// variables are doubles and the functions constant-time.
+type noEstimates struct{}
+
+func (noEstimates) EstimateSize(checker.AstNode) *checker.SizeEstimate { return nil }
+
+func (noEstimates) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // Compute returns the sidecar's requests and limits for a pod whose own

@@ -1,8 +1,10 @@
 package sidecarcontrol
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -130,5 +132,49 @@ func TestResourcesPolicyCompileErrors(t *testing.T) {
 				t.Errorf("errors %+v, want one at %s", errs, tc.field)
 			}
 		})
+	}
+}
+
+// nestedMaps is an expression of five nested map calls over a 20-element
+// list: 20^5 evaluations, seconds of CPU and hundreds of MiB were it run.
+func nestedMaps() string {
+	var l []string
+	for i := range 20 {
+		l = append(l, strconv.Itoa(i))
+	}
+	list := "[" + strings.Join(l, ",") + "]"
+	return "double(size(" + list + ".map(a, " + list + ".map(b, " + list + ".map(c, " + list + ".map(d, " + list + ".map(e, e)))))))"
+}
+
+// TestResourcesPolicyBudget: an expression that iterates, or is longer than
+// the CRD allows, is refused at its field before it runs; the documented
+// examples still compile.
+func TestResourcesPolicyBudget(t *testing.T) {
+	for name, expr := range map[string]string{
+		"nested maps":   nestedMaps(),
+		"one filter":    "double(size([1.0, 2.0].filter(x, x > cpu)))",
+		"too long":      "cpu" + strings.Repeat(" + cpu", maxExprLength/6+1),
+		"exists in map": "[cpu].exists(x, x > 1.0) ? cpu : memory",
+	} {
+		t.Run(name, func(t *testing.T) {
+			start := time.Now()
+			_, errs := CompileResourcesPolicy(&deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+				Limits: &deckhandv1alpha1.ResourceExprPair{CPU: expr}}})
+			if d := time.Since(start); d > 100*time.Millisecond {
+				t.Errorf("refusing took %v", d)
+			}
+			if len(errs) != 1 || errs[0].Field != "resourceExpr.limits.cpu" {
+				t.Fatalf("errors %+v, want one at resourceExpr.limits.cpu", errs)
+			}
+			t.Logf("%s: %s", name, errs[0].Message)
+		})
+	}
+	// docs/sidecarset.md, "Sizing sidecars".
+	_, errs := CompileResourcesPolicy(&deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+		Limits:   &deckhandv1alpha1.ResourceExprPair{CPU: "cpu * 0.5", Memory: "max(memory * 0.25, quantity('128Mi'))"},
+		Requests: &deckhandv1alpha1.ResourceExprPair{CPU: "max(cpu * 0.1, quantity('50m'))", Memory: "min(memory * 0.25, quantity('1Gi'))"},
+	}})
+	if len(errs) != 0 {
+		t.Errorf("the documented example is refused: %+v", errs)
 	}
 }
