@@ -129,8 +129,9 @@ type PodSetUpdateStrategy struct {
 	// Partition is the number of pods the rolling update leaves on old
 	// revisions: the update stops once at most this many old-revision pods
 	// remain. New pods are always created from the current template.
-	// Defaults to 0 (update every pod).
+	// Defaults to 0 (update every pod). At most 1000000.
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
 	// +optional
 	Partition *int32 `json:"partition,omitempty"`
 
@@ -159,7 +160,8 @@ type PodSetUpdateStrategy struct {
 type PodSetSpec struct {
 	// Replicas is the number of pods the PodSet keeps running. Defaults to 1.
 	// Changed through the scale subresource by `kubectl scale` and the
-	// HorizontalPodAutoscaler.
+	// HorizontalPodAutoscaler. At most the manager's --max-podset-replicas
+	// (10000 by default), checked at admission for both.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -179,8 +181,10 @@ type PodSetSpec struct {
 	Template corev1.PodTemplateSpec `json:"template"`
 
 	// MinReadySeconds is how long a pod must be Ready, without any of its
-	// containers crashing, before it counts as available. Defaults to 0.
+	// containers crashing, before it counts as available. Defaults to 0; at
+	// most 86400 (a day).
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 
@@ -205,17 +209,20 @@ type PodSetSpec struct {
 	// pod removed) before Progressing turns False with reason
 	// ProgressDeadlineExceeded, as for a Deployment. The PodSet keeps
 	// trying; the condition only reports it. A paused PodSet does not time
-	// out. Defaults to 600; must be greater than minReadySeconds.
+	// out. Defaults to 600; must be greater than minReadySeconds, and at
+	// most 604800 (a week).
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
 	// +optional
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
 	// RevisionHistoryLimit is how many ControllerRevisions of old templates
 	// the PodSet keeps for rollback, besides those of the current template
-	// and of templates pods still run. Defaults to 10.
+	// and of templates pods still run. Defaults to 10; at most 100.
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
 }

@@ -237,7 +237,9 @@ type RestartScheduleSpec struct {
 	// down) is recorded as Missed instead of running late; the same deadline
 	// decides whether a run interrupted by suspend continues on resume. Unset
 	// means a late run always starts (only the latest missed time runs).
+	// At most 31536000 (365 days).
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=31536000
 	// +optional
 	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
 
@@ -249,16 +251,19 @@ type RestartScheduleSpec struct {
 	ConcurrencyPolicy RestartConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
 
 	// maxConcurrent is how many selected workloads restart at once; the next
-	// one starts when a previous rollout completes.
+	// one starts when a previous rollout completes. At most 100 (each
+	// workload rolling out is listed in status.active).
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
 	// +optional
 	MaxConcurrent int32 `json:"maxConcurrent,omitempty"`
 
 	// rolloutTimeout is how long a restarted workload's rollout may take
-	// before the restart is recorded as Failed.
+	// before the restart is recorded as Failed. At most 168h (a week).
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('168h')",message="must be at most 168h"
 	// +optional
 	RolloutTimeout *metav1.Duration `json:"rolloutTimeout,omitempty"`
 

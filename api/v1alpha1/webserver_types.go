@@ -74,8 +74,10 @@ type WebServerSpec struct {
 	// HorizontalPodAutoscaler targeting the Deployment. When set, Deckhand
 	// owns the Deployment's replicas and restores them if they are changed
 	// there; scale the WebServer itself (its /scale subresource) instead.
+	// At most 10000, through the spec or the scale subresource.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// ServiceType is the type of the Service in front of the pods.

@@ -29,6 +29,36 @@ var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cr
 // (such as "0 0 31 2 *").
 var ErrNeverFires = errors.New("schedule never fires")
 
+// DefaultMinInterval is the shortest time allowed between two runs of a
+// schedule unless the manager is told otherwise: each run patches every
+// workload it selects and writes the schedule's status, so a tenant's
+// "@every 1s" would cost the API server a write per workload each second.
+// A 5-field expression never fires more often; only "@every" can.
+const DefaultMinInterval = time.Minute
+
+// ShortestInterval is a lower bound, exact for "@every", on the time
+// between two consecutive firings of a schedule ParseSchedule returned.
+// "@every d" fires every d (the cron library drops sub-seconds). The
+// parser has no seconds field, so a 5-field expression or another
+// descriptor fires on whole minutes: two firings are at least a minute
+// apart in real time, in every zone (offsets are whole minutes, and a
+// wall-clock jump only moves which minutes fire).
+func ShortestInterval(s cron.Schedule) time.Duration {
+	if every, ok := s.(cron.ConstantDelaySchedule); ok {
+		return every.Delay
+	}
+	return time.Minute
+}
+
+// CheckInterval returns an error when s may fire more often than once per
+// min, saying how often it fires.
+func CheckInterval(s cron.Schedule, min time.Duration) error {
+	if gap := ShortestInterval(s); gap < min {
+		return fmt.Errorf("fires every %s: the shortest interval allowed between two runs is %s", gap, min)
+	}
+	return nil
+}
+
 // Schedule is a parsed cron schedule evaluated in a time zone.
 type Schedule struct {
 	cron cron.Schedule

@@ -197,3 +197,43 @@ func TestLatestAtOrBeforeMatchesWalk(t *testing.T) {
 		}
 	}
 }
+
+func TestShortestInterval(t *testing.T) {
+	cases := map[string]struct {
+		spec string
+		want time.Duration
+	}{
+		"every second":           {"@every 1s", time.Second},
+		"every 59.9s drops subs": {"@every 59.9s", 59 * time.Second},
+		"every minute":           {"@every 1m", time.Minute},
+		"every 90m":              {"@every 90m", 90 * time.Minute},
+		"every minute by cron":   {"* * * * *", time.Minute},
+		"hourly":                 {"@hourly", time.Minute},
+		"daily":                  {"0 3 * * *", time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s, err := ParseSchedule(tc.spec, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ShortestInterval(s)
+			// A lower bound: no two consecutive firings of the next
+			// thousand are closer.
+			for a, i := s.Next(now), 0; i < 1000; i++ {
+				b := s.Next(a)
+				if b.Sub(a) < got {
+					t.Fatalf("%s fires at %s and %s, closer than %s", tc.spec, a, b, got)
+				}
+				a = b
+			}
+			if got != tc.want {
+				t.Fatalf("ShortestInterval(%q) = %s, want %s", tc.spec, got, tc.want)
+			}
+			err = CheckInterval(s, DefaultMinInterval)
+			if tooOften := tc.want < DefaultMinInterval; (err != nil) != tooOften {
+				t.Fatalf("CheckInterval(%q) = %v, want an error: %v", tc.spec, err, tooOften)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
+	"github.com/deckhand-dev/deckhand/internal/cronschedule"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
@@ -49,11 +51,19 @@ type Options struct {
 	// Deckhand is off the pod create path: every SidecarSet must be in
 	// Policy mode, which must then be the default and served.
 	SidecarSetPodWebhook bool
+	// RestartScheduleMinInterval is the shortest time allowed between two
+	// runs of a RestartSchedule, from 1s to 1m (only "@every" fires more
+	// often than once a minute).
+	RestartScheduleMinInterval time.Duration
+	// MaxPodSetReplicas is the most pods a PodSet may ask for, through its
+	// spec or its scale subresource.
+	MaxPodSetReplicas int32
 }
 
 // DefaultOptions returns the options the manager uses when no flag is set.
 func DefaultOptions() Options {
-	return Options{DefaultRestartSchedule: "0 3 * * *", SidecarSetInjectionMode: deckhandv1alpha1.WebhookInjection, SidecarSetPodWebhook: true}
+	return Options{DefaultRestartSchedule: "0 3 * * *", SidecarSetInjectionMode: deckhandv1alpha1.WebhookInjection, SidecarSetPodWebhook: true,
+		RestartScheduleMinInterval: cronschedule.DefaultMinInterval, MaxPodSetReplicas: podsetwebhook.DefaultMaxReplicas}
 }
 
 // podSetRevisions selects the ControllerRevisions PodSets create.
@@ -84,6 +94,9 @@ func CacheOptions() cache.Options {
 // Setup registers every controller and webhook with mgr.
 // Each kind's packages expose the same entry points, so this stays a list.
 func Setup(mgr ctrl.Manager, opts Options) error {
+	if err := checkBounds(opts); err != nil {
+		return err
+	}
 	// The SidecarSet controller and the pod webhook read SidecarSets
 	// through one Lister, so each SidecarSet is compiled once per process.
 	sidecarSets, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
@@ -111,9 +124,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		webserverwebhook.SetupWebhookWithManager,
 		(&restartschedulectrl.Reconciler{}).SetupWithManager,
 		(&restartschedulectrl.AnnotationReconciler{DefaultSchedule: opts.DefaultRestartSchedule}).SetupWithManager,
-		restartschedulewebhook.SetupWebhookWithManager,
+		func(mgr ctrl.Manager) error {
+			return restartschedulewebhook.SetupWebhook(mgr, &restartschedulewebhook.Validator{MinInterval: opts.RestartScheduleMinInterval})
+		},
 		(&podsetctrl.Reconciler{}).SetupWithManager,
-		podsetwebhook.SetupWebhookWithManager,
+		func(mgr ctrl.Manager) error {
+			return podsetwebhook.SetupWebhook(mgr, &podsetwebhook.Validator{MaxReplicas: opts.MaxPodSetReplicas})
+		},
 		(&sidecarsetctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
 		func(mgr ctrl.Manager) error { return sidecarsetwebhook.SetupWebhookWithLister(mgr, sidecarSets) },
 		(&sidecarpolicyctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
@@ -121,6 +138,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		if err := setup(mgr); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkBounds refuses limits that would not hold what they say. Zero
+// keeps a default.
+func checkBounds(opts Options) error {
+	if d := opts.RestartScheduleMinInterval; d != 0 && (d < time.Second || d > time.Minute) {
+		return fmt.Errorf("--restart-schedule-min-interval=%s: want between 1s and 1m (a 5-field schedule can fire once a minute)", d)
+	}
+	if opts.MaxPodSetReplicas < 0 {
+		return fmt.Errorf("--max-podset-replicas=%d: want a positive number", opts.MaxPodSetReplicas)
 	}
 	return nil
 }

@@ -144,6 +144,8 @@ func runSuite(m *testing.M, s *testutil.Suite) int {
 		"--cert-management=self",
 		"--cert-secret-namespace=" + systemNamespace,
 		"--cert-extra-dns-names=localhost",
+		// Short @every schedules keep the RestartSchedule tests quick.
+		"--restart-schedule-min-interval=1s",
 	}, certArgs...)
 	deckhand, err := cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
 		Binary: bin, Kubeconfig: saKubeconfig, WebhookPort: suite.webhookPort,

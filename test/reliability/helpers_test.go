@@ -500,7 +500,7 @@ func createSidecarSet(t *testing.T, name, ns string, podLabels map[string]string
 func startManager(t *testing.T, name string, port int, args ...string) *localcluster.DeckhandProcess {
 	t.Helper()
 	d, err := suite.cluster.StartDeckhand(testutil.Context(t, 3*time.Minute), localcluster.DeckhandOptions{
-		Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: name, Args: args,
+		Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: name, Args: append([]string{"--restart-schedule-min-interval=1s"}, args...),
 	})
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)

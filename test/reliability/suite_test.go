@@ -88,7 +88,8 @@ func runSuite(m *testing.M) int {
 	// SIGKILLed one comes back at once (leader failover has a test of its own).
 	suite.deckhand, err = cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
 		Binary: suite.bin, WebhookPort: suite.port, CertDir: suite.certDir,
-		Args: []string{"--leader-elect=false"},
+		// Short @every schedules keep the RestartSchedule runs quick.
+		Args: []string{"--leader-elect=false", "--restart-schedule-min-interval=1s"},
 	})
 	if err != nil {
 		return fail("%v", err)

@@ -55,7 +55,8 @@ func TestMain(m *testing.M) {
 			if err := (&restartschedule.AnnotationReconciler{DefaultSchedule: testDefaultSchedule}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return restartschedulewebhook.SetupWebhookWithManager(mgr)
+			// Short @every schedules keep the tests quick.
+			return restartschedulewebhook.SetupWebhook(mgr, &restartschedulewebhook.Validator{MinInterval: time.Second})
 		},
 	}))
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -25,8 +26,8 @@ import (
 )
 
 // Failure policy: Fail. The webhook only intercepts create/update of
-// podsets (not the status or scale subresources), so while the manager is
-// down `kubectl scale`, the HorizontalPodAutoscaler and the controller's
+// podsets (not the status subresource, and the scale subresource has its
+// own webhook, bounds.go), so while the manager is down the controller's
 // status writes keep working; what is refused is a new or changed spec the
 // API server cannot judge without us (the pod template dry run, the
 // selector/template checks that CEL cannot express). Accepting those
@@ -35,12 +36,22 @@ import (
 //
 // +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-podset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=podsets,verbs=create;update,versions=v1alpha1,name=vpodset-v1alpha1.apps.deckhand.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupWebhookWithManager registers the PodSet validating webhook. Defaults
-// live in the CRD schema (they apply even when the webhook is unreachable),
-// so there is no mutating webhook.
+// SetupWebhookWithManager registers the PodSet validating webhooks with
+// the default replica ceiling. Defaults live in the CRD schema (they apply
+// even when the webhook is unreachable), so there is no mutating webhook.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return SetupWebhook(mgr, &Validator{})
+}
+
+// SetupWebhook registers the PodSet validating webhooks served by v: the
+// PodSet's and its scale subresource's. v.Client defaults to the manager's.
+func SetupWebhook(mgr ctrl.Manager, v *Validator) error {
+	if v.Client == nil {
+		v.Client = mgr.GetClient()
+	}
+	mgr.GetWebhookServer().Register(scalePath, &webhook.Admission{Handler: scaleValidator{max: v.maxReplicas()}})
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.PodSet{}).
-		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet]((&Validator{Client: mgr.GetClient()}).Validate)).
+		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet](v.Validate)).
 		Complete()
 }
 
@@ -48,6 +59,9 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 // a pod built from the template.
 type Validator struct {
 	Client client.Client
+	// MaxReplicas is the most pods a PodSet may ask for (the manager's
+	// --max-podset-replicas); zero means DefaultMaxReplicas.
+	MaxReplicas int32
 }
 
 var gk = deckhandv1alpha1.GroupVersion.WithKind("PodSet").GroupKind()
@@ -55,6 +69,7 @@ var gk = deckhandv1alpha1.GroupVersion.WithKind("PodSet").GroupKind()
 // Validate judges a new (old is nil) or changed PodSet.
 func (v *Validator) Validate(ctx context.Context, old, ps *deckhandv1alpha1.PodSet) (admission.Warnings, error) {
 	errs := validate(old, ps)
+	errs = append(errs, v.validateBounds(old, ps)...)
 	var warnings admission.Warnings
 	// The API server judges the template; only when it is new or changed
 	// (a scale or label edit does not pay for a dry run).

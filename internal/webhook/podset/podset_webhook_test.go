@@ -100,3 +100,34 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateBounds(t *testing.T) {
+	long := strings.Repeat("a", 64)
+	cases := map[string]struct {
+		old, ps *deckhandv1alpha1.PodSet
+		want    string // "" = valid
+	}{
+		"63-character name": {nil, sized(strings.Repeat("a", 63), 1), ""},
+		"64-character name": {nil, sized(long, 1), "metadata.name: Invalid value: \"" + long + "\": must be usable as the value of the apps.deckhand.dev/podset label"},
+		"at the ceiling":    {nil, sized("web", 10), ""},
+		"above the ceiling": {nil, sized("web", 11), "spec.replicas: Invalid value: 11: must be at most 10 (the manager's --max-podset-replicas)"},
+		"growing above it":  {sized("web", 10), sized("web", 12), "spec.replicas"},
+		"shrinking above it, after the ceiling was lowered": {sized("web", 20), sized("web", 12), ""},
+	}
+	v := &Validator{MaxReplicas: 10}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := v.validateBounds(tc.old, tc.ps).ToAggregate()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func sized(name string, replicas int32) *deckhandv1alpha1.PodSet {
+	return &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: deckhandv1alpha1.PodSetSpec{Replicas: &replicas}}
+}

@@ -1,5 +1,6 @@
 // Package restartschedule validates RestartSchedules at admission: cron
 // syntax and schedules that never fire (with the cron parser's message),
+// schedules that fire more often than the manager allows,
 // IANA time zones, the target, maintenance windows and blackout dates, and
 // positive durations and limits. Defaults
 // come from the CRD schema, so there is no mutating webhook.
@@ -28,10 +29,16 @@ import (
 //
 // +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-restartschedule,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=restartschedules,verbs=create;update,versions=v1alpha1,name=vrestartschedule.apps.deckhand.dev,admissionReviewVersions=v1
 
-// SetupWebhookWithManager registers the RestartSchedule validating webhook.
+// SetupWebhookWithManager registers the RestartSchedule validating webhook
+// with the default settings.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
+	return SetupWebhook(mgr, &Validator{})
+}
+
+// SetupWebhook registers the RestartSchedule validating webhook served by v.
+func SetupWebhook(mgr ctrl.Manager, v *Validator) error {
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.RestartSchedule{}).
-		WithValidator(&Validator{}).
+		WithValidator(v).
 		Complete()
 }
 
@@ -39,6 +46,10 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 type Validator struct {
 	// Now tells the time for the "never fires" check; nil means time.Now.
 	Now func() time.Time
+	// MinInterval is the shortest time allowed between two runs of a
+	// schedule (the manager's --restart-schedule-min-interval); zero means
+	// cronschedule.DefaultMinInterval.
+	MinInterval time.Duration
 }
 
 var _ admission.Validator[*deckhandv1alpha1.RestartSchedule] = &Validator{}
@@ -67,6 +78,13 @@ func (v *Validator) now() time.Time {
 	return time.Now()
 }
 
+func (v *Validator) minInterval() time.Duration {
+	if v.MinInterval > 0 {
+		return v.MinInterval
+	}
+	return cronschedule.DefaultMinInterval
+}
+
 // validate checks rs; old is nil on create. A schedule or time zone that
 // is unchanged by an update is not re-checked, so that an object accepted
 // earlier can always be edited otherwise (or deleted by its owner).
@@ -76,7 +94,11 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 	s := rs.Spec
 
 	if old == nil || old.Spec.Schedule != s.Schedule {
-		if _, err := cronschedule.ParseSchedule(s.Schedule, v.now()); err != nil {
+		sched, err := cronschedule.ParseSchedule(s.Schedule, v.now())
+		if err == nil {
+			err = cronschedule.CheckInterval(sched, v.minInterval())
+		}
+		if err != nil {
 			errs = append(errs, field.Invalid(spec.Child("schedule"), s.Schedule, err.Error()))
 		}
 	}
@@ -108,14 +130,14 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 		}
 	}
 
-	if d := s.StartingDeadlineSeconds; d != nil && *d < 1 {
-		errs = append(errs, field.Invalid(spec.Child("startingDeadlineSeconds"), *d, "must be a positive number of seconds"))
+	if d := s.StartingDeadlineSeconds; d != nil && (*d < 1 || *d > maxStartingDeadlineSeconds) {
+		errs = append(errs, field.Invalid(spec.Child("startingDeadlineSeconds"), *d, fmt.Sprintf("must be between 1 and %d seconds", maxStartingDeadlineSeconds)))
 	}
-	if s.MaxConcurrent < 1 {
-		errs = append(errs, field.Invalid(spec.Child("maxConcurrent"), s.MaxConcurrent, "must be at least 1"))
+	if s.MaxConcurrent < 1 || s.MaxConcurrent > maxMaxConcurrent {
+		errs = append(errs, field.Invalid(spec.Child("maxConcurrent"), s.MaxConcurrent, fmt.Sprintf("must be between 1 and %d", maxMaxConcurrent)))
 	}
-	if s.RolloutTimeout != nil && s.RolloutTimeout.Duration <= 0 {
-		errs = append(errs, field.Invalid(spec.Child("rolloutTimeout"), s.RolloutTimeout.Duration.String(), "must be a positive duration"))
+	if s.RolloutTimeout != nil && (s.RolloutTimeout.Duration <= 0 || s.RolloutTimeout.Duration > maxRolloutTimeout) {
+		errs = append(errs, field.Invalid(spec.Child("rolloutTimeout"), s.RolloutTimeout.Duration.String(), "must be a positive duration of at most 168h"))
 	}
 	if s.HistoryLimit < 1 || s.HistoryLimit > 100 {
 		errs = append(errs, field.Invalid(spec.Child("historyLimit"), s.HistoryLimit, fmt.Sprintf("must be between 1 and %d", 100)))
@@ -134,9 +156,21 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 	return errs
 }
 
-// maxJitter bounds spec.jitter: a restart delayed by more than a day would
-// be indistinguishable from the next day's run.
-const maxJitter = 24 * time.Hour
+// Bounds of the spec's numbers, as the CRD schema states them (the schema
+// refuses first; these keep the webhook's answer the same without it).
+const (
+	// maxJitter bounds spec.jitter: a restart delayed by more than a day
+	// would be indistinguishable from the next day's run.
+	maxJitter = 24 * time.Hour
+	// maxStartingDeadlineSeconds is a year: a longer deadline is no
+	// deadline, and seconds past it would overflow a time.Duration.
+	maxStartingDeadlineSeconds = 365 * 24 * 60 * 60
+	// maxMaxConcurrent bounds status.active, which lists every workload
+	// rolling out.
+	maxMaxConcurrent = 100
+	// maxRolloutTimeout is a week.
+	maxRolloutTimeout = 7 * 24 * time.Hour
+)
 
 // validateCalendar checks spec.windows, spec.blackoutDates and
 // spec.outsideWindowPolicy, naming the element and part at fault.

@@ -30,23 +30,31 @@ func TestValidate(t *testing.T) {
 		mutate func(*deckhandv1alpha1.RestartSchedule)
 		want   string // "" = valid
 	}{
-		"valid":       {func(*deckhandv1alpha1.RestartSchedule) {}, ""},
-		"valid every": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "@every 90m" }, ""},
+		"valid":        {func(*deckhandv1alpha1.RestartSchedule) {}, ""},
+		"valid every":  {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "@every 90m" }, ""},
+		"every minute": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "@every 1m" }, ""},
+		"too often": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "@every 59s" },
+			`spec.schedule: Invalid value: "@every 59s": fires every 59s: the shortest interval allowed between two runs is 1m0s`},
 		"valid selector": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Target = deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{}}
 		}, ""},
-		"cron":           {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "0 25 * * *" }, "spec.schedule"},
-		"never fires":    {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "0 0 31 2 *" }, "spec.schedule: Invalid value: \"0 0 31 2 *\": schedule never fires"},
-		"zone":           {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.TimeZone = "Europe/Atlantis" }, "spec.timeZone"},
-		"both":           {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.Selector = &metav1.LabelSelector{} }, "spec.target"},
-		"neither":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef = nil }, "spec.target: Required"},
-		"kind":           {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Kind = "CronJob" }, "spec.target.targetRef.kind"},
-		"deadline":       {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.StartingDeadlineSeconds = ptr.To[int64](-1) }, "spec.startingDeadlineSeconds"},
-		"timeout":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.RolloutTimeout.Duration = 0 }, "spec.rolloutTimeout"},
-		"history":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.HistoryLimit = 0 }, "spec.historyLimit"},
-		"max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.MaxConcurrent = 0 }, "spec.maxConcurrent"},
-		"policy":         {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.ConcurrencyPolicy = "Allow" }, "spec.concurrencyPolicy"},
-		"podset target":  {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Kind = "PodSet" }, ""},
+		"cron":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "0 25 * * *" }, "spec.schedule"},
+		"never fires": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "0 0 31 2 *" }, "spec.schedule: Invalid value: \"0 0 31 2 *\": schedule never fires"},
+		"zone":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.TimeZone = "Europe/Atlantis" }, "spec.timeZone"},
+		"both":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.Selector = &metav1.LabelSelector{} }, "spec.target"},
+		"neither":     {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef = nil }, "spec.target: Required"},
+		"kind":        {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Kind = "CronJob" }, "spec.target.targetRef.kind"},
+		"deadline":    {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.StartingDeadlineSeconds = ptr.To[int64](-1) }, "spec.startingDeadlineSeconds"},
+		"timeout":     {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.RolloutTimeout.Duration = 0 }, "spec.rolloutTimeout"},
+		"deadline overflowing a duration": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.StartingDeadlineSeconds = ptr.To[int64](1<<63 - 1) },
+			"spec.startingDeadlineSeconds: Invalid value: 9223372036854775807: must be between 1 and 31536000 seconds"},
+		"deadline a year":    {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.StartingDeadlineSeconds = ptr.To[int64](31536000) }, ""},
+		"timeout a week":     {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.RolloutTimeout.Duration = 169 * time.Hour }, "spec.rolloutTimeout"},
+		"max concurrent 101": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.MaxConcurrent = 101 }, "spec.maxConcurrent"},
+		"history":            {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.HistoryLimit = 0 }, "spec.historyLimit"},
+		"max concurrent":     {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.MaxConcurrent = 0 }, "spec.maxConcurrent"},
+		"policy":             {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.ConcurrencyPolicy = "Allow" }, "spec.concurrencyPolicy"},
+		"podset target":      {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Target.TargetRef.Kind = "PodSet" }, ""},
 		"valid calendar": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Days: []deckhandv1alpha1.RestartWeekday{"Sat", "Sun"}, Start: "22:00", End: "02:00"}, {Start: "00:00", End: "24:00"}}
 			r.Spec.BlackoutDates = []string{"2026-12-24", "2026-12-20/2027-01-05"}
