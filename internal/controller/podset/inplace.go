@@ -70,6 +70,17 @@ func inPlacePatch(pod *corev1.Pod, tmpl *corev1.PodTemplateSpec, revision string
 	return json.Marshal(patch)
 }
 
+// updatedInPlace reports whether pod reached the revision its label names
+// by an in-place update, rather than being created on it.
+func updatedInPlace(pod *corev1.Pod) bool {
+	raw, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]
+	if !ok {
+		return false
+	}
+	var st inPlaceUpdateState
+	return json.Unmarshal([]byte(raw), &st) == nil && st.Revision == pod.Labels[deckhandv1alpha1.PodSetRevisionLabel]
+}
+
 // inPlaceUpdateDone reports whether an in-place update recorded on pod has
 // completed: every container reports its new image (podutil.ImageMatches)
 // or a new image ID, and the pod is Ready again. A pod without the annotation, or whose annotation

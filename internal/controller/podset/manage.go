@@ -55,10 +55,12 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 		avail, _ := isPodAvailable(p, s.ps.Spec.MinReadySeconds, now)
 		updated := p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == s.revision
 		in.pods = append(in.pods, podView{
-			pod:       p,
-			updated:   updated,
-			available: avail,
-			inPlaceOK: !updated && canUpdateInPlace(p, s.inPlace),
+			pod:            p,
+			updated:        updated,
+			available:      avail,
+			inPlaceOK:      !updated && canUpdateInPlace(p, s.inPlace),
+			updatedInPlace: updated && updatedInPlace(p),
+			updating:       updated && !inPlaceUpdateDone(p),
 		})
 	}
 	pl := planSync(in)

@@ -67,6 +67,12 @@ type podView struct {
 	available bool
 	// inPlaceOK: the pod can reach the update revision by an image patch.
 	inPlaceOK bool
+	// updatedInPlace: the pod reached the update revision by an image
+	// patch (it was not created on it).
+	updatedInPlace bool
+	// updating: the pod's image patch has not yet taken effect (the kubelet
+	// has not reported the new images, or the pod is not Ready again).
+	updating bool
 }
 
 // planInput is the state one sync plans from.
@@ -96,23 +102,33 @@ type plan struct {
 // planSync decides the writes of one sync. It is pure: the same input gives
 // the same plan.
 //
-// Without a rollout in progress it is exactly a ReplicaSet: create or delete
-// the difference to spec.replicas (at most burstReplicas per sync), deleting
-// in upstream's order.
+// Without a rollout in progress it is a ReplicaSet: create or delete the
+// difference to spec.replicas (at most burstReplicas per sync); a scale-down
+// picks its pods as scaleDownVictims says.
 //
 // While paused, a pending rollout is left where it is and the PodSet only
 // scales, as a ReplicaSet; a scale-down takes old-revision pods first, as
 // during a rollout, because that moves no pod to another template.
 //
 // During a RollingUpdate rollout (more than partition old-revision pods):
-//   - the PodSet may hold spec.replicas + surge pods, where surge is
-//     maxSurge capped by the number of old pods that must be recreated;
-//     terminating pods count against that total;
+//   - the PodSet creates pods up to spec.replicas + surge, where surge is
+//     maxSurge capped by the number of old pods that need a pod standing in
+//     for them: those that must be recreated, and, when maxUnavailable is 0,
+//     every old pod to update, in place or not; terminating pods count
+//     against that total;
+//   - it deletes pods only above spec.replicas + maxSurge (a lowered
+//     spec.replicas); the surge left once every old pod is updated is
+//     removed by the ReplicaSet scale-down that follows the rollout;
 //   - old pods are updated (in place when possible, otherwise deleted and
 //     recreated by a later sync) in this order: unavailable ones first (they
 //     cost no availability), then upstream's deletion order;
 //   - an available pod is touched only while more than
 //     spec.replicas - maxUnavailable pods are available.
+//
+// Note: with maxUnavailable 0 (25% of 1 to 3 replicas rounds down to 0) no
+// old pod may become unavailable before a new one is available, so an
+// in-place rollout runs on the surge: the surge pods' availability lets old
+// pods be patched one budget at a time, and the surplus goes at the end.
 func planSync(in planInput) plan {
 	var p plan
 	var all, old []*corev1.Pod
@@ -133,12 +149,8 @@ func planSync(in planInput) plan {
 		switch {
 		case diff < 0:
 			p.create = min(-diff, burstReplicas)
-		case diff > 0 && oldToUpdate > 0:
-			p.delete = oldFirst(in.pods, all, in.now)[:min(diff, burstReplicas)]
 		case diff > 0:
-			victims := append([]*corev1.Pod(nil), all...)
-			sortForDeletion(victims, all, in.now)
-			p.delete = victims[:min(diff, burstReplicas)]
+			p.delete = scaleDownVictims(in, all, oldToUpdate > 0, diff)
 		}
 		return p
 	}
@@ -161,17 +173,20 @@ func planSync(in planInput) plan {
 	})
 	cands = cands[:oldToUpdate]
 
-	recreate := 0
+	standIns := 0
 	for _, c := range cands {
 		if !(in.strategy.inPlace && views[c].inPlaceOK) {
-			recreate++
+			standIns++
 		}
 	}
-	target := in.replicas + min(in.strategy.maxSurge, recreate)
+	if in.strategy.maxUnavailable == 0 {
+		standIns = len(cands)
+	}
+	target := in.replicas + min(in.strategy.maxSurge, standIns)
 
-	if active > target {
+	if excess := active - (in.replicas + in.strategy.maxSurge); excess > 0 {
 		// Scale down during a rollout: old pods go first.
-		p.delete = oldFirst(in.pods, all, in.now)[:min(active-target, burstReplicas)]
+		p.delete = scaleDownVictims(in, all, true, excess)
 		return p
 	}
 	if room := target - active - in.terminating; room > 0 {
@@ -200,18 +215,77 @@ func planSync(in planInput) plan {
 	return p
 }
 
-// oldFirst orders pods for a scale-down while old-revision pods remain: old
-// pods go first, each group in upstream's deletion order.
-func oldFirst(pods []podView, all []*corev1.Pod, now time.Time) []*corev1.Pod {
-	var old, newer []*corev1.Pod
-	for _, v := range pods {
-		if v.updated {
-			newer = append(newer, v.pod)
-		} else {
-			old = append(old, v.pod)
+// scaleDownVictims picks up to n pods (at most burstReplicas) to delete for
+// a scale-down, in this order:
+//
+//  1. unavailable pods (they cost no availability), then available ones,
+//     then pods whose in-place update is under way (deleting one throws the
+//     update away);
+//  2. within each, when oldFirst (a rollout is pending), old-revision pods
+//     first; then pods created on the update revision before pods updated
+//     in place to it, which keep the name, IP and node the update kept them
+//     for (so the surge of an in-place rollout is what goes once it ends);
+//  3. then upstream's deletion order.
+//
+// An available pod is taken only while more than spec.replicas -
+// maxUnavailable pods would stay available; the walk stops at the first one
+// that is not, so that the pods behind it are not taken instead: the rest
+// of the scale-down waits for pods to become available. Without pods in an
+// in-place update this never holds a scale-down back: the unavailable pods
+// go first, and what stays of the available ones is
+// min(available, spec.replicas).
+func scaleDownVictims(in planInput, all []*corev1.Pod, oldFirst bool, n int) []*corev1.Pod {
+	views := make(map[*corev1.Pod]podView, len(in.pods))
+	available := 0
+	for _, v := range in.pods {
+		views[v.pod] = v
+		if v.available {
+			available++
 		}
 	}
-	sortForDeletion(old, all, now)
-	sortForDeletion(newer, all, now)
-	return append(old, newer...)
+	group := func(v podView) int {
+		switch {
+		case v.updating:
+			return 2
+		case !v.available:
+			return 0
+		default:
+			return 1
+		}
+	}
+	kind := func(v podView) int {
+		switch {
+		case !v.updated && oldFirst:
+			return 0
+		case v.updated && !v.updatedInPlace:
+			return 1
+		default:
+			return 2
+		}
+	}
+	order := append([]*corev1.Pod(nil), all...)
+	sortForDeletion(order, all, in.now)
+	sort.SliceStable(order, func(i, j int) bool {
+		vi, vj := views[order[i]], views[order[j]]
+		if gi, gj := group(vi), group(vj); gi != gj {
+			return gi < gj
+		}
+		return kind(vi) < kind(vj)
+	})
+	n = min(n, burstReplicas)
+	budget := available - (in.replicas - in.strategy.maxUnavailable)
+	var out []*corev1.Pod
+	for _, p := range order {
+		if len(out) == n {
+			break
+		}
+		if views[p].available {
+			if budget <= 0 {
+				break
+			}
+			budget--
+		}
+		out = append(out, p)
+	}
+	return out
 }

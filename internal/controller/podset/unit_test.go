@@ -369,6 +369,15 @@ func TestPlanSync(t *testing.T) {
 			in:       planInput{replicas: 4, pods: n("old", 4, false, true, true), strategy: rolling(1, 1, 0, true)},
 			inPlaceN: 1, rolling: true,
 		},
+		"in place on the surge when nothing may be unavailable": {
+			in:     planInput{replicas: 2, pods: n("old", 2, false, true, true), strategy: rolling(1, 0, 0, true)},
+			create: 1, rolling: true,
+		},
+		"surge pod available: one old pod in place": {
+			in: planInput{replicas: 2, pods: cat(n("old", 2, false, true, true), n("new", 1, true, true, false)),
+				strategy: rolling(1, 0, 0, true)},
+			inPlaceN: 1, rolling: true,
+		},
 		"in place disabled recreates": {
 			in:      planInput{replicas: 4, pods: n("old", 4, false, true, true), strategy: rolling(0, 1, 0, false)},
 			deleteN: 1, rolling: true,
@@ -420,6 +429,28 @@ func TestPlanScaleDownDuringRolloutTakesOldPods(t *testing.T) {
 	got := planSync(in)
 	if fmt.Sprint(names(got.delete)) != "[old-a old-b]" && fmt.Sprint(names(got.delete)) != "[old-b old-a]" {
 		t.Fatalf("delete = %v, want the two old pods", names(got.delete))
+	}
+}
+
+// TestPlanSurplusAfterInPlaceSurge: once every old pod is updated in place,
+// the pod the surge created goes, not one updated in place, and not before
+// the last in-place update is available (maxUnavailable 0).
+func TestPlanSurplusAfterInPlaceSurge(t *testing.T) {
+	st := strategy{rolling: true, inPlace: true, maxSurge: 1}
+	inPlaced := func(name string, updating bool) podView {
+		v := view(name, true, !updating, false, ready(now.Add(-time.Minute)))
+		v.updatedInPlace, v.updating = true, updating
+		return v
+	}
+	surge := view("surge", true, true, false, ready(now.Add(-2*time.Minute)), created(now.Add(-3*time.Minute)))
+
+	in := planInput{replicas: 2, now: now, strategy: st, pods: []podView{inPlaced("a", false), inPlaced("b", true), surge}}
+	if got := planSync(in); len(got.delete) != 0 {
+		t.Fatalf("delete = %v while b is being updated in place; want nothing until it is available", names(got.delete))
+	}
+	in.pods[1] = inPlaced("b", false)
+	if got := planSync(in); fmt.Sprint(names(got.delete)) != "[surge]" {
+		t.Fatalf("delete = %v, want [surge]", names(got.delete))
 	}
 }
 
