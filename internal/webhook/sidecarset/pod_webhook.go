@@ -21,6 +21,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/webhookserver"
 )
 
 // PodWebhookPath is where the pod injection webhook is served.
@@ -61,9 +62,15 @@ var (
 	_ http.Handler      = &PodInjector{}
 )
 
-// maxReviewSize bounds a request body, as controller-runtime's admission
-// server does.
-const maxReviewSize = 7 << 20
+// maxReviewSize bounds a request body: the webhook server's own bound
+// (which answers 413 before a larger body gets here).
+const maxReviewSize = webhookserver.MaxBodyBytes
+
+// maxReviewPrealloc bounds the buffer allocated from Content-Length before
+// any of the body has arrived: the JSON of a large pod. A larger body grows
+// the buffer as it arrives, so a caller announcing more than it sends holds
+// no more memory than it sent.
+const maxReviewPrealloc = 64 << 10
 
 // ServeHTTP serves the webhook: the same answers as controller-runtime's
 // admission.Webhook wrapping Handle (TestServeHTTPAnswersAsControllerRuntime
@@ -125,11 +132,8 @@ func readReview(r *http.Request, rev *podjson.Review) *admission.Response {
 		return fail(http.StatusBadRequest, errors.New("request body is empty"), "bad request")
 	}
 	defer func() { _ = r.Body.Close() }()
-	size := r.ContentLength
-	if size < 0 || size > maxReviewSize {
-		size = 0
-	}
-	// Sized from Content-Length, the body is read with one allocation.
+	size := min(max(r.ContentLength, 0), maxReviewPrealloc)
+	// Sized from Content-Length, a pod's review is read with one allocation.
 	var body bytes.Buffer
 	body.Grow(int(size) + bytes.MinRead)
 	limited := &io.LimitedReader{R: r.Body, N: maxReviewSize}
