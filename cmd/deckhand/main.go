@@ -29,6 +29,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/version"
+	"github.com/deckhand-dev/deckhand/internal/webhookserver"
 )
 
 var (
@@ -55,6 +56,7 @@ type options struct {
 	webhookPort          int
 	webhookCertDir       string
 	enableHTTP2          bool
+	tls                  func(*tls.Config)
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
 	pprofAddr            string
@@ -131,10 +133,19 @@ func main() {
 		"Most pods a PodSet may ask for: spec.replicas, or a write to its scale subresource, above it is refused at admission.")
 	metadataAllowlist := flag.String("sidecarset-pod-metadata-allowlist", "",
 		"Comma-separated pod annotation keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata). Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")
+	tlsMinVersion := flag.String("tls-min-version", "VersionTLS12",
+		"Lowest TLS version the webhook and metrics servers accept: VersionTLS12 or VersionTLS13.")
+	tlsCipherSuites := flag.String("tls-cipher-suites", "",
+		"Comma-separated TLS 1.2 cipher suites the webhook and metrics servers accept, by Go name (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); insecure suites are refused. Empty keeps Go's defaults.")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	var err error
+	if o.tls, err = webhookserver.TLSConfig(*tlsMinVersion, splitList(*tlsCipherSuites)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	o.operator.SidecarSetInjectionMode = deckhandv1alpha1.InjectionMode(*injectionMode)
 	o.operator.SidecarSetPodMetadataAllowlist = splitList(*metadataAllowlist)
 	o.operator.MaxPodSetReplicas = int32(min(max(*maxReplicas, -1), math.MaxInt32))
@@ -159,7 +170,7 @@ func main() {
 
 func run(o options) error {
 	var tlsOpts []func(*tls.Config)
-	tlsOpts = append(tlsOpts, func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 })
+	tlsOpts = append(tlsOpts, o.tls)
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
@@ -179,7 +190,7 @@ func run(o options) error {
 		Scheme:           scheme,
 		PprofBindAddress: o.pprofAddr,
 		Metrics:          metricsOpts,
-		WebhookServer: webhook.NewServer(webhook.Options{
+		WebhookServer: webhookserver.New(webhook.Options{
 			Host:    o.webhookHost,
 			Port:    o.webhookPort,
 			CertDir: o.webhookCertDir,
