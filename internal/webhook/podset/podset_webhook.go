@@ -3,13 +3,9 @@ package podset
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -49,6 +45,9 @@ func SetupWebhook(mgr ctrl.Manager, v *Validator) error {
 	if v.Client == nil {
 		v.Client = mgr.GetClient()
 	}
+	if v.DryRunNamespace == "" {
+		v.DryRunNamespace = DefaultDryRunNamespace()
+	}
 	mgr.GetWebhookServer().Register(scalePath, &webhook.Admission{Handler: scaleValidator{max: v.maxReplicas()}})
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.PodSet{}).
 		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet](v.Validate)).
@@ -56,9 +55,10 @@ func SetupWebhook(mgr ctrl.Manager, v *Validator) error {
 }
 
 // Validator validates PodSets. Client is used for the server-side dry run of
-// a pod built from the template.
+// a pod built from the template, in DryRunNamespace (see dryRunTemplate).
 type Validator struct {
-	Client client.Client
+	Client          client.Client
+	DryRunNamespace string
 	// MaxReplicas is the most pods a PodSet may ask for (the manager's
 	// --max-podset-replicas); zero means DefaultMaxReplicas.
 	MaxReplicas int32
@@ -171,57 +171,4 @@ func validateIntOrPercent(v *intstr.IntOrString, p *field.Path, atMost100 bool, 
 	*errs = append(*errs, bad...)
 	n, _ := intstr.GetScaledValueFromIntOrPercent(v, 100, false)
 	return len(bad) == 0 && n == 0
-}
-
-// dryRunTemplate asks the API server to create (dry run, nothing stored) a
-// pod built from the template, in the PodSet's namespace, and maps its
-// field errors under spec.template. The API server is the only authority on
-// what a valid pod is (feature gates, version skew), so the webhook does
-// not reimplement pod validation. Forbidden answers (quota, pod security)
-// and unreachable API server errors become warnings: they are about this
-// moment, not about the template.
-func (v *Validator) dryRunTemplate(ctx context.Context, ps *deckhandv1alpha1.PodSet) (field.ErrorList, admission.Warnings) {
-	t := ps.Spec.Template.DeepCopy()
-	name := ps.Name
-	if name == "" {
-		name = strings.TrimSuffix(ps.GenerateName, "-")
-	}
-	if name == "" {
-		name = "podset"
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: name + "-",
-			Namespace:    ps.Namespace,
-			Labels:       t.Labels,
-			Annotations:  t.Annotations,
-		},
-		Spec: t.Spec,
-	}
-	err := webhookutil.DryRunCreate(ctx, v.Client, pod)
-	if err == nil {
-		return nil, nil
-	}
-	tmpl := field.NewPath("spec", "template")
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return nil, admission.Warnings{fmt.Sprintf("spec.template could not be checked by a dry run: %v", err)}
-	}
-	switch {
-	case apierrors.IsInvalid(err):
-		var errs field.ErrorList
-		if d := webhookutil.InvalidStatus(err).Details; d != nil {
-			for _, c := range d.Causes {
-				errs = append(errs, webhookutil.CauseError(c, tmpl.String()+"."+c.Field))
-			}
-		}
-		if len(errs) == 0 {
-			errs = append(errs, field.Invalid(tmpl, field.OmitValueType{}, status.Status().Message))
-		}
-		return errs, nil
-	case apierrors.IsBadRequest(err):
-		return field.ErrorList{field.Invalid(tmpl, field.OmitValueType{}, status.Status().Message)}, nil
-	default:
-		return nil, admission.Warnings{fmt.Sprintf("spec.template could not be fully checked by a dry run: %v", err)}
-	}
 }
