@@ -123,14 +123,20 @@ func TestBoundsNumbers(t *testing.T) {
 		obj  client.Object
 		path string
 	}{
-		{"startingDeadlineSeconds at the int64 limit", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) { s.StartingDeadlineSeconds = ptr.To[int64](math.MaxInt64) }), "spec.startingDeadlineSeconds"},
+		{"startingDeadlineSeconds at the int64 limit", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) {
+			s.StartingDeadlineSeconds = ptr.To[int64](math.MaxInt64)
+		}), "spec.startingDeadlineSeconds"},
 		{"maxConcurrent 101", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) { s.MaxConcurrent = 101 }), "spec.maxConcurrent"},
-		{"rolloutTimeout 169h", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) { s.RolloutTimeout = &metav1.Duration{Duration: 169 * time.Hour} }), "spec.rolloutTimeout"},
+		{"rolloutTimeout 169h", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) {
+			s.RolloutTimeout = &metav1.Duration{Duration: 169 * time.Hour}
+		}), "spec.rolloutTimeout"},
 		{"historyLimit 101", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) { s.HistoryLimit = 101 }), "spec.historyLimit"},
 		{"jitter 25h", rs(func(s *deckhandv1alpha1.RestartScheduleSpec) { s.Jitter = &metav1.Duration{Duration: 25 * time.Hour} }), "spec.jitter"},
 		{"PodSet replicas 10001", ps(func(s *deckhandv1alpha1.PodSetSpec) { s.Replicas = ptr.To[int32](10001) }), "spec.replicas"},
 		{"PodSet replicas at the int32 limit", ps(func(s *deckhandv1alpha1.PodSetSpec) { s.Replicas = ptr.To[int32](math.MaxInt32) }), "spec.replicas"},
-		{"minReadySeconds 86401", ps(func(s *deckhandv1alpha1.PodSetSpec) { s.MinReadySeconds, s.ProgressDeadlineSeconds = 86401, ptr.To[int32](86402) }), "spec.minReadySeconds"},
+		{"minReadySeconds 86401", ps(func(s *deckhandv1alpha1.PodSetSpec) {
+			s.MinReadySeconds, s.ProgressDeadlineSeconds = 86401, ptr.To[int32](86402)
+		}), "spec.minReadySeconds"},
 		{"progressDeadlineSeconds 604801", ps(func(s *deckhandv1alpha1.PodSetSpec) { s.ProgressDeadlineSeconds = ptr.To[int32](604801) }), "spec.progressDeadlineSeconds"},
 		{"revisionHistoryLimit 101", ps(func(s *deckhandv1alpha1.PodSetSpec) { s.RevisionHistoryLimit = ptr.To[int32](101) }), "spec.revisionHistoryLimit"},
 		{"partition 1000001", ps(func(s *deckhandv1alpha1.PodSetSpec) { s.UpdateStrategy.Partition = ptr.To[int32](1000001) }), "spec.updateStrategy.partition"},
