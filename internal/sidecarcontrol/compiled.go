@@ -11,6 +11,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // Compiled is what one generation of a SidecarSet implies: parsed
@@ -30,6 +31,10 @@ type Compiled struct {
 	Hash string
 	// HashWithoutImage is the same hash with every image left out.
 	HashWithoutImage string
+	// RunningHash and RunningHashWithoutImage are Hash and HashWithoutImage
+	// with the run-once init containers left out (RunningHashes): what a
+	// pod that has started can still be brought to.
+	RunningHash, RunningHashWithoutImage string
 	// ContainerNames are the names of the containers and init containers
 	// the SidecarSet injects.
 	ContainerNames []string
@@ -89,6 +94,7 @@ func compile(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) *Compiled 
 		c.UpdateSelector = parsed
 	}
 	c.Hash, c.HashWithoutImage = Hashes(&s.Spec)
+	c.RunningHash, c.RunningHashWithoutImage = RunningHashes(&s.Spec)
 	c.Resources = compileResources(s)
 	for i := range s.Spec.InitContainers {
 		c.ContainerNames = append(c.ContainerNames, s.Spec.InitContainers[i].Name)
@@ -116,6 +122,32 @@ func Hashes(spec *deckhandv1alpha1.SidecarSetSpec) (hash, withoutImage string) {
 	in.Containers = withoutImages(spec.Containers)
 	withoutImage = hashJSON(in)
 	return hash, withoutImage
+}
+
+// RunningHashes returns the hashes of Hashes with the run-once init
+// containers of spec (those without restartPolicy Always) left out.
+//
+// A kubelet runs a plain init container once, before the app starts, and
+// never again in the pod's life: a new image or command for it cannot reach
+// a running pod, and patching it into the pod's spec would only make the
+// next sandbox recreation run a revision nobody rolled out. So the revision
+// hash (Hashes), which names ControllerRevisions and what new pods are
+// injected with, covers them, while whether a running pod is at the latest
+// revision, or can get there in place, is decided on these hashes: a pod
+// whose revision differs from the latest only in its plain init containers
+// has nothing left to update and counts as updated. They are derived from
+// a revision's content (for a pod's recorded revision, from its
+// ControllerRevision) rather than recorded on pods, so no pod or record
+// format changes and pods injected before they existed are judged alike.
+func RunningHashes(spec *deckhandv1alpha1.SidecarSetSpec) (hash, withoutImage string) {
+	running := *spec
+	running.InitContainers = nil
+	for i := range spec.InitContainers {
+		if podutil.IsNativeSidecar(&spec.InitContainers[i].Container) {
+			running.InitContainers = append(running.InitContainers, spec.InitContainers[i])
+		}
+	}
+	return Hashes(&running)
 }
 
 func withoutImages(cs []deckhandv1alpha1.SidecarContainer) []deckhandv1alpha1.SidecarContainer {

@@ -21,7 +21,11 @@ import (
 // them. A container spec has that the pod lacks, or resources the API
 // server or another webhook changed at admission, make the hashes differ:
 // such a pod is recreated, never resized.
-func ResizeOnly(spec *deckhandv1alpha1.SidecarSetSpec, pod *corev1.Pod, recordedWithoutImage string) bool {
+//
+// runningWithoutImage is the RunningHashes image-less hash of the pod's
+// revision, "" if unknown: the run-once init containers are then left out
+// of the comparison, as they are of whether a pod is current.
+func ResizeOnly(spec *deckhandv1alpha1.SidecarSetSpec, pod *corev1.Pod, recordedWithoutImage, runningWithoutImage string) bool {
 	if recordedWithoutImage == "" {
 		return false
 	}
@@ -54,8 +58,14 @@ func ResizeOnly(spec *deckhandv1alpha1.SidecarSetSpec, pod *corev1.Pod, recorded
 	if !differs {
 		return false
 	}
-	_, withoutImage := Hashes(&probe)
-	return withoutImage == recordedWithoutImage
+	if _, withoutImage := Hashes(&probe); withoutImage == recordedWithoutImage {
+		return true
+	}
+	if runningWithoutImage == "" {
+		return false
+	}
+	_, withoutImage := RunningHashes(&probe)
+	return withoutImage == runningWithoutImage
 }
 
 // withCPUMemoryOf returns want with its CPU and memory requests and limits

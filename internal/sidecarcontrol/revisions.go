@@ -171,10 +171,25 @@ type revision struct {
 // decodedRevision is a ControllerRevision's data decoded once, and the
 // SidecarSet it implies for the generation that last pinned it.
 type decodedRevision struct {
-	once   sync.Once
-	spec   RevisionSpec
-	err    error
-	pinned atomic.Pointer[pinnedForm]
+	once    sync.Once
+	spec    RevisionSpec
+	running RunningRevision
+	err     error
+	pinned  atomic.Pointer[pinnedForm]
+}
+
+// decode decodes r's data the first time it is asked for.
+func (r *revision) decode() *decodedRevision {
+	d := r.decoded
+	d.once.Do(func() {
+		d.spec, d.err = DecodeRevision(r.cr)
+		if d.err == nil {
+			spec := deckhandv1alpha1.SidecarSetSpec{InitContainers: d.spec.InitContainers, Containers: d.spec.Containers,
+				Volumes: d.spec.Volumes, ImagePullSecrets: d.spec.ImagePullSecrets}
+			d.running.Hash, d.running.WithoutImage = RunningHashes(&spec)
+		}
+	})
+	return d
 }
 
 // pinnedForm is a SidecarSet generation (key) with the injected parts of a
@@ -291,8 +306,7 @@ func (st *revisionStore) pinned(s *deckhandv1alpha1.SidecarSet) *revision {
 // form returns s with the injected parts of r, and its Compiled form,
 // computed once per generation of s (the pod webhook asks per pod).
 func (r *revision) form(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) (*deckhandv1alpha1.SidecarSet, *Compiled, error) {
-	d := r.decoded
-	d.once.Do(func() { d.spec, d.err = DecodeRevision(r.cr) })
+	d := r.decode()
 	if d.err != nil {
 		return nil, nil, d.err
 	}
@@ -325,6 +339,38 @@ func (l *Lister) Revisions(s *deckhandv1alpha1.SidecarSet) []*appsv1.ControllerR
 		}
 		return out[i].Name < out[j].Name
 	})
+	return out
+}
+
+// RunningRevision is a revision's RunningHashes.
+type RunningRevision struct {
+	Hash, WithoutImage string
+}
+
+// RunningRevisions returns the RunningHashes of the revisions s controls,
+// by revision hash (the label value, which a pod's record names); nil
+// without WatchRevisions. Each ControllerRevision is decoded once. A hash
+// two revisions of different content carry (a collision) is left out: which
+// one a pod got is not known.
+func (l *Lister) RunningRevisions(s *deckhandv1alpha1.SidecarSet) map[string]RunningRevision {
+	if l.revisions == nil {
+		return nil
+	}
+	revs := l.revisions.owned(s)
+	out := make(map[string]RunningRevision, len(revs))
+	collided := map[string]bool{}
+	for _, r := range revs {
+		d := r.decode()
+		if d.err != nil || r.hash == "" || collided[r.hash] {
+			continue
+		}
+		if seen, ok := out[r.hash]; ok && seen != d.running {
+			delete(out, r.hash)
+			collided[r.hash] = true
+			continue
+		}
+		out[r.hash] = d.running
+	}
 	return out
 }
 

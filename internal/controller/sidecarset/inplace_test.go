@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -152,13 +153,15 @@ func TestNonImageChangesAndUpdateSelector(t *testing.T) {
 	}
 }
 
-// TestInPlaceUpdateInitContainers rolls an image change of a native sidecar
-// (an init container with restartPolicy Always) and of a plain init
-// container out to running pods. Both spec images are patched in place
-// (docs/sidecarset.md: a plain init container has already run, so only its
-// spec changes matter to later restarts); the pods keep their UIDs, and
-// the native sidecar is counted updated only once it reports the new image,
-// ready.
+// TestInPlaceUpdateInitContainers changes the image of a plain init
+// container, then of a native sidecar (an init container with
+// restartPolicy Always) of a SidecarSet with running pods. A plain init
+// container ran once and a kubelet never runs it again: its change reaches
+// only new pods, the running pods' specs and records are left as they were,
+// and they count as updated at once (docs/sidecarset.md, "Init
+// containers"). A native sidecar's image is patched in place; the pods keep
+// their UIDs, keep the plain init container's old image, and count as
+// updated only once the native sidecar reports the new image, ready.
 func TestInPlaceUpdateInitContainers(t *testing.T) {
 	sc := newScenario(t, "init", func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers = nil
@@ -177,33 +180,74 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 		}
 		uids[p.Name] = p.UID
 	}
-	sc.waitStatus(60*time.Second, "2 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
+	first := sc.waitStatus(60*time.Second, "2 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
 	})
+	firstRevision := first.Status.LatestRevision
+	running := map[string]*corev1.Pod{}
+	for _, p := range sc.pods() {
+		running[p.Name] = p.DeepCopy()
+	}
 
-	s := sc.update(func(s *deckhandv1alpha1.SidecarSet) {
-		s.Spec.InitContainers[0].Image = "setup:2"
+	// A plain init container's image: new pods only.
+	s := sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = "setup:2" })
+	setupRevision, _ := sidecarcontrol.Hashes(&s.Spec)
+	sc.waitStatus(60*time.Second, "the new revision reported with every pod counted updated", func(s *deckhandv1alpha1.SidecarSet) bool {
+		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
+		return s.Status.LatestRevision == setupRevision && s.Status.MatchedPods == n && s.Status.UpdatedPods == n &&
+			s.Status.NotUpdatablePods == 0 && c != nil && c.Status == metav1.ConditionTrue
+	})
+	// A pod created now gets the new image. Its reconcile comes after the one
+	// that saw the change, so once the status counts it any patch the
+	// controller would (wrongly) have made to the running pods is written.
+	fresh := sc.create(sc.pod("fresh"))
+	if got := initImage(fresh, "setup"); got != "setup:2" {
+		t.Fatalf("a pod created after the change was injected with setup image %q, want setup:2", got)
+	}
+	sc.waitStatus(60*time.Second, "3 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.MatchedPods == n+1 && s.Status.UpdatedReadyPods == n+1
+	})
+	for _, p := range sc.pods() {
+		if p.Name == "fresh" {
+			continue
+		}
+		before := running[p.Name]
+		if !apiequality.Semantic.DeepEqual(p.Spec, before.Spec) {
+			t.Errorf("pod %s: spec changed by a plain init container change (setup image %s, was %s)", p.Name, initImage(&p, "setup"), initImage(before, "setup"))
+		}
+		if rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name); rev != firstRevision {
+			t.Errorf("pod %s records revision %s, want its own %s", p.Name, rev, firstRevision)
+		}
+	}
+
+	// A native sidecar's image (and the plain init container's again): the
+	// native sidecar is updated in place, the plain init container is not.
+	s = sc.update(func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.InitContainers[0].Image = "setup:3"
 		s.Spec.InitContainers[1].Image = "agent:2"
 	})
 	newRevision, _ := sidecarcontrol.Hashes(&s.Spec)
-	final := sc.waitStatus(90*time.Second, "both pods updated in place", func(s *deckhandv1alpha1.SidecarSet) bool {
+	final := sc.waitStatus(90*time.Second, "every pod updated in place", func(s *deckhandv1alpha1.SidecarSet) bool {
 		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.LatestRevision == newRevision && s.Status.UpdatedPods == s.Status.MatchedPods &&
 			c != nil && c.Status == metav1.ConditionTrue
 	})
-	if st := final.Status; st.MatchedPods != n || st.NotUpdatablePods != 0 {
+	if st := final.Status; st.MatchedPods != n+1 || st.NotUpdatablePods != 0 {
 		t.Errorf("final status: %s", statusOf(&final))
 	}
 
 	// Read after the status said updated: the native sidecar's status must
 	// already report the new image, ready, for the pod to have been counted.
 	pods := sc.pods()
-	if len(pods) != n {
-		t.Fatalf("%d pods, want %d", len(pods), n)
+	if len(pods) != n+1 {
+		t.Fatalf("%d pods, want %d", len(pods), n+1)
 	}
 	for i := range pods {
 		p := &pods[i]
-		if p.UID != uids[p.Name] {
+		wantSetup := "setup:1"
+		if p.Name == "fresh" {
+			wantSetup = "setup:2"
+		} else if p.UID != uids[p.Name] {
 			t.Errorf("pod %s was recreated: UID %s, want %s", p.Name, p.UID, uids[p.Name])
 		}
 		if rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name); rev != newRevision {
@@ -212,8 +256,8 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 		if got := initImage(p, "agent"); got != "agent:2" {
 			t.Errorf("pod %s: native sidecar spec image %s, want agent:2", p.Name, got)
 		}
-		if got := initImage(p, "setup"); got != "setup:2" {
-			t.Errorf("pod %s: init container spec image %s, want setup:2", p.Name, got)
+		if got := initImage(p, "setup"); got != wantSetup {
+			t.Errorf("pod %s: plain init container spec image %s, want %s (never patched in place)", p.Name, got, wantSetup)
 		}
 		agent := containerStatus(p.Status.InitContainerStatuses, "agent")
 		if agent == nil || !agent.Ready || !podutil.ImageMatches("agent:2", *agent) || agent.RestartCount < 1 {
@@ -229,7 +273,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 	// only while the sidecar does.
 	sc.markInitContainerNotReady("pod-1", "agent")
 	sc.waitStatus(30*time.Second, "pod-1 no longer counted updated", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == n && s.Status.ReadyPods == n-1 && s.Status.UpdatedPods == n-1
+		return s.Status.MatchedPods == n+1 && s.Status.ReadyPods == n && s.Status.UpdatedPods == n
 	})
 }
 

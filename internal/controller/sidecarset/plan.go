@@ -256,6 +256,9 @@ type classifyInput struct {
 	// resizeRefused holds the pods the API server refused to resize to the
 	// latest revision, by resizeKey.
 	resizeRefused map[string]bool
+	// running holds the RunningHashes of the SidecarSet's revisions, by
+	// revision hash (sidecarcontrol.Lister.RunningRevisions).
+	running map[string]sidecarcontrol.RunningRevision
 }
 
 // classify computes the podState of pod into st, which the caller
@@ -282,9 +285,15 @@ func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 	// NOTE: the key is built only when there are refusals: a string per pod
 	// and reconcile was an eighth of a reconcile's CPU at 50,000 pods.
 	refused := len(in.resizeRefused) > 0 && in.resizeRefused[resizeKey(pod, c.Hash)]
-	st.revisionCurrent = hash == c.Hash
-	st.upgradable = st.revisionCurrent || withoutImage == c.HashWithoutImage
-	if !st.upgradable && !refused && sidecarcontrol.ResizeOnly(&s.Spec, pod, withoutImage) {
+	// A revision that differs from the latest only in run-once init
+	// containers is current: nothing left in the pod could change
+	// (sidecarcontrol.RunningHashes). Without the pod's ControllerRevision
+	// (deleted, or never written because the spec changed again before a
+	// reconcile) the full hashes decide.
+	running, known := in.running[hash]
+	st.revisionCurrent = hash == c.Hash || known && running.Hash == c.RunningHash
+	st.upgradable = st.revisionCurrent || withoutImage == c.HashWithoutImage || known && running.WithoutImage == c.RunningHashWithoutImage
+	if !st.upgradable && !refused && sidecarcontrol.ResizeOnly(&s.Spec, pod, withoutImage, running.WithoutImage) {
 		st.upgradable, st.resize = true, true
 	}
 	if !st.revisionCurrent {
@@ -295,7 +304,10 @@ func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 		st.updated = st.updated && hotWorkingRunsLatest(s, pod)
 		st.hotStepDue = hotStepDue(s, pod)
 	}
-	if resizedTo(pod, s.Name) != c.Hash {
+	// The resize annotation names the revision the pod was updated to,
+	// which is current without being the latest hash when the SidecarSet
+	// changed since only in run-once init containers.
+	if resizedTo(pod, s.Name) != hash {
 		return
 	}
 	st.resizeOwned = true

@@ -253,7 +253,8 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	}
 	pending := r.observeUpdates(s.Name, pods)
 	sc.observed = r.recreates.observe(s.Name, pods, terminating, sc.now)
-	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: r.recreates.refusedResizes(s.Name)}
+	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: r.recreates.refusedResizes(s.Name),
+		running: r.Lister.RunningRevisions(s)}
 	sc.pods = r.classified.forSet(s).classifyPods(in, pods)
 	if len(pending) > 0 || len(sc.observed.lagging) > 0 {
 		for _, st := range sc.pods {

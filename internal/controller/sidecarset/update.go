@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -135,41 +136,18 @@ func ownedContainers(name string, pod *corev1.Pod) []string {
 	return sidecarcontrol.ReadPodRecord(pod.Annotations).Containers(name)
 }
 
-// updatePod patches the images of s's containers in pod and records the new
-// revision, with an optimistic lock on the pod's resourceVersion. With
-// resize it also records, in the resize annotation, that the pod reaches
-// the revision through a resize, which the caller requests next: the
-// annotation comes first so that a pass that stops between the two finds
-// the resize still to do.
+// updatePod patches the images of s's containers and native sidecars in pod
+// (setSidecarImages) and records the new revision, with an optimistic lock
+// on the pod's resourceVersion. With resize it also records, in the resize
+// annotation, that the pod reaches the revision through a resize, which the
+// caller requests next: the annotation comes first so that a pass that
+// stops between the two finds the resize still to do.
 func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod, resize bool) error {
 	s, c := sc.set, sc.compiled
 	pod := cached.DeepCopy()
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
-	// Only the containers the pod's record says this SidecarSet injected
-	// are patched: a SidecarSet never changes a container it did not inject,
-	// whatever the names in its spec are now.
 	owned := rec.Containers(s.Name)
-	images := make(map[string]string, len(owned))
-	for i := range s.Spec.Containers {
-		if slices.Contains(owned, s.Spec.Containers[i].Name) {
-			images[s.Spec.Containers[i].Name] = s.Spec.Containers[i].Image
-		}
-	}
-	for i := range s.Spec.InitContainers {
-		if slices.Contains(owned, s.Spec.InitContainers[i].Name) {
-			images[s.Spec.InitContainers[i].Name] = s.Spec.InitContainers[i].Image
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if img, ok := images[pod.Spec.Containers[i].Name]; ok {
-			pod.Spec.Containers[i].Image = img
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if img, ok := images[pod.Spec.InitContainers[i].Name]; ok {
-			pod.Spec.InitContainers[i].Image = img
-		}
-	}
+	setSidecarImages(s, pod, owned)
 	rec.Set(s.Name, c.Hash, c.HashWithoutImage, owned)
 	rec.Apply(pod)
 	if c.Hot != nil {
@@ -187,4 +165,35 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 		return err
 	}
 	return nil
+}
+
+// setSidecarImages sets, in pod, the images of s's containers and native
+// sidecars among owned (the containers the pod's record says s injected: a
+// SidecarSet never changes a container it did not inject, whatever the
+// names in its spec are now). A plain init container is left alone: it ran
+// once and never runs again in this pod, so a new image would do nothing
+// now and would run, never rolled out, the next time the pod sandbox is
+// recreated (sidecarcontrol.RunningHashes).
+func setSidecarImages(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod, owned []string) {
+	images := make(map[string]string, len(owned))
+	for i := range s.Spec.Containers {
+		if slices.Contains(owned, s.Spec.Containers[i].Name) {
+			images[s.Spec.Containers[i].Name] = s.Spec.Containers[i].Image
+		}
+	}
+	for i := range s.Spec.InitContainers {
+		if slices.Contains(owned, s.Spec.InitContainers[i].Name) {
+			images[s.Spec.InitContainers[i].Name] = s.Spec.InitContainers[i].Image
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if img, ok := images[pod.Spec.Containers[i].Name]; ok {
+			pod.Spec.Containers[i].Image = img
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if img, ok := images[pod.Spec.InitContainers[i].Name]; ok && podutil.IsNativeSidecar(&pod.Spec.InitContainers[i]) {
+			pod.Spec.InitContainers[i].Image = img
+		}
+	}
 }
