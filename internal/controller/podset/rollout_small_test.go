@@ -1,0 +1,145 @@
+package podset_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
+
+// budgetWatch follows the pods of a namespace from a watch and keeps the
+// extremes a rollout reached, counting as Deployments do: pods are the
+// pods not being deleted, available ones are those among them that are
+// Ready and run the images their spec asks for (a pod whose images were
+// just patched is about to restart). It also keeps the most pods at once
+// with terminating ones included.
+type budgetWatch struct {
+	mu           sync.Mutex
+	pods         map[types.UID]*corev1.Pod
+	maxActive    int
+	maxTotal     int
+	minAvailable int
+	active       int
+	available    int
+	total        int
+	stop         func()
+}
+
+func watchBudgets(t *testing.T, ns string) *budgetWatch {
+	t.Helper()
+	bw := &budgetWatch{pods: map[types.UID]*corev1.Pod{}, minAvailable: 1 << 30}
+	seed := func(p *corev1.Pod) { bw.pods[p.UID] = p }
+	bw.stop = testutil.WatchPods(t, env.Clientset, ns, seed, func(ev watch.EventType, p *corev1.Pod) {
+		bw.mu.Lock()
+		defer bw.mu.Unlock()
+		if ev == watch.Deleted {
+			delete(bw.pods, p.UID)
+		} else {
+			bw.pods[p.UID] = p
+		}
+		bw.observe()
+	})
+	bw.mu.Lock()
+	bw.observe()
+	bw.mu.Unlock()
+	return bw
+}
+
+func (bw *budgetWatch) observe() {
+	bw.active, bw.available, bw.total = 0, 0, len(bw.pods)
+	for _, q := range bw.pods {
+		if q.DeletionTimestamp != nil {
+			continue
+		}
+		bw.active++
+		if podutil.IsPodReady(q) && runningSpecImages(q) {
+			bw.available++
+		}
+	}
+	bw.maxActive = max(bw.maxActive, bw.active)
+	bw.maxTotal = max(bw.maxTotal, bw.total)
+	bw.minAvailable = min(bw.minAvailable, bw.available)
+}
+
+// TestDefaultStrategySmallReplicas changes the image of PodSets with the
+// default update strategy (maxSurge 25%, maxUnavailable 25%, in place) at
+// 1, 2, 3 and 4 replicas. 25% of 1 to 3 rounds to maxUnavailable 0 and
+// maxSurge 1: the rollout must run on one surge pod, update every original
+// pod in place and remove the surge pod; at 4 replicas (1 and 1) it updates
+// the pods in place one at a time without a surge. A pod watch checks that
+// there were never more than replicas+maxSurge pods (terminating ones
+// included) nor fewer than replicas-maxUnavailable available ones.
+func TestDefaultStrategySmallReplicas(t *testing.T) {
+	cases := []struct {
+		replicas                 int32
+		maxSurge, maxUnavailable int
+	}{
+		{1, 1, 0}, {2, 1, 0}, {3, 1, 0}, {4, 1, 1},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("replicas=%d", tc.replicas), func(t *testing.T) {
+			t.Parallel()
+			ps := createPodSet(t, "small", tc.replicas)
+			before := waitConverged(t, ps, tc.replicas, 2*time.Minute)
+			uids := map[string]types.UID{}
+			for _, p := range mustOwned(t, before) {
+				uids[p.Name] = p.UID
+			}
+
+			bw := watchBudgets(t, ps.Namespace)
+			defer bw.stop()
+			start := time.Now()
+			mergePatch(t, before, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}}}`)
+			after := waitRolledOut(t, ps, tc.replicas)
+			took := time.Since(start)
+			// The watch has seen the end: the surge pod is gone, not only
+			// from the controller's view.
+			testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+				bw.mu.Lock()
+				defer bw.mu.Unlock()
+				return bw.total == int(tc.replicas) && bw.available == int(tc.replicas), nil
+			}, "the pod watch sees %d pods, all available", tc.replicas)
+			bw.stop()
+
+			bw.mu.Lock()
+			t.Logf("rolled out in %s: at most %d pods (%d with terminating ones), at least %d available",
+				took.Round(time.Millisecond), bw.maxActive, bw.maxTotal, bw.minAvailable)
+			if limit := int(tc.replicas) + tc.maxSurge; bw.maxTotal > limit {
+				t.Errorf("%d pods at once (terminating included), want at most replicas+maxSurge = %d", bw.maxTotal, limit)
+			}
+			if floor := int(tc.replicas) - tc.maxUnavailable; bw.minAvailable < floor {
+				t.Errorf("%d pods available at one point, want at least replicas-maxUnavailable = %d", bw.minAvailable, floor)
+			}
+			if tc.maxUnavailable == 0 && bw.maxActive != int(tc.replicas)+1 {
+				t.Errorf("at most %d pods: with maxUnavailable 0 the rollout must have run on a surge pod", bw.maxActive)
+			}
+			bw.mu.Unlock()
+
+			var names []string
+			for _, p := range mustOwned(t, after) {
+				names = append(names, p.Name)
+				if uid, ok := uids[p.Name]; !ok || uid != p.UID {
+					t.Errorf("pod %s (uid %s) is not one of the original pods %v: every pod should have been updated in place",
+						p.Name, p.UID, uids)
+				}
+				if p.Labels[deckhandv1alpha1.PodSetRevisionLabel] != after.Status.UpdateRevision || p.Spec.Containers[0].Image != "registry.k8s.io/pause:3.9" {
+					t.Errorf("pod %s: revision %s, image %s", p.Name, p.Labels[deckhandv1alpha1.PodSetRevisionLabel], p.Spec.Containers[0].Image)
+				}
+			}
+			if len(names) != len(uids) {
+				slices.Sort(names)
+				t.Errorf("pods %v after the rollout, want the %d original ones", names, len(uids))
+			}
+		})
+	}
+}
