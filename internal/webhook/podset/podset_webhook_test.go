@@ -50,6 +50,16 @@ func TestValidate(t *testing.T) {
 			ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("0%"))
 			ps.Spec.UpdateStrategy.MaxUnavailable = is(intstr.FromInt32(0))
 		}, field: "spec.updateStrategy.maxUnavailable"},
+		"both zero, the other way round": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromInt32(0))
+			ps.Spec.UpdateStrategy.MaxUnavailable = is(intstr.FromString("0%"))
+		}, field: "spec.updateStrategy.maxUnavailable"},
+		// 1% of 3 replicas rounds down to 0: the controller then allows 1
+		// unavailable pod, as a Deployment does, so it is not refused.
+		"percentages that round to zero are fine": {mut: func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("0%"))
+			ps.Spec.UpdateStrategy.MaxUnavailable = is(intstr.FromString("1%"))
+		}},
 		"zero surge only is fine": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromInt32(0)) }},
 		"bad percent":             {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("5 %")) }, field: "spec.updateStrategy.maxSurge"},
 		"surge over 100% is fine": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.MaxSurge = is(intstr.FromString("200%")) }},
