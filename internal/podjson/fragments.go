@@ -181,9 +181,11 @@ func (a *appContainers) appendContainer(buf []byte, sc Sidecar) ([]byte, error) 
 	return append(buf, '}'), nil
 }
 
-// transferEnv returns own with each transferred variable the source
-// container has: replacing the sidecar's variable of the same name, or
-// appended.
+// transferEnv returns own followed by each transferred variable the source
+// container has and env does not have yet: a variable the sidecar defines
+// itself keeps the sidecar's value, and of two transfers of one name the
+// first wins. This is OpenKruise's MergeEnvVar(own, transferred), which its
+// e2e suite asserts; the Policy mode's CEL (sidecarpolicy) does the same.
 func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar, own []rawElement) ([]rawElement, error) {
 	env := append([]rawElement(nil), own...)
 	for i := range transfers {
@@ -197,24 +199,27 @@ func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar,
 			return nil, err
 		}
 		for _, want := range envNamesOf(t) {
+			if hasKey(env, want) {
+				continue
+			}
 			for _, e := range src {
-				if e.key != want {
-					continue
-				}
-				replaced := false
-				for j := range env {
-					if env[j].key == want {
-						env[j], replaced = e, true
-					}
-				}
-				if !replaced {
+				if e.key == want {
 					env = append(env, e)
+					break
 				}
-				break
 			}
 		}
 	}
 	return env, nil
+}
+
+func hasKey(list []rawElement, key string) bool {
+	for i := range list {
+		if list[i].key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // shareMounts returns own followed by every mount of the pod's app

@@ -331,12 +331,19 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 			sc := &l.list[i]
 			id := fmt.Sprintf("%s%d", l.prefix, i)
 			if len(sc.TransferEnv) > 0 {
+				// As the webhook (podjson): a transferred variable is appended
+				// unless the env has it already, so the sidecar's own value
+				// wins, and of two transfers of one name the first. A name
+				// the sidecar defines itself is known here and costs no CEL.
 				env := listLit(sc.Env)
 				for k, t := range sc.TransferEnv {
+					if definesEnv(sc, t.EnvName) {
+						continue
+					}
 					src := fmt.Sprintf("variables.appAll.filter(x, x.name == %s).map(x, has(x.env) ? x.env.filter(e, e.name == %s) : [])", q(t.SourceContainerName), q(t.EnvName))
 					add(fmt.Sprintf("src_%s_%d", id, k), fmt.Sprintf("%s.size() == 0 ? [] : %s[0]", src, src))
 					s := fmt.Sprintf("variables.src_%s_%d", id, k)
-					add(fmt.Sprintf("env_%s_%d", id, k), fmt.Sprintf("%[1]s.size() == 0 ? %[2]s : (%[2]s.exists(e, e.name == %[3]s) ? %[2]s.map(e, e.name == %[3]s ? %[1]s[0] : e) : %[2]s + [%[1]s[0]])",
+					add(fmt.Sprintf("env_%s_%d", id, k), fmt.Sprintf("%[1]s.size() == 0 || %[2]s.exists(e, e.name == %[3]s) ? %[2]s : %[2]s + [%[1]s[0]]",
 						s, "dyn("+env+")", q(t.EnvName)))
 					env = fmt.Sprintf("variables.env_%s_%d", id, k)
 				}
@@ -363,4 +370,14 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 	add("newEntries", merged("entries", mine))
 	add("newEntriesWI", merged("entriesWI", mineWI))
 	return vs
+}
+
+// definesEnv reports whether sc's own env has a variable called name.
+func definesEnv(sc *deckhandv1alpha1.SidecarContainer, name string) bool {
+	for i := range sc.Env {
+		if sc.Env[i].Name == name {
+			return true
+		}
+	}
+	return false
 }

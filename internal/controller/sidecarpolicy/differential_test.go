@@ -81,7 +81,9 @@ func diffCases() []diffCase {
 				s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{sc("init-a", "init:1", ""), native}
 				log := sc("log", "fluent-bit:3", deckhandv1alpha1.BeforeAppContainer)
 				log.Env = env2("A", "1", "TZ", "own", "B", "2")
-				log.TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "TZ"}, {SourceContainerName: "app", EnvName: "MISSING"}, {SourceContainerName: "init-app", EnvName: "FROM_INIT"}, {SourceContainerName: "nobody", EnvName: "A"}}
+				log.TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "TZ"}, {SourceContainerName: "app", EnvName: "MISSING"}, {SourceContainerName: "init-app", EnvName: "FROM_INIT"}, {SourceContainerName: "nobody", EnvName: "A"},
+					// Of two transfers of one name the first wins.
+					{SourceContainerName: "app", EnvName: "FROM_INIT"}, {SourceContainerName: "app", EnvName: "X"}}
 				log.ShareVolumePolicy.Type = deckhandv1alpha1.ShareVolumePolicyEnabled
 				log.VolumeMounts = []corev1.VolumeMount{{Name: "logs", MountPath: "/var/log/sidecar"}, {Name: "logs", MountPath: "/other"}}
 				log.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 2020}}
@@ -111,6 +113,7 @@ func diffCases() []diffCase {
 					pd.Spec.Volumes = []corev1.Volume{{Name: "cfg", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 					pd.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "mine"}, {Name: "sec-b"}}
 					pd.Spec.InitContainers = []corev1.Container{{Name: "init-app", Image: "i:1", Env: env2("FROM_INIT", "yes")}}
+					pd.Spec.Containers[0].Env = env2("FROM_INIT", "app", "X", "x")
 					pd.Annotations = map[string]string{"keep": "me"}
 				}),
 				// The pod's own container named like a sidecar: not injected.

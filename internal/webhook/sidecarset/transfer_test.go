@@ -40,7 +40,8 @@ func TestTransferEnvNamesSourceFromAndSharedDevices(t *testing.T) {
 	for _, e := range c.Env {
 		envs = append(envs, e.Name+"="+e.Value)
 	}
-	if want := "REGION=eu,ZONE=a,HELPER_MODE=fast"; strings.Join(envs, ",") != want {
+	// REGION is the sidecar's own: it keeps its value.
+	if want := "REGION=sidecar-default,ZONE=a,HELPER_MODE=fast"; strings.Join(envs, ",") != want {
 		t.Errorf("agent env %v, want %s", envs, want)
 	}
 	if len(c.VolumeDevices) != 1 || c.VolumeDevices[0].DevicePath != "/dev/xvda" || c.VolumeDevices[0].Name != "data" {
@@ -53,6 +54,40 @@ func TestTransferEnvNamesSourceFromAndSharedDevices(t *testing.T) {
 	c = findContainer(createPod(t, q).Spec.Containers, "agent")
 	if c == nil || len(c.Env) != 1 || c.Env[0].Value != "sidecar-default" {
 		t.Errorf("agent of a pod without the label: %+v, want only its own REGION", c)
+	}
+}
+
+// TestTransferEnvKeepsTheSidecarsOwnEnv: on the real API server, a pod
+// admitted through the webhook gets, in a sidecar that defines OD_NAME
+// itself and also transfers OD_NAME from the app container, the sidecar's
+// own value (as OpenKruise's e2e suite asserts); a variable the sidecar
+// does not define is transferred after the sidecar's own.
+func TestTransferEnvKeepsTheSidecarsOwnEnv(t *testing.T) {
+	ns := env.Namespace(t)
+	agent := sidecar("agent", "agent:1")
+	agent.Env = []corev1.EnvVar{{Name: "OD_NAME", Value: "sidecar"}, {Name: "LEVEL", Value: "info"}}
+	agent.TransferEnv = []deckhandv1alpha1.TransferEnvVar{
+		{SourceContainerName: "main", EnvName: "OD_NAME"},
+		{SourceContainerName: "main", EnvName: "OD_ZONE"},
+	}
+	createSidecarSet(t, newSidecarSet("own-env-"+ns, ns, "own-env", agent))
+
+	p := newPod(ns, "web", map[string]string{"app": "own-env"}, "main")
+	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "OD_NAME", Value: "app"}, {Name: "OD_ZONE", Value: "z1"}}
+	got := createPod(t, p)
+	c := findContainer(got.Spec.Containers, "agent")
+	if c == nil {
+		t.Fatalf("no agent sidecar: %v", names(got.Spec.Containers))
+	}
+	var envs []string
+	for _, e := range c.Env {
+		envs = append(envs, e.Name+"="+e.Value)
+	}
+	if want := "OD_NAME=sidecar,LEVEL=info,OD_ZONE=z1"; strings.Join(envs, ",") != want {
+		t.Errorf("agent env %v, want %s", envs, want)
+	}
+	if app := findContainer(got.Spec.Containers, "main"); app == nil || len(app.Env) != 2 || app.Env[0].Value != "app" {
+		t.Errorf("the app container changed: %+v", app)
 	}
 }
 
