@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+	"github.com/deckhand-dev/deckhand/test/health"
 )
 
 // budgetWatch follows the pods of a namespace from a watch and keeps the
@@ -141,5 +143,49 @@ func TestDefaultStrategySmallReplicas(t *testing.T) {
 				t.Errorf("pods %v after the rollout, want the %d original ones", names, len(uids))
 			}
 		})
+	}
+}
+
+// TestDefaultStrategyPausedThenResumed pauses a PodSet of 2 replicas with
+// the default strategy, changes its image, and resumes it: nothing moves
+// while paused, and on resume the rollout runs on the surge as it does
+// unpaused, within the same bounds, keeping the original pods.
+func TestDefaultStrategyPausedThenResumed(t *testing.T) {
+	const replicas = 2
+	ps := createPodSet(t, "resume", replicas)
+	before := waitConverged(t, ps, replicas, 2*time.Minute)
+	uids := map[string]types.UID{}
+	for _, p := range mustOwned(t, before) {
+		uids[p.Name] = p.UID
+	}
+	bw := watchBudgets(t, ps.Namespace)
+	defer bw.stop()
+
+	mergePatch(t, before, `{"spec":{"paused":true}}`)
+	mergePatch(t, before, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}}}`)
+	health.Wait(t, env.Client, before, time.Minute, health.IsPaused(podset.ReasonUpdatePaused))
+	if old := oldPods(t, before); len(old) != replicas {
+		t.Fatalf("%d old-revision pods while paused, want %d", len(old), replicas)
+	}
+
+	mergePatch(t, before, `{"spec":{"paused":false}}`)
+	after := waitRolledOut(t, ps, replicas)
+	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+		bw.mu.Lock()
+		defer bw.mu.Unlock()
+		return bw.total == replicas && bw.available == replicas, nil
+	}, "the pod watch sees %d pods, all available", replicas)
+	bw.stop()
+
+	bw.mu.Lock()
+	t.Logf("at most %d pods (%d with terminating ones), at least %d available", bw.maxActive, bw.maxTotal, bw.minAvailable)
+	if bw.maxTotal > replicas+1 || bw.minAvailable < replicas || bw.maxActive != replicas+1 {
+		t.Errorf("at most %d pods, at least %d available: want a surge of exactly 1 pod and none unavailable", bw.maxTotal, bw.minAvailable)
+	}
+	bw.mu.Unlock()
+	for _, p := range mustOwned(t, after) {
+		if uid, ok := uids[p.Name]; !ok || uid != p.UID {
+			t.Errorf("pod %s (uid %s) is not one of the original pods %v", p.Name, p.UID, uids)
+		}
 	}
 }

@@ -35,7 +35,11 @@ func TestValidation(t *testing.T) {
 		"maxUnavailable and maxSurge both zero": {func(ps *deckhandv1alpha1.PodSet) {
 			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(0))
 			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromString("0%"))
-		}, "spec.updateStrategy"},
+		}, "spec.updateStrategy.maxUnavailable"},
+		"maxUnavailable and maxSurge both 0": {func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(0))
+			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+		}, "spec.updateStrategy.maxUnavailable"},
 		"malformed percent": {func(ps *deckhandv1alpha1.PodSet) {
 			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromString("ten%"))
 		}, "spec.updateStrategy.maxSurge"},
@@ -97,6 +101,16 @@ func TestValidation(t *testing.T) {
 			t.Fatalf("defaults not applied: %+v, progressDeadlineSeconds %v, revisionHistoryLimit %v",
 				ps.Spec.UpdateStrategy, ps.Spec.ProgressDeadlineSeconds, ps.Spec.RevisionHistoryLimit)
 		}
+	})
+
+	// Percentages that round to 0 of spec.replicas may both be 0 pods: the
+	// controller then allows one unavailable pod, as a Deployment does.
+	t.Run("percentages that round to zero accepted", func(t *testing.T) {
+		ps := newPodSet(ns, "rounds-to-zero", 1, func(ps *deckhandv1alpha1.PodSet) {
+			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromString("25%"))
+			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromString("0%"))
+		})
+		mustCreate(t, ps)
 	})
 
 	t.Run("selector immutable", func(t *testing.T) {
