@@ -81,6 +81,22 @@ func updatedInPlace(pod *corev1.Pod) bool {
 	return json.Unmarshal([]byte(raw), &st) == nil && st.Revision == pod.Labels[deckhandv1alpha1.PodSetRevisionLabel]
 }
 
+// inPlaceUpdateUnderWay reports whether pod's in-place update has not
+// completed yet (inPlaceUpdateDone) but may still: it was patched less than
+// deadline ago. A pod still not done after that is failing on its new images
+// (a pull error, a crash loop, a probe), and counts as a broken pod rather
+// than one to wait for.
+func inPlaceUpdateUnderWay(pod *corev1.Pod, now time.Time, deadline time.Duration) bool {
+	if inPlaceUpdateDone(pod) {
+		return false
+	}
+	var st inPlaceUpdateState
+	if err := json.Unmarshal([]byte(pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]), &st); err != nil {
+		return false
+	}
+	return now.Before(st.UpdateTime.Add(deadline))
+}
+
 // inPlaceUpdateDone reports whether an in-place update recorded on pod has
 // completed: every container reports its new image (podutil.ImageMatches)
 // or a new image ID, and the pod is Ready again. A pod without the annotation, or whose annotation

@@ -60,7 +60,7 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 			available:      avail,
 			inPlaceOK:      !updated && canUpdateInPlace(p, s.inPlace),
 			updatedInPlace: updated && updatedInPlace(p),
-			updating:       updated && !inPlaceUpdateDone(p),
+			updating:       updated && inPlaceUpdateUnderWay(p, now, progressDeadline(s.ps)),
 		})
 	}
 	pl := planSync(in)

@@ -71,7 +71,8 @@ type podView struct {
 	// patch (it was not created on it).
 	updatedInPlace bool
 	// updating: the pod's image patch has not yet taken effect (the kubelet
-	// has not reported the new images, or the pod is not Ready again).
+	// has not reported the new images, or the pod is not Ready again), and
+	// was sent less than progressDeadlineSeconds ago.
 	updating bool
 }
 

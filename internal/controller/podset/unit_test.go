@@ -502,6 +502,28 @@ func TestInPlaceUpdateDone(t *testing.T) {
 	}
 }
 
+// TestInPlaceUpdateUnderWay: an in-place update not done yet is waited for
+// until the progress deadline after its patch; past it, the pod counts as
+// broken (a scale-down takes it first, as any unavailable pod).
+func TestInPlaceUpdateUnderWay(t *testing.T) {
+	p := mkPod("p")
+	p.Labels = map[string]string{deckhandv1alpha1.PodSetRevisionLabel: "r2"}
+	p.Annotations = map[string]string{deckhandv1alpha1.PodSetInPlaceUpdateAnnotation: `{"revision":"r2","updateTime":"2026-03-01T12:00:00Z"}`}
+	p.Spec.Containers = []corev1.Container{{Name: "web", Image: "nginx:2"}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "web", Image: "nginx:1"}}
+	const deadline = 10 * time.Minute
+	if !inPlaceUpdateUnderWay(p, now.Add(time.Minute), deadline) {
+		t.Error("a minute after the patch, the update should be under way")
+	}
+	if inPlaceUpdateUnderWay(p, now.Add(deadline), deadline) {
+		t.Error("at the progress deadline after the patch, the update should no longer count as under way")
+	}
+	p.Status.ContainerStatuses[0].Image = "nginx:2"
+	if inPlaceUpdateUnderWay(p, now.Add(time.Minute), deadline) {
+		t.Error("a pod running its new image and Ready has no update under way")
+	}
+}
+
 func TestIsPodAvailable(t *testing.T) {
 	p := mkPod("p", ready(now.Add(-5*time.Second)))
 	if ok, wait := isPodAvailable(p, 10, now); ok || wait != 5*time.Second {
