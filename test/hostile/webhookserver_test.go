@@ -234,7 +234,8 @@ func TestWebhookServerClosesSlowConnections(t *testing.T) {
 
 // TestWebhookServerTLSFlags: --tls-min-version and --tls-cipher-suites
 // refuse bad values naming the flag, and a manager started with
-// --tls-min-version=VersionTLS13 refuses a TLS 1.2 handshake.
+// --tls-min-version=VersionTLS13 refuses a TLS 1.2 handshake on its webhook
+// and metrics ports.
 func TestWebhookServerTLSFlags(t *testing.T) {
 	ensureDeckhand(t)
 	for _, tc := range []struct{ flag, value string }{
@@ -263,21 +264,27 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(tls13.Stop)
-	dial := func(maxVersion uint16) error {
-		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-			&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, MaxVersion: maxVersion}) //nolint:gosec // protocol negotiation is what is tested
-		if err == nil {
-			c.Close()
+	// The metrics server may start a moment after /readyz answers.
+	if err := localcluster.WaitTLS(ctx(t, time.Minute), tls13.MetricsPort, 30*time.Second); err != nil {
+		t.Fatalf("metrics server not serving TLS: %v", err)
+	}
+	for name, p := range map[string]int{"webhook": port, "metrics": tls13.MetricsPort} {
+		dial := func(maxVersion uint16) error {
+			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)),
+				&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12, MaxVersion: maxVersion}) //nolint:gosec // protocol negotiation is what is tested
+			if err == nil {
+				c.Close()
+			}
+			return err
 		}
-		return err
-	}
-	if err := dial(tls.VersionTLS12); err == nil {
-		t.Errorf("a manager with --tls-min-version=VersionTLS13 accepted a TLS 1.2 handshake")
-	} else {
-		t.Logf("TLS 1.2 refused: %v", err)
-	}
-	if err := dial(tls.VersionTLS13); err != nil {
-		t.Errorf("TLS 1.3 refused: %v", err)
+		if err := dial(tls.VersionTLS12); err == nil {
+			t.Errorf("%s server: a manager with --tls-min-version=VersionTLS13 accepted a TLS 1.2 handshake", name)
+		} else {
+			t.Logf("%s server: TLS 1.2 refused: %v", name, err)
+		}
+		if err := dial(tls.VersionTLS13); err != nil {
+			t.Errorf("%s server: TLS 1.3 refused: %v", name, err)
+		}
 	}
 	// The default (VersionTLS12) still accepts TLS 1.2.
 	if err := localcluster.WaitTLS(ctx(t, time.Minute), suite.port, 30*time.Second); err != nil {
