@@ -20,9 +20,12 @@ const (
 	// the images left out. Two revisions with equal hashes here differ only
 	// in images, which is what allows an in-place update.
 	SidecarSetHashWithoutImageAnnotation = "apps.deckhand.dev/sidecarset-hash-without-image"
-	// SidecarSetSkipInjectionAnnotation on a pod set to "true" makes the
-	// SidecarSet webhook leave the pod alone. Deckhand sets it on the
-	// synthetic pods it dry-runs to validate a SidecarSet's containers.
+	// SidecarSetSkipInjectionAnnotation on a pod set to "true" leaves the
+	// pod out of the SidecarSets whose spec.injectionStrategy.allowOptOut
+	// is true; the others inject it anyway. Deckhand sets it on the
+	// synthetic pods it dry-runs to validate a SidecarSet's containers,
+	// and honours it on the pods its own ServiceAccount creates whatever
+	// allowOptOut says.
 	SidecarSetSkipInjectionAnnotation = "apps.deckhand.dev/sidecarset-skip-injection"
 )
 
@@ -59,6 +62,14 @@ type ShareVolumePolicy struct {
 	// +kubebuilder:default=disabled
 	// +optional
 	Type ShareVolumePolicyType `json:"type,omitempty"`
+
+	// Writable keeps each shared mount as the app container has it:
+	// writable in the sidecar where it is writable in the app. false (the
+	// default) mounts every shared volume readOnly in the sidecar, so that
+	// sharing a volume to read the app's files never lets the sidecar
+	// change them. The sidecar's own volumeMounts are unaffected.
+	// +optional
+	Writable bool `json:"writable,omitempty"`
 }
 
 // TransferEnvVar copies environment variables of an app container into the sidecar.
@@ -277,6 +288,13 @@ type SidecarSetInjectionStrategy struct {
 	// sidecars and still follow image updates.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// AllowOptOut lets a pod leave this SidecarSet out by carrying the
+	// annotation apps.deckhand.dev/sidecarset-skip-injection: "true". Off
+	// (the default), the SidecarSet's sidecars are mandatory: every pod it
+	// selects is injected whatever its annotations say.
+	// +optional
+	AllowOptOut bool `json:"allowOptOut,omitempty"`
 
 	// Revision, if set, pins what new pods are injected with to one of the
 	// SidecarSet's earlier revisions (its ControllerRevisions) instead of

@@ -28,6 +28,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/version"
 	"github.com/deckhand-dev/deckhand/internal/webhookserver"
 )
@@ -131,6 +132,8 @@ func main() {
 		"Shortest time allowed between two runs of a RestartSchedule, from 1s to 1m: a schedule that fires more often (\"@every 10s\") is refused at admission.")
 	maxReplicas := flag.Int("max-podset-replicas", int(o.operator.MaxPodSetReplicas),
 		"Most pods a PodSet may ask for: spec.replicas, or a write to its scale subresource, above it is refused at admission.")
+	protectedNamespaces := flag.String("protected-namespaces", strings.Join(sidecarcontrol.DefaultProtectedNamespaces(podutil.OwnNamespace()), ","),
+		"Comma-separated namespaces whose pods no SidecarSet injects or updates. kube-system and the manager's own namespace are protected whatever this says (the pod webhook's configuration leaves them out).")
 	metadataAllowlist := flag.String("sidecarset-pod-metadata-allowlist", "",
 		"Comma-separated pod annotation keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata). Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")
 	tlsMinVersion := flag.String("tls-min-version", "VersionTLS12",
@@ -148,6 +151,7 @@ func main() {
 	}
 	o.operator.SidecarSetInjectionMode = deckhandv1alpha1.InjectionMode(*injectionMode)
 	o.operator.SidecarSetPodMetadataAllowlist = splitList(*metadataAllowlist)
+	o.operator.ProtectedNamespaces = append([]string{}, splitList(*protectedNamespaces)...)
 	o.operator.MaxPodSetReplicas = int32(min(max(*maxReplicas, -1), math.MaxInt32))
 	build := version.Get()
 	if *printVersion {

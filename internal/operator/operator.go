@@ -25,6 +25,7 @@ import (
 	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
@@ -51,6 +52,13 @@ type Options struct {
 	// Deckhand is off the pod create path: every SidecarSet must be in
 	// Policy mode, which must then be the default and served.
 	SidecarSetPodWebhook bool
+	// ProtectedNamespaces are the namespaces no SidecarSet injects or
+	// updates, besides kube-system and Deckhand's own, which always are
+	// (nil: sidecarcontrol.DefaultProtectedNamespaces).
+	ProtectedNamespaces []string
+	// ManagerUser is the username the API server gives the manager's
+	// requests; "" asks it (a SelfSubjectReview).
+	ManagerUser string
 	// RestartScheduleMinInterval is the shortest time allowed between two
 	// runs of a RestartSchedule, from 1s to 1m (only "@every" fires more
 	// often than once a minute).
@@ -119,6 +127,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	sidecarSets.SetPodMetadataAllowlist(allow)
+	protected := opts.ProtectedNamespaces
+	if protected == nil {
+		protected = sidecarcontrol.DefaultProtectedNamespaces(podutil.OwnNamespace())
+	}
+	sidecarcontrol.SetProtectedNamespaces(podutil.OwnNamespace(), protected)
+	if opts.ManagerUser == "" {
+		opts.ManagerUser = managerUser(mgr.GetConfig())
+	}
+	sidecarSets.SetManagerUser(opts.ManagerUser)
 	for _, setup := range []func(ctrl.Manager) error{
 		(&webserverctrl.Reconciler{}).SetupWithManager,
 		webserverwebhook.SetupWebhookWithManager,

@@ -109,9 +109,7 @@ func (sc Sidecar) size(pod *RawPod) int {
 // appContainers gives lazy access to the env and mounts of the pod's own
 // containers, split only when a sidecar transfers env or shares volumes.
 type appContainers struct {
-	pod          *RawPod
-	mounts       []rawElement
-	mountsLoaded bool
+	pod *RawPod
 }
 
 func (a *appContainers) env(container string) ([]rawElement, error) {
@@ -123,22 +121,6 @@ func (a *appContainers) env(container string) ([]rawElement, error) {
 		}
 	}
 	return nil, nil
-}
-
-func (a *appContainers) allMounts() ([]rawElement, error) {
-	if a.mountsLoaded {
-		return a.mounts, nil
-	}
-	a.mountsLoaded = true
-	a.mounts = make([]rawElement, 0, 2*len(a.pod.Containers))
-	for i := range a.pod.Containers {
-		ms, err := elements(a.pod.Containers[i].volumeMounts, "mountPath")
-		if err != nil {
-			return nil, err
-		}
-		a.mounts = append(a.mounts, ms...)
-	}
-	return a.mounts, nil
 }
 
 // appendContainer appends the JSON of the sidecar to inject: its encoded
@@ -159,7 +141,7 @@ func (a *appContainers) appendContainer(buf []byte, sc Sidecar) ([]byte, error) 
 	mounts := enc.mounts
 	if spec.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
 		var err error
-		if mounts, err = a.shareMounts(enc.mounts); err != nil {
+		if mounts, env, err = a.shareMounts(enc.mounts, env, spec.ShareVolumePolicy.Writable); err != nil {
 			return nil, err
 		}
 	}
@@ -220,29 +202,6 @@ func hasKey(list []rawElement, key string) bool {
 		}
 	}
 	return false
-}
-
-// shareMounts returns own followed by every mount of the pod's app
-// containers at a mountPath not taken yet.
-func (a *appContainers) shareMounts(own []rawElement) ([]rawElement, error) {
-	shared, err := a.allMounts()
-	if err != nil || len(shared) == 0 {
-		return own, err
-	}
-	mounts := append([]rawElement(nil), own...)
-	for _, m := range shared {
-		taken := false
-		for j := range mounts {
-			if mounts[j].key == m.key {
-				taken = true
-				break
-			}
-		}
-		if !taken {
-			mounts = append(mounts, m)
-		}
-	}
-	return mounts, nil
 }
 
 func appendRawList(buf []byte, prefix string, list []rawElement) []byte {

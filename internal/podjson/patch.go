@@ -15,13 +15,16 @@ type Additions struct {
 	Volumes, ImagePullSecrets [][]byte
 	// Annotations are set, in order.
 	Annotations []Annotation
+	// RemovedAnnotations are keys the pod has that are removed.
+	RemovedAnnotations []string
 }
 
 // Annotation is one metadata.annotations entry.
 type Annotation struct{ Key, Value string }
 
-// WritePatch returns the JSON patch ("add" operations only) that makes the
-// additions to pod, nil if there are none.
+// WritePatch returns the JSON patch ("add" operations, and "remove" ones
+// for RemovedAnnotations) that makes the additions to pod, nil if there are
+// none.
 func WritePatch(pod *RawPod, add *Additions) ([]byte, error) {
 	w := patchWriter{buf: make([]byte, 0, patchSize(pod, add))}
 	apps := &appContainers{pod: pod}
@@ -34,6 +37,9 @@ func WritePatch(pod *RawPod, add *Additions) ([]byte, error) {
 	w.list("/spec/volumes", !pod.HasVolumes, add.Volumes)
 	w.list("/spec/imagePullSecrets", !pod.HasImagePullSecrets, add.ImagePullSecrets)
 	w.annotations(!pod.HasAnnotations, add.Annotations)
+	for _, k := range add.RemovedAnnotations {
+		w.remove("/metadata/annotations/" + pointerEscaper.Replace(k))
+	}
 	return w.done(), nil
 }
 
@@ -71,6 +77,19 @@ func (w *patchWriter) begin(path string) {
 	w.buf = append(w.buf, `{"op":"add","path":`...)
 	w.buf = appendString(w.buf, path)
 	w.buf = append(w.buf, `,"value":`...)
+}
+
+// remove writes a "remove" operation at path.
+func (w *patchWriter) remove(path string) {
+	if w.n == 0 {
+		w.buf = append(w.buf, '[')
+	} else {
+		w.buf = append(w.buf, ',')
+	}
+	w.n++
+	w.buf = append(w.buf, `{"op":"remove","path":`...)
+	w.buf = appendString(w.buf, path)
+	w.buf = append(w.buf, '}')
 }
 
 func (w *patchWriter) rawOp(path string, value []byte) {

@@ -13,11 +13,15 @@ type Review struct {
 	Operation, SubResource, Namespace string
 	Name                              string
 	DryRun                            bool
-	Object                            []byte // request.object, raw; nil if absent or null
+	// UserName is request.userInfo.username: who the API server
+	// authenticated (it fills userInfo itself; a client cannot set it).
+	UserName string
+	Object   []byte // request.object, raw; nil if absent or null
 }
 
 // DecodeReview reads what the pod webhook needs from an AdmissionReview's
-// JSON into r. Fields it does not need (oldObject, userInfo, options, ...)
+// JSON into r. Fields it does not need (oldObject, the rest of userInfo,
+// options, ...)
 // are skipped, not decoded.
 func DecodeReview(body []byte, r *Review) error {
 	s := &scanner{b: body}
@@ -62,6 +66,8 @@ func (s *scanner) request(r *Review) {
 			r.Name = s.string()
 		case "dryRun":
 			r.DryRun = s.boolean()
+		case "userInfo":
+			r.UserName = s.memberOf("username")
 		case "object":
 			r.Object = s.raw()
 		default:

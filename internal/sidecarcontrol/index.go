@@ -57,6 +57,8 @@ type Lister struct {
 	// revisions holds the SidecarSets' ControllerRevisions; nil until
 	// WatchRevisions.
 	revisions *revisionStore
+	// managerUser is the username of Deckhand's own requests (SetManagerUser).
+	managerUser string
 }
 
 // SetModes tells the Lister how SidecarSets are injected. Call it before
@@ -182,13 +184,37 @@ func (l *Lister) NamespaceLabels(ns string) (map[string]string, bool) {
 	return nil, false
 }
 
-// protectedNamespaces are never injected or updated.
-var protectedNamespaces = protectedSet(podutil.OwnNamespace())
+// protectedNamespaces are never injected or updated. SetProtectedNamespaces
+// replaces them once, before the manager starts; they are read-only
+// afterwards.
+var protectedNamespaces = protectedSet(podutil.OwnNamespace(), DefaultProtectedNamespaces(podutil.OwnNamespace()))
 
-// protectedSet is podutil.ProtectedNamespaces with Deckhand's own namespace
-// replaced by own when it is set: a manager installed into another namespace
-// must still leave its own pods alone.
-func protectedSet(own string) map[string]bool {
+// DefaultProtectedNamespaces are the namespaces the manager protects when
+// --protected-namespaces is not set: the control plane's (kube-system,
+// and kube-public, which every authenticated user may read), and
+// Deckhand's own (own, or podutil.DeckhandNamespace when it is not known).
+func DefaultProtectedNamespaces(own string) []string {
+	if own == "" {
+		own = podutil.DeckhandNamespace
+	}
+	return []string{metav1.NamespaceSystem, metav1.NamespacePublic, own}
+}
+
+// SetProtectedNamespaces makes names (the manager's --protected-namespaces)
+// the namespaces no SidecarSet injects or updates, with
+// podutil.ProtectedNamespaces always among them (Deckhand's own namespace
+// taken from own when it is set): the pod webhook's configuration never
+// sends the API server's requests for those, so leaving them out here would
+// only make the controller disagree with the webhook. Call it before the
+// manager starts.
+func SetProtectedNamespaces(own string, names []string) {
+	protectedNamespaces = protectedSet(own, names)
+}
+
+// protectedSet is podutil.ProtectedNamespaces, with Deckhand's own namespace
+// replaced by own when it is set (a manager installed into another
+// namespace must still leave its own pods alone), plus extra.
+func protectedSet(own string, extra []string) map[string]bool {
 	m := map[string]bool{}
 	for _, ns := range podutil.ProtectedNamespaces {
 		if ns == podutil.DeckhandNamespace && own != "" {
@@ -196,12 +222,16 @@ func protectedSet(own string) map[string]bool {
 		}
 		m[ns] = true
 	}
+	for _, ns := range extra {
+		if ns != "" {
+			m[ns] = true
+		}
+	}
 	return m
 }
 
 // IsProtectedNamespace reports whether pods in ns are out of every
-// SidecarSet's reach: podutil.ProtectedNamespaces, with Deckhand's own
-// namespace taken from podutil.OwnNamespace when the manager knows it.
+// SidecarSet's reach (SetProtectedNamespaces).
 func IsProtectedNamespace(ns string) bool { return protectedNamespaces[ns] }
 
 // All returns every cached SidecarSet (shared with the cache).

@@ -9,11 +9,24 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
-// ReservedAnnotationPrefix starts the annotation keys Deckhand writes on
-// pods itself (the injection record among them): spec.patchPodMetadata may
-// never set one, whatever the allowlist says, or a SidecarSet could forge
-// another SidecarSet's record.
-var ReservedAnnotationPrefix = deckhandv1alpha1.GroupVersion.Group + "/"
+// ReservedAnnotationDomain is the annotation key prefix (the DNS part
+// before the "/") Deckhand writes on pods itself, with every subdomain of
+// it (podset.apps.deckhand.dev, version.sidecarset.apps.deckhand.dev, ...):
+// spec.patchPodMetadata may never set such a key, whatever the allowlist
+// says, or a SidecarSet could forge another SidecarSet's record or a
+// PodSet's bookkeeping.
+var ReservedAnnotationDomain = deckhandv1alpha1.GroupVersion.Group
+
+// IsReservedAnnotation reports whether key is in Deckhand's annotation
+// domain or one of its subdomains.
+func IsReservedAnnotation(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	prefix = strings.ToLower(prefix)
+	return prefix == ReservedAnnotationDomain || strings.HasSuffix(prefix, "."+ReservedAnnotationDomain)
+}
 
 // MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist:
 // the annotation keys spec.patchPodMetadata may set. A SidecarSet is
@@ -44,7 +57,7 @@ func ParseMetadataAllowlist(entries []string) (MetadataAllowlist, error) {
 
 // Allows reports whether spec.patchPodMetadata may set the annotation key.
 func (a MetadataAllowlist) Allows(key string) bool {
-	if strings.HasPrefix(key, ReservedAnnotationPrefix) {
+	if IsReservedAnnotation(key) {
 		return false
 	}
 	for _, p := range a.patterns {

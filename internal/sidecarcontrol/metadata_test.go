@@ -31,4 +31,28 @@ func TestMetadataAllowlist(t *testing.T) {
 	if _, err := ParseMetadataAllowlist([]string{"example.com/["}); err == nil {
 		t.Error("a bad pattern was accepted")
 	}
+	every, _ := ParseMetadataAllowlist([]string{"*/*", "*.apps.deckhand.dev/*"})
+	for _, k := range []string{"podset.apps.deckhand.dev/controller-uid", "version.sidecarset.apps.deckhand.dev/mesh-1", "apps.deckhand.dev/sidecarsets"} {
+		if every.Allows(k) {
+			t.Errorf("an allowlist matching every key allows Deckhand's own %q", k)
+		}
+	}
+}
+
+func TestIsReservedAnnotation(t *testing.T) {
+	for key, want := range map[string]bool{
+		"apps.deckhand.dev/sidecarsets":               true,
+		"podset.apps.deckhand.dev/controller-uid":     true,
+		"version.sidecarset.apps.deckhand.dev/mesh-1": true,
+		"Apps.Deckhand.Dev/x":                         true,
+		"apps.deckhand.dev":                           false, // no prefix: a name, not a domain
+		"notapps.deckhand.dev/x":                      false,
+		"apps.deckhand.dev.example.com/x":             false,
+		"example.com/apps.deckhand.dev":               false,
+		"deckhand.dev/x":                              false,
+	} {
+		if got := IsReservedAnnotation(key); got != want {
+			t.Errorf("IsReservedAnnotation(%q) = %v, want %v", key, got, want)
+		}
+	}
 }

@@ -110,6 +110,29 @@ func (r *PodRecord) Set(name, hash, withoutImage string, containers []string) {
 	r.names = strings.Join(names, ",")
 }
 
+// Keep returns the record with only the SidecarSets keep accepts, and
+// whether that is not the record as read. The pod webhook keeps, on a new
+// pod, only what this admission wrote (the entries of the SidecarSets the
+// API server injected by policy): any other entry was written by the pod's
+// creator, and trusting it would let a pod pass its own container for a
+// sidecar or skip a mandatory SidecarSet. Names the injected annotation
+// lists without a revision are dropped too.
+func (r PodRecord) Keep(keep func(name string) bool) (PodRecord, bool) {
+	var out PodRecord
+	for name, e := range r.hash {
+		if keep(name) {
+			out.Set(name, e.Hash, r.withoutImage[name].Hash, e.Containers)
+		}
+	}
+	changed := out.names != r.names || len(out.hash) != len(r.hash) || len(out.withoutImage) != len(r.withoutImage)
+	return out, changed
+}
+
+// IsEmpty reports whether the record names no SidecarSet.
+func (r PodRecord) IsEmpty() bool {
+	return r.names == "" && len(r.hash) == 0 && len(r.withoutImage) == 0
+}
+
 func cloneEntries(m map[string]recordEntry) map[string]recordEntry {
 	out := make(map[string]recordEntry, len(m)+1)
 	for k, v := range m {

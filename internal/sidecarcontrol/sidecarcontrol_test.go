@@ -90,18 +90,29 @@ func TestMatches(t *testing.T) {
 
 func TestProtectedSet(t *testing.T) {
 	cases := map[string]struct {
-		own  string
-		want map[string]bool
+		own   string
+		extra []string
+		want  map[string]bool
 	}{
-		"default install": {"", map[string]bool{"kube-system": true, "deckhand-system": true}},
-		"own namespace":   {"ops", map[string]bool{"kube-system": true, "ops": true}},
-		"same as default": {"deckhand-system", map[string]bool{"kube-system": true, "deckhand-system": true}},
+		"default install": {"", nil, map[string]bool{"kube-system": true, "deckhand-system": true}},
+		"own namespace":   {"ops", nil, map[string]bool{"kube-system": true, "ops": true}},
+		"same as default": {"deckhand-system", nil, map[string]bool{"kube-system": true, "deckhand-system": true}},
+		"flag default":    {"ops", DefaultProtectedNamespaces("ops"), map[string]bool{"kube-system": true, "kube-public": true, "ops": true}},
+		// kube-system and the own namespace stay protected whatever the
+		// flag says: the webhook configuration never sends their pods.
+		"flag narrowed": {"ops", []string{"team-a", ""}, map[string]bool{"kube-system": true, "ops": true, "team-a": true}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := protectedSet(tc.own); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("protectedSet(%q) = %v, want %v", tc.own, got, tc.want)
+			if got := protectedSet(tc.own, tc.extra); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("protectedSet(%q, %q) = %v, want %v", tc.own, tc.extra, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDefaultProtectedNamespaces(t *testing.T) {
+	if got, want := DefaultProtectedNamespaces(""), []string{"kube-system", "kube-public", "deckhand-system"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultProtectedNamespaces(\"\") = %q, want %q", got, want)
 	}
 }

@@ -75,6 +75,10 @@ func Name(name string) string {
 type Options struct {
 	// ProtectedNamespaces are never injected (sidecarcontrol.IsProtectedNamespace).
 	ProtectedNamespaces []string
+	// ManagerUser is the username of Deckhand's own requests
+	// (sidecarcontrol.Lister.ManagerUser): its pods with the skip-injection
+	// annotation are left alone by every policy. "" trusts no one.
+	ManagerUser string
 }
 
 // DefaultOptions are the manager's.
@@ -94,6 +98,7 @@ func Compile(s *deckhandv1alpha1.SidecarSet, peers []*deckhandv1alpha1.SidecarSe
 	}
 	hash, _ := sidecarcontrol.Hashes(&s.Spec)
 	c := newCompiler(s, peers)
+	c.managerUser = opts.ManagerUser
 	policy := &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{RevisionAnnotation: hash}},
@@ -171,11 +176,12 @@ type peer struct {
 }
 
 type compiler struct {
-	s     *deckhandv1alpha1.SidecarSet
-	peers []peer
-	hash  string
-	wi    string
-	names []string // the SidecarSet's container names, init first
+	s           *deckhandv1alpha1.SidecarSet
+	managerUser string
+	peers       []peer
+	hash        string
+	wi          string
+	names       []string // the SidecarSet's container names, init first
 }
 
 func newCompiler(s *deckhandv1alpha1.SidecarSet, peers []*deckhandv1alpha1.SidecarSet) *compiler {
@@ -231,10 +237,21 @@ func (c *compiler) matchConditions() []admissionregistrationv1.MatchCondition {
 	return nil
 }
 
-// skippedCondition is true for a pod that opted out of injection.
-func skippedCondition() string {
-	return fmt.Sprintf("has(object.metadata.annotations) && %s in object.metadata.annotations && object.metadata.annotations[%s] == 'true'",
+// skippedCondition is true for a pod left out of the SidecarSet by the
+// skip-injection annotation: any pod that carries it when the SidecarSet
+// allows opting out (spec.injectionStrategy.allowOptOut), else only
+// Deckhand's own (its dry runs), by the request's userInfo, which the API
+// server fills itself. As sidecarcontrol.OptedOut and Lister.SkipsAll.
+func (c *compiler) skippedCondition() string {
+	annotated := fmt.Sprintf("has(object.metadata.annotations) && %s in object.metadata.annotations && object.metadata.annotations[%s] == 'true'",
 		q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation), q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation))
+	switch {
+	case c.s.Spec.InjectionStrategy.AllowOptOut:
+		return annotated
+	case c.managerUser != "":
+		return fmt.Sprintf("request.userInfo.username == %s && %s", q(c.managerUser), annotated)
+	}
+	return "false"
 }
 
 // variables are evaluated lazily, once per admission, in this order.
@@ -253,10 +270,10 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 	add("recWI", ann(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation, reRecordWI))
 	add("entries", entries("rec"))
 	add("entriesWI", entries("recWI"))
-	own := q(`"` + c.s.Name + `":{`)
-	add("own", fmt.Sprintf("variables.entries.filter(e, e.startsWith(%s))", own))
-	add("ownHash", `variables.own.size() == 0 ? '' : variables.own[0].split('"hash":"')[1].split('"')[0]`)
-	add("ownContainers", `variables.own.size() == 0 || !variables.own[0].contains('"containers":[') ? [] : variables.own[0].split('"containers":[')[1].split(']')[0].split(',').map(n, n.substring(1, n.size() - 1))`)
+	// Note: the policy runs once per admission (reinvocation Never), so an
+	// entry of this SidecarSet's own in the record of a pod being created
+	// came with the pod: it is not trusted (its containers are the pod's
+	// own), and the record is written again without it.
 	add("containers", "has(object.spec.containers) ? object.spec.containers : []")
 	add("initContainers", "has(object.spec.initContainers) ? object.spec.initContainers : []")
 	add("containerNames", "variables.containers.map(x, x.name)")
@@ -266,7 +283,7 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 	add("secretNames", "has(object.spec.imagePullSecrets) ? object.spec.imagePullSecrets.map(x, x.name) : []")
 	// A container of the same name the pod brought itself keeps the
 	// SidecarSet out entirely, as in the webhook.
-	add("clash", fmt.Sprintf("%s.exists(n, n in variables.names && !(n in variables.ownContainers))", strList(c.names)))
+	add("clash", fmt.Sprintf("%s.exists(n, n in variables.names)", strList(c.names)))
 	var peerNames []string
 	for _, p := range c.peers {
 		peerNames = append(peerNames, p.name)
@@ -319,8 +336,8 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 	add("newVolumes", missing(vols, "volumeNames"))
 	add("newSecrets", missing(secs, "secretNames"))
 	add("adds", "variables.newBeforeInit + variables.newAfterInit + variables.newBefore + variables.newAfter + variables.newVolumes + variables.newSecrets > 0")
-	// As the webhook: nothing to add and the record shows this revision.
-	add("skip", fmt.Sprintf("variables.clash || (!variables.adds && variables.ownHash == %s)", q(c.hash)))
+	// As the webhook: nothing to add.
+	add("skip", "variables.clash || !variables.adds")
 
 	// Env transfers and shared mounts, sidecar by sidecar.
 	for _, l := range []struct {

@@ -63,8 +63,26 @@ func (c *compiler) patch() string {
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetInjectedAnnotation), "variables.newEntries.map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashAnnotation), "'{' + variables.newEntries.join(',') + '}'")
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), "'{' + variables.newEntriesWI.join(',') + '}'")
-	full := "variables.skip ? [] :\n" + strings.Join(ops, " +\n")
-	return fmt.Sprintf("%s ? [] :\n%s ?\n(%s) :\n(%s)", skippedCondition(), freshCondition, c.freshPatch(bi, ai, bc, ac), full)
+	full := "variables.skip ? (" + c.withoutOwnEntry() + ") :\n" + strings.Join(ops, " +\n")
+	return fmt.Sprintf("%s ? [] :\n%s ?\n(%s) :\n(%s)", c.skippedCondition(), freshCondition, c.freshPatch(bi, ai, bc, ac), full)
+}
+
+// withoutOwnEntry is the patch for a pod with a record that this
+// SidecarSet does not inject: the record rewritten without an entry of this
+// SidecarSet's own, which came with the pod (the policy runs once per
+// admission) and would make the pod's own containers pass for its
+// sidecars. A record not in the webhook's form is dropped whole.
+func (c *compiler) withoutOwnEntry() string {
+	own := q(`"` + c.s.Name + `":{`)
+	kept := func(v string) string { return fmt.Sprintf("variables.%s.filter(e, !e.startsWith(%s))", v, own) }
+	var ops []string
+	set := func(key, value string) {
+		ops = append(ops, fmt.Sprintf("JSONPatch{op: 'add', path: %s, value: %s}", annotationPath(key), value))
+	}
+	set(deckhandv1alpha1.SidecarSetInjectedAnnotation, kept("entries")+".map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
+	set(deckhandv1alpha1.SidecarSetHashAnnotation, "'{' + "+kept("entries")+".join(',') + '}'")
+	set(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation, "'{' + "+kept("entriesWI")+".join(',') + '}'")
+	return "[" + strings.Join(ops, ", ") + "]"
 }
 
 // freshCondition: the pod carries no injection record, the common case (a

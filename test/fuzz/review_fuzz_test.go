@@ -49,6 +49,7 @@ func FuzzReviewDecoderMatchesTypedDecoding(f *testing.F) {
 			want.Operation, want.SubResource = string(r.Operation), r.SubResource
 			want.Namespace, want.Name = r.Namespace, r.Name
 			want.DryRun = r.DryRun != nil && *r.DryRun
+			want.UserName = r.UserInfo.Username
 			want.Object = r.Object.Raw
 		}
 		if !reflect.DeepEqual(fast, want) && !(bytes.Equal(fast.Object, want.Object) && sameButObject(fast, want)) {

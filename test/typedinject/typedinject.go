@@ -11,7 +11,10 @@
 package typedinject
 
 import (
+	"path"
+	"regexp"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -21,17 +24,30 @@ import (
 )
 
 // Inject injects into pod, in namespace ns, every unpaused SidecarSet of l
-// that selects it, as the pod webhook does.
+// that selects it and that it has not opted out of, as the pod webhook
+// does for a pod created by anyone but Deckhand itself.
 func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
-	if pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" {
-		return
-	}
 	cands, _ := l.Candidates(ns)
-	in := injector{orig: pod.DeepCopy(), record: sidecarcontrol.ReadPodRecord(pod.Annotations), allow: l.PodMetadataAllowlist()}
+	modes := l.Modes()
+	var sets []*deckhandv1alpha1.SidecarSet
+	var byPolicy []string
 	for _, s := range cands {
-		if !s.Spec.InjectionStrategy.Paused && l.Matches(s, ns, pod.Labels) {
-			in.add(s, l.Compiled(s))
+		if !l.Matches(s, ns, pod.Labels) {
+			continue
 		}
+		switch {
+		case modes.ByPolicy(s):
+			byPolicy = append(byPolicy, s.Name)
+		case !s.Spec.InjectionStrategy.Paused && !sidecarcontrol.OptedOut(s, pod.Annotations):
+			sets = append(sets, s)
+		}
+	}
+	// A new pod's record is Deckhand's to write: what came with the pod is
+	// dropped, but for the entries of the SidecarSets injected by policy.
+	record, forged := sidecarcontrol.ReadPodRecord(pod.Annotations).Keep(func(name string) bool { return slices.Contains(byPolicy, name) })
+	in := injector{orig: pod.DeepCopy(), record: record, allow: l.PodMetadataAllowlist()}
+	for _, s := range sets {
+		in.add(s, l.Compiled(s))
 	}
 	for k, v := range in.annotations {
 		if old, ok := pod.Annotations[k]; !ok || old != v {
@@ -40,6 +56,13 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 			}
 			pod.Annotations[k] = v
 		}
+	}
+	if forged && in.record.IsEmpty() {
+		delete(pod.Annotations, deckhandv1alpha1.SidecarSetInjectedAnnotation)
+		delete(pod.Annotations, deckhandv1alpha1.SidecarSetHashAnnotation)
+		delete(pod.Annotations, deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation)
+	} else if forged {
+		in.record.Apply(pod)
 	}
 	if !in.changed {
 		return
@@ -208,16 +231,46 @@ func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Cont
 		}
 	}
 	if sc.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
-		for _, app := range in.orig.Spec.Containers {
-			for _, m := range app.VolumeMounts {
-				if !slices.ContainsFunc(c.VolumeMounts, func(o corev1.VolumeMount) bool { return o.MountPath == m.MountPath }) {
-					c.VolumeMounts = append(c.VolumeMounts, *m.DeepCopy())
+		shareMounts(&c, in.orig.Spec.Containers, sc.ShareVolumePolicy.Writable)
+	}
+	return c
+}
+
+// shareMounts appends to c the app containers' mounts: compared by cleaned
+// path, none at or under a path c mounts itself, the first of two at one
+// path, readOnly unless writable, with the env variables a subPathExpr
+// names that c does not define copied from the mount's container.
+func shareMounts(c *corev1.Container, apps []corev1.Container, writable bool) {
+	var own []string
+	for _, m := range c.VolumeMounts {
+		own = append(own, path.Clean(m.MountPath))
+	}
+	var taken []string
+	for _, app := range apps {
+		for _, m := range app.VolumeMounts {
+			p := path.Clean(m.MountPath)
+			if slices.ContainsFunc(own, func(o string) bool { return p == o || o == "/" || strings.HasPrefix(p, o+"/") }) || slices.Contains(taken, p) {
+				continue
+			}
+			taken = append(taken, p)
+			m := *m.DeepCopy()
+			if !writable {
+				m.ReadOnly = true
+			}
+			c.VolumeMounts = append(c.VolumeMounts, m)
+			for _, ref := range subPathVar.FindAllStringSubmatch(m.SubPathExpr, -1) {
+				if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == ref[1] }) {
+					continue
+				}
+				if i := slices.IndexFunc(app.Env, func(e corev1.EnvVar) bool { return e.Name == ref[1] }); i >= 0 {
+					c.Env = append(c.Env, *app.Env[i].DeepCopy())
 				}
 			}
 		}
 	}
-	return c
 }
+
+var subPathVar = regexp.MustCompile(`\$\(([-._a-zA-Z][-._a-zA-Z0-9]*)\)`)
 
 // sourceContainer is the pod's container called name (an app container
 // before an init container), nil if none.

@@ -92,6 +92,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Options == nil {
 		o := sidecarpolicy.DefaultOptions()
+		o.ManagerUser = r.Lister.ManagerUser()
 		r.Options = &o
 	}
 	// A SidecarSet's policy depends on its peers' names and containers:

@@ -271,10 +271,10 @@ func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
 	}
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
-	st.injected = rec.Has(s.Name)
+	st.injected = rec.Has(s.Name) && hasContainers(pod, rec.Containers(s.Name))
 	if !st.injected {
 		st.clash = clashingContainer(c.ContainerNames, pod)
-		st.optedOut = pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" || s.Spec.InjectionStrategy.Paused
+		st.optedOut = sidecarcontrol.OptedOut(s, pod.Annotations) || s.Spec.InjectionStrategy.Paused
 		return
 	}
 	if c.Hot != nil {
@@ -323,6 +323,19 @@ func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 	}
 	st.resizing = st.resizeDue || state != podutil.ResizeDone
 	st.updated = st.updated && !st.resizing
+}
+
+// hasContainers reports whether pod has every container (or init
+// container) named in names. A record that names a sidecar the pod does not
+// have does not make the pod injected: the record may have come with the
+// pod, or the container may have been dropped since.
+func hasContainers(pod *corev1.Pod, names []string) bool {
+	for _, n := range names {
+		if !hasContainer(pod, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // resizeKey identifies a resize of pod to revision hash.

@@ -19,19 +19,28 @@ type injection struct {
 }
 
 // inject computes the JSON patch that injects every matching SidecarSet into
-// pod: it selects the SidecarSets, resolves container name conflicts while
-// it chooses what each one adds, updates the pod's record and writes the
-// patch.
-func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection, error) {
+// pod, created by user (the request's userInfo.username): it selects the
+// SidecarSets, resolves container name conflicts while it chooses what each
+// one adds, updates the pod's record and writes the patch.
+func inject(l *sidecarcontrol.Lister, ns, user string, pod *podjson.RawPod) (injection, error) {
 	var res injection
-	if pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" {
+	if l.SkipsAll(user, pod.Annotations) {
 		return res, nil
 	}
-	sets, err := selectSidecarSets(l, ns, pod)
-	if err != nil || len(sets) == 0 {
+	sets, byPolicy, err := selectSidecarSets(l, ns, pod)
+	if err != nil {
 		return res, err
 	}
-	p := planner{pod: pod, record: sidecarcontrol.ReadPodRecord(pod.Annotations)}
+	// Note: a new pod's record is Deckhand's to write. Only the entries the
+	// API server's policies wrote in this admission (the Policy-mode
+	// SidecarSets that select the pod) are kept; the rest came with the pod.
+	record, forged := sidecarcontrol.ReadPodRecord(pod.Annotations).Keep(func(name string) bool {
+		return slices.Contains(byPolicy, name)
+	})
+	if len(sets) == 0 && !forged {
+		return res, nil
+	}
+	p := planner{pod: pod, record: record, recordChanged: forged}
 	for _, s := range sets {
 		// The pinned revision's parts when injectionStrategy.revision says
 		// so for this pod (pinned.go); s itself otherwise.
@@ -52,25 +61,32 @@ func inject(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (injection
 	return res, err
 }
 
-// selectSidecarSets returns the unpaused SidecarSets that select pod, in
-// name order (the order of injection). SidecarSets the API server injects
-// through their MutatingAdmissionPolicy (Policy mode) are left out: the
-// pod has their sidecars already, and injecting them again would record
-// them twice.
-func selectSidecarSets(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) ([]*deckhandv1alpha1.SidecarSet, error) {
+// selectSidecarSets returns the unpaused SidecarSets that select pod and
+// that the pod has not opted out of (sidecarcontrol.OptedOut), in name
+// order (the order of injection), and the names of the SidecarSets the API
+// server injects through their MutatingAdmissionPolicy (Policy mode) that
+// select it. Those are not injected here: the pod has their sidecars
+// already, and injecting them again would record them twice.
+func selectSidecarSets(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (sets []*deckhandv1alpha1.SidecarSet, byPolicy []string, err error) {
 	cands, err := l.Candidates(ns)
 	if err != nil || len(cands) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	var matched [8]*deckhandv1alpha1.SidecarSet
-	sets := matched[:0]
+	sets = matched[:0]
 	modes := l.Modes()
 	for _, s := range cands {
-		if !s.Spec.InjectionStrategy.Paused && !modes.ByPolicy(s) && l.Matches(s, ns, pod.Labels) {
+		if !l.Matches(s, ns, pod.Labels) {
+			continue
+		}
+		switch {
+		case modes.ByPolicy(s):
+			byPolicy = append(byPolicy, s.Name)
+		case !s.Spec.InjectionStrategy.Paused && !sidecarcontrol.OptedOut(s, pod.Annotations):
 			sets = append(sets, s)
 		}
 	}
-	return sets, nil
+	return sets, byPolicy, nil
 }
 
 // planner decides, SidecarSet by SidecarSet, what injection adds to a pod
@@ -182,8 +198,18 @@ func (p *planner) updateRecord(name string, c *sidecarcontrol.Compiled, added bo
 	p.recordChanged = true
 }
 
-// writeRecord sets the record's annotations in the patch.
+// writeRecord sets the record's annotations in the patch, or removes them
+// when the record names no SidecarSet (a record the pod came with that
+// named none Deckhand keeps).
 func (p *planner) writeRecord() {
+	if p.record.IsEmpty() {
+		for _, k := range []string{deckhandv1alpha1.SidecarSetInjectedAnnotation, deckhandv1alpha1.SidecarSetHashAnnotation, deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation} {
+			if _, ok := p.pod.Annotations[k]; ok {
+				p.additions.RemovedAnnotations = append(p.additions.RemovedAnnotations, k)
+			}
+		}
+		return
+	}
 	injected, hash, withoutImage := p.record.Values()
 	p.additions.Annotations = append(p.additions.Annotations,
 		podjson.Annotation{Key: deckhandv1alpha1.SidecarSetInjectedAnnotation, Value: injected},

@@ -101,7 +101,7 @@ func TestPatchPodMetadataTable(t *testing.T) {
 			got, resp := admit(t, l, "prod", p)
 			ann := map[string]string{}
 			for k, v := range got.Annotations {
-				if !strings.HasPrefix(k, sidecarcontrol.ReservedAnnotationPrefix) {
+				if !sidecarcontrol.IsReservedAnnotation(k) {
 					ann[k] = v
 				}
 			}

@@ -69,6 +69,9 @@ func TestPatchPodMetadataValidation(t *testing.T) {
 		{"Deckhand's own key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
 			{Annotations: map[string]string{"apps.deckhand.dev/sidecarsets": "forged"}},
 		}, "", "spec.patchPodMetadata[0].annotations[apps.deckhand.dev/sidecarsets]", "Deckhand's own"},
+		{"Deckhand's own subdomain", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{"version.sidecarset.apps.deckhand.dev/mesh": "forged"}},
+		}, "", "spec.patchPodMetadata[0].annotations[version.sidecarset.apps.deckhand.dev/mesh]", "Deckhand's own"},
 		{"MergePatchJson with no JSON object", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
 			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{"example.com/cfg": "[1]"}},
 		}, "", "spec.patchPodMetadata[0].annotations[example.com/cfg]", "JSON object"},

@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -51,8 +50,8 @@ func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecar
 		for _, k := range keys {
 			kp := p.Child("annotations").Key(k)
 			switch {
-			case strings.HasPrefix(k, sidecarcontrol.ReservedAnnotationPrefix):
-				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("annotation keys under %s are Deckhand's own and cannot be patched", sidecarcontrol.ReservedAnnotationPrefix)))
+			case sidecarcontrol.IsReservedAnnotation(k):
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("annotation keys under %[1]s/ and *.%[1]s/ are Deckhand's own and cannot be patched", sidecarcontrol.ReservedAnnotationDomain)))
 			case !allow.Allows(k) && !had[k]:
 				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("annotation key %q is not allowed by the manager's --sidecarset-pod-metadata-allowlist (%s): a platform administrator decides which pod annotations SidecarSets may set", k, allowlistText(allow))))
 			}

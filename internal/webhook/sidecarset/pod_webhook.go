@@ -113,6 +113,7 @@ func admissionRequest(rev *podjson.Review) admission.Request {
 	req.Namespace = rev.Namespace
 	req.Name = rev.Name
 	req.DryRun = &rev.DryRun
+	req.UserInfo.Username = rev.UserName
 	req.Object.Raw = rev.Object
 	return req
 }
@@ -200,7 +201,7 @@ func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	res, err := inject(p.Lister, ns, &pod)
+	res, err := inject(p.Lister, ns, req.UserInfo.Username, &pod)
 	if err != nil {
 		podInjectionErrors.Inc()
 		logf.FromContext(ctx).Error(err, "injecting sidecars", "namespace", ns, "name", podName(&pod))

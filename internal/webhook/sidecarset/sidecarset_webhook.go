@@ -190,6 +190,9 @@ func validateSidecars(cs []deckhandv1alpha1.SidecarContainer, p *field.Path, nam
 			errs = append(errs, field.NotSupported(cp.Child("shareVolumePolicy", "type"), c.ShareVolumePolicy.Type, []string{
 				string(deckhandv1alpha1.ShareVolumePolicyEnabled), string(deckhandv1alpha1.ShareVolumePolicyDisabled)}))
 		}
+		if c.ShareVolumeDevicePolicy != nil && c.ShareVolumeDevicePolicy.Writable {
+			errs = append(errs, field.Forbidden(cp.Child("shareVolumeDevicePolicy", "writable"), "a volumeDevice has no read-only form: shared devices are always as the app has them"))
+		}
 		errs = append(errs, validateTransferEnv(c, cp)...)
 		if !init && c.RestartPolicy != nil {
 			errs = append(errs, field.Forbidden(cp.Child("restartPolicy"), "only init containers may set restartPolicy (Always makes a native sidecar)"))

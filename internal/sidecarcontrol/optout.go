@@ -1,0 +1,36 @@
+package sidecarcontrol
+
+import (
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// OptedOut reports whether a pod with these annotations is left out of s:
+// it carries the skip-injection annotation and s allows opting out
+// (spec.injectionStrategy.allowOptOut). Without allowOptOut a SidecarSet's
+// sidecars are mandatory for the pods it selects.
+func OptedOut(s *deckhandv1alpha1.SidecarSet, annotations map[string]string) bool {
+	return s.Spec.InjectionStrategy.AllowOptOut && SkipRequested(annotations)
+}
+
+// SkipRequested reports whether the annotations ask for no injection.
+func SkipRequested(annotations map[string]string) bool {
+	return annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true"
+}
+
+// SetManagerUser tells the Lister the username the API server gives
+// Deckhand's own requests (its ServiceAccount's, as a SelfSubjectReview
+// says). Pods created by that user with the skip-injection annotation (the
+// synthetic pods a SidecarSet's validation dry-runs) are injected by no
+// SidecarSet: the API server fills a request's userInfo itself, so no
+// other client can claim it. Call it before the manager starts.
+func (l *Lister) SetManagerUser(name string) { l.managerUser = name }
+
+// ManagerUser returns what SetManagerUser set ("" when unknown: then no
+// request is trusted to skip a mandatory SidecarSet).
+func (l *Lister) ManagerUser() string { return l.managerUser }
+
+// SkipsAll reports whether a pod created by user with these annotations is
+// injected by no SidecarSet at all: Deckhand's own dry-run pods.
+func (l *Lister) SkipsAll(user string, annotations map[string]string) bool {
+	return l.managerUser != "" && user == l.managerUser && SkipRequested(annotations)
+}
