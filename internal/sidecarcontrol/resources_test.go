@@ -178,3 +178,26 @@ func TestResourcesPolicyBudget(t *testing.T) {
 		t.Errorf("the documented example is refused: %+v", errs)
 	}
 }
+
+// TestResourcesPolicyBudgetAtInjection: a SidecarSet stored with an
+// expression over budget (admitted before these limits, or with the webhook
+// bypassed) gets no program for injection, so no pod ever evaluates it.
+func TestResourcesPolicyBudgetAtInjection(t *testing.T) {
+	s := &deckhandv1alpha1.SidecarSet{Spec: deckhandv1alpha1.SidecarSetSpec{Containers: []deckhandv1alpha1.SidecarContainer{
+		{Container: corev1.Container{Name: "costly"}, ResourcesPolicy: &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+			Limits: &deckhandv1alpha1.ResourceExprPair{CPU: nestedMaps()}}}},
+		{Container: corev1.Container{Name: "plain"}, ResourcesPolicy: &deckhandv1alpha1.ResourcesPolicy{ResourceExpr: deckhandv1alpha1.ResourceExpr{
+			Limits: &deckhandv1alpha1.ResourceExprPair{CPU: "cpu * 0.5"}}}},
+	}}}
+	start := time.Now()
+	got := compileResources(s)
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("compiling took %v", d)
+	}
+	if _, ok := got["costly"]; ok {
+		t.Errorf("the expression over budget was compiled for injection")
+	}
+	if _, ok := got["plain"]; !ok {
+		t.Errorf("the plain expression was not compiled for injection")
+	}
+}
