@@ -197,19 +197,15 @@ func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Cont
 			names = []string{t.EnvName}
 		}
 		for _, name := range names {
+			// The sidecar's own variable, or one transferred before, wins.
+			if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
+				continue
+			}
 			i := slices.IndexFunc(src.Env, func(e corev1.EnvVar) bool { return e.Name == name })
 			if i < 0 {
 				continue
 			}
-			replaced := false
-			for j := range c.Env {
-				if c.Env[j].Name == name {
-					c.Env[j], replaced = *src.Env[i].DeepCopy(), true
-				}
-			}
-			if !replaced {
-				c.Env = append(c.Env, *src.Env[i].DeepCopy())
-			}
+			c.Env = append(c.Env, *src.Env[i].DeepCopy())
 		}
 	}
 	if rp := in.cur.Resources[sc.Name]; rp != nil {
