@@ -84,8 +84,9 @@ type TransferEnvVar struct {
 	// +optional
 	SourceContainerNameFrom *SourceContainerNameSource `json:"sourceContainerNameFrom,omitempty"`
 	// EnvName is the name of the variable to copy. The whole definition is
-	// copied (a value or a valueFrom) and replaces a variable of the same
-	// name in the sidecar. Nothing is copied when the source container or
+	// copied (a value or a valueFrom) after the sidecar's own variables,
+	// unless the sidecar defines that name itself or an earlier transfer
+	// copied it. Nothing is copied when the source container or
 	// variable does not exist. Exactly one of envName and envNames is set.
 	// +optional
 	EnvName string `json:"envName,omitempty"`
