@@ -390,6 +390,11 @@ func TestPlanSync(t *testing.T) {
 			in:       planInput{replicas: 5, pods: n("old", 5, false, true, true), strategy: rolling(0, 5, 3, true)},
 			inPlaceN: 2, rolling: true,
 		},
+		"scale down during a rollout keeps up to maxSurge extra pods": {
+			in: planInput{replicas: 2, pods: cat(n("new", 2, true, true, false), n("old", 3, false, true, false)),
+				strategy: rolling(1, 1, 0, true)},
+			deleteN: 2, rolling: true,
+		},
 		"scale down during a rollout deletes old pods first": {
 			in: planInput{replicas: 2, pods: cat(n("new", 2, true, true, false), n("old", 3, false, true, false)),
 				strategy: rolling(0, 1, 0, true)},
