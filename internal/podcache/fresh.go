@@ -64,14 +64,12 @@ func freshTypeMeta(t metav1.TypeMeta) metav1.TypeMeta {
 	return metav1.TypeMeta{Kind: internString(t.Kind), APIVersion: internString(t.APIVersion)}
 }
 
-// freshStringMap copies m but for the key without: keys interned (label
-// and annotation keys repeat across workloads), values copied.
-func freshStringMap(m map[string]string, without string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if k != without {
-			out[internString(k)] = strings.Clone(v)
-		}
+// freshStringMap copies the entries of m named in keys: keys interned
+// (label and annotation keys repeat across workloads), values copied.
+func freshStringMap(m map[string]string, keys []string) map[string]string {
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[internString(k)] = strings.Clone(m[k])
 	}
 	return out
 }

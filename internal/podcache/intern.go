@@ -187,13 +187,13 @@ func internString(s string) string {
 	return unique.Make(s).Value()
 }
 
-// sharedStringMap returns a copy of m without the key without, or an equal
-// map another pod already holds.
-func sharedStringMap(m map[string]string, without string) map[string]string {
+// sharedStringMap returns a copy of the entries of m that keep accepts (all
+// of them when keep is nil), or an equal map another pod already holds.
+func sharedStringMap(m map[string]string, keep func(k string) bool) map[string]string {
 	var few [16]string
 	names := few[:0]
 	for k := range m {
-		if k != without {
+		if keep == nil || keep(k) {
 			names = append(names, k)
 		}
 	}
@@ -206,7 +206,7 @@ func sharedStringMap(m map[string]string, without string) map[string]string {
 		k.str(name)
 		k.str(m[name])
 	}
-	return stringMaps.get(k, func() map[string]string { return freshStringMap(m, without) })
+	return stringMaps.get(k, func() map[string]string { return freshStringMap(m, names) })
 }
 
 func sharedOwners(in []metav1.OwnerReference) []metav1.OwnerReference {

@@ -8,9 +8,10 @@
 // (docs/benchmark-analysis.md, "What was changed for these figures").
 //
 // What is kept, and who reads it:
-//   - metadata: identity, labels, annotations (revisions and in-place update
-//     state live there), owner references, finalizers, deletion and creation
-//     timestamps: selectors, claiming, expectations, deletion ranking;
+//   - metadata: identity, labels, the annotations listed in readAnnotations
+//     (revisions and in-place update state live there), owner references,
+//     finalizers, deletion and creation timestamps: selectors, claiming,
+//     expectations, deletion ranking;
 //   - spec.nodeName: deletion ranking (unscheduled pods go first, pods on
 //     crowded nodes next);
 //   - name, image and restartPolicy of containers and init containers:
@@ -46,6 +47,10 @@
 package podcache
 
 import (
+	"cmp"
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,6 +59,100 @@ import (
 // lastApplied is kubectl's copy of the whole object, often the largest
 // annotation a pod has; nothing in Deckhand reads it.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// readAnnotations are the pod annotations a controller reads from a cached
+// pod, and the only ones the cache keeps: any other annotation is the pod
+// owner's, up to 256 KiB of it per pod, and kept it would let a tenant's
+// pods grow the manager until it is killed for memory. The pod webhook
+// reads the pod in the admission request, not the cache. They are spelled
+// out so that the cache does not import the API package (TestTrimKeeps
+// checks them against its constants).
+var readAnnotations = map[string]bool{
+	// The injection record (SidecarSetInjectedAnnotation,
+	// SidecarSetHashAnnotation, SidecarSetHashWithoutImageAnnotation): the
+	// SidecarSet controller's revisions, updates, pod condition and status.
+	"apps.deckhand.dev/sidecarsets":                   true,
+	"apps.deckhand.dev/sidecarset-hash":               true,
+	"apps.deckhand.dev/sidecarset-hash-without-image": true,
+	// SidecarSetSkipInjectionAnnotation: pods opted out.
+	"apps.deckhand.dev/sidecarset-skip-injection": true,
+	// SidecarSetWorkingHotUpgradeContainerAnnotation: the working slot of a
+	// hot-upgrade sidecar.
+	"apps.deckhand.dev/sidecarset-working-hotupgrade-container": true,
+	// SidecarSetResizeAnnotation: an in-place resize in progress.
+	"apps.deckhand.dev/sidecarset-resize": true,
+	// PodSetInPlaceHashAnnotation and PodSetInPlaceUpdateAnnotation: a
+	// PodSet's in-place updates.
+	"apps.deckhand.dev/podset-inplace-hash":   true,
+	"apps.deckhand.dev/podset-inplace-update": true,
+	// PodDeletionCostAnnotation: a PodSet's scale-down order.
+	"controller.kubernetes.io/pod-deletion-cost": true,
+}
+
+// readAnnotationPrefixes are the prefixes of the per-container annotations
+// the SidecarSet controller reads: the versions of the two slots of a
+// hot-upgrade sidecar (SidecarSetVersionAnnotationPrefix,
+// SidecarSetVersionAltAnnotationPrefix).
+var readAnnotationPrefixes = []string{
+	"version.sidecarset.apps.deckhand.dev/",
+	"versionalt.sidecarset.apps.deckhand.dev/",
+}
+
+// maxReadAnnotationBytes bounds, keys and values together, the annotations
+// the cache keeps of one pod. What Deckhand writes there is far smaller
+// (about 3 KiB for twenty SidecarSets injected into one pod); more can only
+// be a pod's owner writing Deckhand's keys, and the largest values are
+// then left out of the cache, as if absent, until the rest fits.
+const maxReadAnnotationBytes = 8 << 10
+
+// isReadAnnotation reports whether a controller reads the annotation key.
+func isReadAnnotation(k string) bool {
+	if readAnnotations[k] {
+		return true
+	}
+	for _, p := range readAnnotationPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// keptAnnotations returns which of the annotations the cache keeps: those
+// isReadAnnotation accepts, within maxReadAnnotationBytes.
+func keptAnnotations(annotations map[string]string) func(string) bool {
+	size := 0
+	for k, v := range annotations {
+		if isReadAnnotation(k) {
+			size += len(k) + len(v)
+		}
+	}
+	if size <= maxReadAnnotationBytes {
+		return isReadAnnotation
+	}
+	keys := make([]string, 0, len(readAnnotations))
+	for k := range annotations {
+		if isReadAnnotation(k) {
+			keys = append(keys, k)
+		}
+	}
+	// Largest first, then by key: the same pod always keeps the same ones.
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(len(annotations[b])+len(b), len(annotations[a])+len(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	dropped := map[string]bool{}
+	for _, k := range keys {
+		if size <= maxReadAnnotationBytes {
+			break
+		}
+		dropped[k] = true
+		size -= len(k) + len(annotations[k])
+	}
+	return func(k string) bool { return isReadAnnotation(k) && !dropped[k] }
+}
 
 // Trim is a cache.TransformFunc: it returns a Pod holding only the fields
 // listed in the package documentation, and any other object unchanged.
@@ -105,8 +204,8 @@ func trimMeta(m *metav1.ObjectMeta) metav1.ObjectMeta {
 		CreationTimestamp:          m.CreationTimestamp,
 		DeletionTimestamp:          freshPtr(m.DeletionTimestamp),
 		DeletionGracePeriodSeconds: freshPtr(m.DeletionGracePeriodSeconds),
-		Labels:                     sharedStringMap(m.Labels, ""),
-		Annotations:                sharedStringMap(m.Annotations, lastApplied),
+		Labels:                     sharedStringMap(m.Labels, nil),
+		Annotations:                sharedStringMap(m.Annotations, keptAnnotations(m.Annotations)),
 		OwnerReferences:            sharedOwners(m.OwnerReferences),
 		Finalizers:                 internStrings(m.Finalizers),
 	}

@@ -1,7 +1,10 @@
 package podcache
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 // fullPod is a pod with every field family set, as the API server returns
@@ -23,7 +28,7 @@ func fullPod() *corev1.Pod {
 			Name: "web-x7k2p", GenerateName: "web-", Namespace: "shop", UID: "u-1", ResourceVersion: "42", Generation: 1,
 			CreationTimestamp: now, DeletionTimestamp: &now, DeletionGracePeriodSeconds: ptr.To[int64](30),
 			Labels:          map[string]string{"app": "web"},
-			Annotations:     map[string]string{"apps.deckhand.dev/sidecarsets": "log", lastApplied: `{"huge":"copy"}`},
+			Annotations:     map[string]string{"apps.deckhand.dev/sidecarsets": "log", lastApplied: `{"huge":"copy"}`, "example.com/notes": "the owner's"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps.deckhand.dev/v1alpha1", Kind: "PodSet", Name: "web", UID: "o-1", Controller: ptr.To(true)}},
 			Finalizers:      []string{"example.com/keep"},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
@@ -114,16 +119,81 @@ func TestTrimLeavesOtherObjectsAlone(t *testing.T) {
 	}
 }
 
-// TestTrimKeepsAnnotationsMapWithoutLastApplied: a map without kubectl's
-// copy keeps every annotation.
-func TestTrimKeepsAnnotationsMapWithoutLastApplied(t *testing.T) {
-	in := fullPod()
-	delete(in.Annotations, lastApplied)
-	out, _ := Trim(in)
-	got := out.(*corev1.Pod)
-	if len(got.Annotations) != 1 || got.Annotations["apps.deckhand.dev/sidecarsets"] != "log" {
-		t.Fatalf("annotations = %v", got.Annotations)
+// TestTrimKeepsReadAnnotations pins the annotations a controller reads
+// from a cached pod, by the API's names for them: those and no other are
+// kept, within maxReadAnnotationBytes. A controller that starts reading
+// another pod annotation must add it to readAnnotations and here.
+func TestTrimKeepsReadAnnotations(t *testing.T) {
+	big := strings.Repeat("x", 200<<10)
+	cases := map[string]struct {
+		annotations map[string]string
+		want        map[string]string
+	}{
+		"every annotation a controller reads": {
+			annotations: map[string]string{
+				deckhandv1alpha1.SidecarSetInjectedAnnotation:                   "log",
+				deckhandv1alpha1.SidecarSetHashAnnotation:                       `{"log":{"hash":"1f"}}`,
+				deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation:           `{"log":{"hash":"9c"}}`,
+				deckhandv1alpha1.SidecarSetSkipInjectionAnnotation:              "true",
+				deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation: `{"log":"log-1"}`,
+				deckhandv1alpha1.SidecarSetResizeAnnotation:                     `{}`,
+				deckhandv1alpha1.SidecarSetVersionAnnotationPrefix + "log-1":    "3",
+				deckhandv1alpha1.SidecarSetVersionAltAnnotationPrefix + "log-2": "2",
+				deckhandv1alpha1.PodSetInPlaceHashAnnotation:                    "5d",
+				deckhandv1alpha1.PodSetInPlaceUpdateAnnotation:                  `{"revision":"web-5d"}`,
+				deckhandv1alpha1.PodDeletionCostAnnotation:                      "-10",
+			},
+		},
+		"kubectl's copy, the owner's, and those Deckhand sets on other kinds": {
+			annotations: map[string]string{
+				lastApplied:                                     `{"huge":"copy"}`,
+				"example.com/blob":                              big,
+				deckhandv1alpha1.RestartedAtAnnotation:          "2026-11-27T03:00:00Z",
+				deckhandv1alpha1.RestartScheduleAnnotation:      "0 3 * * *",
+				deckhandv1alpha1.WebServerAppliedHashAnnotation: "ab",
+			},
+			want: map[string]string{},
+		},
+		"a read annotation too large to be Deckhand's": {
+			annotations: map[string]string{
+				deckhandv1alpha1.SidecarSetInjectedAnnotation: "log",
+				deckhandv1alpha1.SidecarSetHashAnnotation:     big,
+				"example.com/blob":                            "x",
+			},
+			want: map[string]string{deckhandv1alpha1.SidecarSetInjectedAnnotation: "log"},
+		},
+		"read annotations just within the budget": {
+			annotations: map[string]string{
+				deckhandv1alpha1.SidecarSetHashAnnotation: strings.Repeat("x", maxReadAnnotationBytes-len(deckhandv1alpha1.SidecarSetHashAnnotation)),
+			},
+		},
 	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := fullPod()
+			in.Annotations = tc.annotations
+			out, err := Trim(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == nil {
+				want = tc.annotations
+			}
+			if got := out.(*corev1.Pod).Annotations; !apiequality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("kept annotations %v, want %v", sortedKeys(got), sortedKeys(want))
+			}
+		})
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // TestTrimReturnsATrimmedPodAsIs: an informer streaming its initial list
@@ -167,7 +237,7 @@ func ownTrim(in *corev1.Pod) *corev1.Pod {
 		},
 	}
 	for k, v := range in.Annotations {
-		if k != lastApplied {
+		if isReadAnnotation(k) {
 			out.Annotations[k] = v
 		}
 	}
@@ -186,6 +256,12 @@ func ownTrim(in *corev1.Pod) *corev1.Pod {
 	return out
 }
 
+// Two annotations the cache keeps, for the variants of TestSharedEqualsOwn.
+const (
+	versionA = "version.sidecarset.apps.deckhand.dev/a"
+	versionB = "version.sidecarset.apps.deckhand.dev/b"
+)
+
 // TestSharedEqualsOwn: pods that differ in any one kept field never share
 // that field's value, so every trimmed pod equals its own trim however
 // many similar pods were trimmed before it.
@@ -201,9 +277,11 @@ func TestSharedEqualsOwn(t *testing.T) {
 		{"label key and value run together", func(p *corev1.Pod) { p.Labels = map[string]string{"ap": "pweb"} }},
 		{"annotation value", func(p *corev1.Pod) { p.Annotations["apps.deckhand.dev/sidecarsets"] = "log,mesh" }},
 		// Annotation values may hold any byte, a separator included.
-		{"two annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "x", "b": "c"} }},
-		{"one annotation spelling two", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "x\x00b\x00c"} }},
-		{"one annotation spelling two with lengths", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "x1:b1:c"} }},
+		{"two annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{versionA: "x", versionB: "c"} }},
+		{"one annotation spelling two", func(p *corev1.Pod) { p.Annotations = map[string]string{versionA: "x\x00" + versionB + "\x00c"} }},
+		{"one annotation spelling two with lengths", func(p *corev1.Pod) {
+			p.Annotations = map[string]string{versionA: fmt.Sprintf("x%d:%s1:c", len(versionB), versionB)}
+		}},
 		{"owner name", func(p *corev1.Pod) { p.OwnerReferences[0].Name = "api" }},
 		{"owner uid", func(p *corev1.Pod) { p.OwnerReferences[0].UID = "o-2" }},
 		{"owner not controller", func(p *corev1.Pod) { p.OwnerReferences[0].Controller = ptr.To(false) }},

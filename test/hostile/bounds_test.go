@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,4 +174,136 @@ func typeName(obj client.Object) string {
 		return "WebServer"
 	}
 	return "object"
+}
+
+// createAll creates n objects, made by build, with workers requests in
+// flight at once.
+func createAll(ctx context.Context, t *testing.T, n, workers int, build func(i int) client.Object) {
+	t.Helper()
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for i := range n {
+		g.Go(func() error {
+			obj := build(i)
+			if err := suite.client.Create(ctx, obj); err != nil {
+				return fmt.Errorf("creating %s: %w", obj.GetName(), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rssPods is how many pods the pod cache test creates, twice: 200 KiB of
+// annotations each make 100 MiB, unmistakable beside the manager's own
+// memory. DECKHAND_STRESS=1 creates 5,000 (1,000 MiB in etcd; 10,000 would
+// pass etcd's default 2 GiB backend quota).
+func rssPods() int {
+	if os.Getenv("DECKHAND_STRESS") == "1" {
+		return 5000
+	}
+	return 500
+}
+
+// The pod cache keeps only the annotations Deckhand reads: a tenant's pods
+// carrying 200 KiB of annotations each cost the manager no more memory than
+// the same pods without them, once the cache holds them all (a SidecarSet
+// selecting them counts them from the cache).
+func TestBoundsPodCacheAnnotations(t *testing.T) {
+	ensureDeckhand(t)
+	ns := testutil.Namespace(t, suite.client)
+	n := rssPods()
+	c := ctx(t, 15*time.Minute)
+	id := utilrand.String(6)
+	labels := map[string]string{"bounds-rss": id}
+	ss := &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "bounds-rss-" + id},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: labels},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: "registry.example/proxy:1"}}},
+		},
+	}
+	testutil.Create(c, t, suite.client, ss)
+	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), ss) })
+	matched := func(want int32) {
+		t.Helper()
+		testutil.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, error) {
+			err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
+			return err == nil && ss.Status.ObservedGeneration == ss.Generation && ss.Status.MatchedPods == want, err
+		}, "the SidecarSet counts %d pods (it counts %d)", want, ss.Status.MatchedPods)
+	}
+	// Seen by the controller, so by the pod webhook too (one cache): every
+	// pod created from now on is injected and counted.
+	matched(0)
+
+	blob := strings.Repeat("x", 200<<10)
+	pods := func(annotations map[string]string) func(int) client.Object {
+		return func(i int) client.Object {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("p%05d", i), Labels: labels, Annotations: annotations},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{app}},
+			}
+		}
+	}
+	settledRSS := func(what string) int64 {
+		t.Helper()
+		// The memory a cache holds stays; what decoding left behind is
+		// collected and returned to the system over a few seconds.
+		var rss int64
+		var since time.Time
+		testutil.Eventually(t, 2*time.Minute, func(context.Context) (bool, error) {
+			now := managerRSS(t)
+			if since.IsZero() || abs(now-rss) >= 1<<20 {
+				rss, since = now, time.Now()
+			}
+			return time.Since(since) >= 3*time.Second, nil
+		}, "the manager's memory stays within 1 MiB for 3s %s", what)
+		t.Logf("manager RSS %s: %d MiB", what, rss>>20)
+		return rss
+	}
+
+	createAll(c, t, n, 16, pods(nil))
+	matched(int32(n))
+	plain := settledRSS(fmt.Sprintf("with %d pods without annotations", n))
+
+	if err := suite.client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	matched(0)
+	createAll(c, t, n, 16, pods(map[string]string{"example.com/blob": blob}))
+	matched(int32(n))
+
+	// Within 10% of the plain pods' figure, or 16 MiB on a small one (the
+	// webhook's and the watch's buffers grow to the largest request they
+	// served): the annotations alone are 100 MiB.
+	allowed := max(plain/10, 16<<20)
+	var annotated mib
+	logged := time.Now()
+	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+		annotated = mib(managerRSS(t))
+		if time.Since(logged) > 10*time.Second {
+			t.Logf("manager RSS: %v MiB", &annotated)
+			logged = time.Now()
+		}
+		return int64(annotated) <= plain+allowed, nil
+	}, "the manager's memory with %d pods carrying 200 KiB annotations (%v MiB last) comes within %d MiB of the same pods without them (%d MiB)",
+		n, &annotated, allowed>>20, plain>>20)
+	t.Logf("manager RSS with %d pods carrying 200 KiB annotations: %v MiB (without: %d MiB)", n, &annotated, plain>>20)
+	if err := suite.client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+		t.Error(err)
+	}
+}
+
+// mib prints a size in bytes in MiB, as it is when printed.
+type mib int64
+
+func (m *mib) String() string { return fmt.Sprint(int64(*m) >> 20) }
+
+func abs(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
