@@ -298,18 +298,14 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 	}
 }
 
-// TestPodSetDryRunTellsNothingOfTheNamespace: the PodSet validator's dry run
-// of the template answers the same about a namespace with a restrictive
-// quota and Pod Security level, one that does not exist and a plain one,
-// to a forged review naming any of them; a template the API server finds
-// invalid is still refused naming its field.
-func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
-	ensureDeckhand(t)
-	c := ctx(t, 2*time.Minute)
-	plain := testutil.Namespace(t, suite.client)
-	restricted := testutil.Namespace(t, suite.client)
+// restrictedNamespace is a fresh namespace at the restricted Pod Security
+// level with a quota of no pods.
+func restrictedNamespace(t *testing.T) string {
+	t.Helper()
+	c := ctx(t, time.Minute)
+	ns := testutil.Namespace(t, suite.client)
 	var nsObj corev1.Namespace
-	if err := suite.client.Get(c, client.ObjectKey{Name: restricted}, &nsObj); err != nil {
+	if err := suite.client.Get(c, client.ObjectKey{Name: ns}, &nsObj); err != nil {
 		t.Fatal(err)
 	}
 	if nsObj.Labels == nil {
@@ -320,43 +316,87 @@ func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Create(c, t, suite.client, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: restricted, Name: "no-pods"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pods"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
 	})
+	return ns
+}
+
+// TestPodSetDryRunTellsNothingOfTheNamespace: the PodSet validator's dry run
+// of the template answers the same about a namespace with a restrictive
+// quota and Pod Security level, one that does not exist and a plain one,
+// to a forged review naming any of them; a template the API server finds
+// invalid is still refused naming its field. Both for a manager that does
+// not know its namespace (the dry run is in "default") and for one in a
+// namespace of its own at the restricted level with a quota, as the
+// shipped manifests install it (config/manager/manager.yaml).
+func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
+	ensureDeckhand(t)
+	plain := testutil.Namespace(t, suite.client)
+	restricted := restrictedNamespace(t)
 	missing := "no-such-namespace-" + utilrand.String(6)
+
+	own := restrictedNamespace(t)
+	port, err := localcluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second replica: it stands by for leadership and serves webhooks.
+	inOwn, err := suite.cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
+		Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: "deckhand-own-namespace",
+		Env: []string{"POD_NAMESPACE=" + own},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(inOwn.Stop)
 
 	gvk := deckhandv1alpha1.GroupVersion.WithKind("PodSet")
 	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "podsets"}
-	answer := func(ns string, container corev1.Container) *admissionv1.AdmissionResponse {
-		ps := testutil.PodSet(ns, "web", 1, map[string]string{"app": "web"}, container)
-		ps.TypeMeta = metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
-		code, body, err := postWebhook(t, "/validate-apps-deckhand-dev-v1alpha1-podset", bytes.NewReader(forgedReview(t, gvk, gvr, ns, ps.Name, ps)), 30*time.Second)
-		if err != nil {
-			t.Fatal(err)
+	for _, m := range []struct {
+		name string
+		port int
+	}{{"dry run in default", suite.port}, {"dry run in its own restricted namespace", port}} {
+		answer := func(ns string, container corev1.Container) *admissionv1.AdmissionResponse {
+			ps := testutil.PodSet(ns, "web", 1, map[string]string{"app": "web"}, container)
+			ps.TypeMeta = metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+			req, err := http.NewRequestWithContext(ctx(t, 30*time.Second), http.MethodPost,
+				"https://127.0.0.1:"+strconv.Itoa(m.port)+"/validate-apps-deckhand-dev-v1alpha1-podset", bytes.NewReader(forgedReview(t, gvk, gvr, ns, ps.Name, ps)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := webhookClient(30 * time.Second).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+			ar := reviewResponse(t, resp.StatusCode, body)
+			ar.UID = ""
+			return ar
 		}
-		resp := reviewResponse(t, code, body)
-		resp.UID = ""
-		return resp
-	}
-	privileged := corev1.Container{Name: "app", Image: "registry.example/app:1", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}
-	want := answer(plain, privileged)
-	if !want.Allowed {
-		t.Fatalf("a valid PodSet in a plain namespace was refused: %+v", want.Result)
-	}
-	for _, ns := range []string{restricted, missing} {
-		got := answer(ns, privileged)
-		if !apiequality.Semantic.DeepEqual(got, want) {
-			g, _ := json.Marshal(got)
-			w, _ := json.Marshal(want)
-			t.Errorf("namespace %s: answer %s differs from a plain namespace's %s", ns, g, w)
+		privileged := corev1.Container{Name: "app", Image: "registry.example/app:1", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}
+		want := answer(plain, privileged)
+		// Where the dry-run namespace's own policy refuses the pod, nothing
+		// is said: the template passed the API server's field validation.
+		if !want.Allowed || len(want.Warnings) > 0 {
+			t.Errorf("%s: a valid PodSet in a plain namespace was answered %+v, want allowed without warnings", m.name, want)
 		}
-	}
-
-	bad := corev1.Container{Name: "Bad_Name", Image: "registry.example/app:1"}
-	for _, ns := range []string{plain, restricted, missing} {
-		resp := answer(ns, bad)
-		if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "spec.template.spec.containers[0].name") {
-			t.Errorf("namespace %s: an invalid container name was answered %+v, want a denial naming spec.template.spec.containers[0].name", ns, resp)
+		for _, ns := range []string{restricted, missing} {
+			got := answer(ns, privileged)
+			if !apiequality.Semantic.DeepEqual(got, want) {
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				t.Errorf("%s: namespace %s: answer %s differs from a plain namespace's %s", m.name, ns, g, w)
+			}
+		}
+		bad := corev1.Container{Name: "Bad_Name", Image: "registry.example/app:1"}
+		for _, ns := range []string{plain, restricted, missing} {
+			resp := answer(ns, bad)
+			if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "spec.template.spec.containers[0].name") {
+				t.Errorf("%s: namespace %s: an invalid container name was answered %+v, want a denial naming spec.template.spec.containers[0].name", m.name, ns, resp)
+			}
 		}
 	}
 }
