@@ -111,10 +111,16 @@ stress: k8s-binaries build ## Long fault tests: 300-pod PodSet, >= 20 SIGKILLs p
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests from the markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	@# A mode's permissions (markers with their own roleName) go to the
+	@# component that turns the mode on, so the install grants them only then.
+	@go run ./hack/rbacsplit config/rbac/role.yaml \
+		manager-certs-role=config/components/self-managed-certs/role.yaml \
+		manager-policy-role=config/components/policy-injection/role.yaml
 	@$(MAKE) --no-print-directory chart-sync
 
-# The chart's copies of config/: its CRDs, the generated manager roles and
-# webhook configurations, the user roles and the monitoring bundle, which its
+# The chart's copies of config/: its CRDs, the generated manager roles (the
+# modes' roles of config/components too) and webhook configurations, the
+# admission policy on the manager, the user roles and the monitoring bundle, which its
 # templates read with .Files.Get. Copies, never edited by hand, so the chart
 # cannot drift from config/ (test/helm checks both).
 CHART := charts/deckhand
@@ -127,6 +133,8 @@ chart-sync: ## Copy the CRDs, generated roles and webhooks, user roles and monit
 	@mkdir -p $(CHART)/crds $(CHART)/files/rbac $(CHART)/files/webhook $(CHART)/files/monitoring
 	@cp config/crd/bases/*.yaml $(CHART)/crds/
 	@cp $(addprefix config/rbac/,$(CHART_RBAC_FILES)) $(CHART)/files/rbac/
+	@for c in self-managed-certs policy-injection; do mkdir -p $(CHART)/files/components/$$c; cp config/components/$$c/role.yaml $(CHART)/files/components/$$c/; done
+	@mkdir -p $(CHART)/files/admission-policy; cp config/admission-policy/admission_policy.yaml $(CHART)/files/admission-policy/
 	@cp config/webhook/manifests.yaml $(CHART)/files/webhook/
 	@cp $(addprefix config/monitoring/,$(CHART_MONITORING_FILES)) $(CHART)/files/monitoring/
 

@@ -128,6 +128,8 @@ func main() {
 		"Injection mode of SidecarSets that leave spec.injectionMode unset: Webhook (Deckhand's pod webhook) or Policy (a MutatingAdmissionPolicy the API server applies; needs Kubernetes 1.36, falls back to the webhook where it is not served).")
 	flag.BoolVar(&o.operator.SidecarSetPodWebhook, "sidecarset-pod-webhook", o.operator.SidecarSetPodWebhook,
 		"Serve the pod injection webhook. false takes Deckhand off the pod create path (the webhook must then be left out of the MutatingWebhookConfiguration too): every SidecarSet must be in Policy mode, so it needs --sidecarset-injection-mode=Policy and Kubernetes 1.36.")
+	flag.BoolVar(&o.operator.SidecarSetPolicyInjection, "sidecarset-policy-injection", o.operator.SidecarSetPolicyInjection,
+		"Inject SidecarSets in Policy mode through the MutatingAdmissionPolicies Deckhand writes (needs the policy-injection role: config/components/policy-injection). false (the default, unless --sidecarset-injection-mode=Policy): the pod webhook injects every SidecarSet and Deckhand needs no permission on MutatingAdmissionPolicies.")
 	flag.DurationVar(&o.operator.RestartScheduleMinInterval, "restart-schedule-min-interval", o.operator.RestartScheduleMinInterval,
 		"Shortest time allowed between two runs of a RestartSchedule, from 1s to 1m: a schedule that fires more often (\"@every 10s\") is refused at admission.")
 	maxReplicas := flag.Int("max-podset-replicas", int(o.operator.MaxPodSetReplicas),

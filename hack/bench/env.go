@@ -100,7 +100,7 @@ func (e *env) startManager(ctx context.Context, environ []string) (time.Time, er
 		e.mgr.Stop()
 	}
 	e.starts++
-	args := append([]string{"--leader-elect=false", "--metrics-secure=false", "--cert-management=external"}, e.mgrArgs...)
+	args := append([]string{"--leader-elect=false", "--metrics-secure=false", "--cert-management=external", "--sidecarset-policy-injection"}, e.mgrArgs...)
 	if p, err := localcluster.FreePort(); err == nil {
 		e.pprofPort = p
 		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", p))

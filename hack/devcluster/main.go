@@ -111,8 +111,9 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 		CertDir:     certDir,
 		Stdout:      os.Stdout,
 		// The walkthrough of docs/sidecarset.md shows spec.patchPodMetadata
-		// with a key this allows, and the refusal of one it does not.
-		Args: []string{"--leader-elect=false", "--zap-devel", "--sidecarset-pod-metadata-allowlist=example.com/*"},
+		// with a key this allows, and the refusal of one it does not, and
+		// Policy mode (the identity has the policy-injection role).
+		Args: []string{"--leader-elect=false", "--zap-devel", "--sidecarset-pod-metadata-allowlist=example.com/*", "--sidecarset-policy-injection"},
 	})
 	if err != nil {
 		return err

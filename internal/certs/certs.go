@@ -38,15 +38,17 @@ const (
 	ModeExternal = "external"
 )
 
-// Manager permissions of the rotator. The Secret is only in Deckhand's own
-// namespace (a Role, not cluster-wide); the webhook configurations are
-// cluster-scoped, listed and watched by the rotator's cache, but only
-// Deckhand's own two may be read by name or updated.
+// Manager permissions of the rotator, in roles of their own
+// (manager-certs-role) that only self-managed certificates need: with
+// cert-manager (external mode) the installation grants none of them. The
+// Secret is only in Deckhand's own namespace (a Role, not cluster-wide); the
+// webhook configurations are cluster-scoped, listed and watched by the
+// rotator's cache, but only Deckhand's own two may be read by name or updated.
 //
-// +kubebuilder:rbac:groups="",namespace=deckhand-system,resources=secrets,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",namespace=deckhand-system,resources=secrets,verbs=update,resourceNames=deckhand-webhook-server-cert
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;update,resourceNames=deckhand-mutating-webhook-configuration;deckhand-validating-webhook-configuration
+// +kubebuilder:rbac:groups="",namespace=deckhand-system,resources=secrets,verbs=get;list;watch,roleName=manager-certs-role
+// +kubebuilder:rbac:groups="",namespace=deckhand-system,resources=secrets,verbs=update,resourceNames=deckhand-webhook-server-cert,roleName=manager-certs-role
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=list;watch,roleName=manager-certs-role
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations;validatingwebhookconfigurations,verbs=get;update,resourceNames=deckhand-mutating-webhook-configuration;deckhand-validating-webhook-configuration,roleName=manager-certs-role
 
 // Options configure certificate management. The zero durations mean the
 // defaults of DefaultOptions.

@@ -66,6 +66,12 @@ type Options struct {
 	// MaxPodSetReplicas is the most pods a PodSet may ask for, through its
 	// spec or its scale subresource.
 	MaxPodSetReplicas int32
+	// SidecarSetPolicyInjection lets SidecarSets in Policy mode be injected
+	// by the MutatingAdmissionPolicies Deckhand writes. Off, Deckhand needs
+	// no permission on those policies (the installation grants it none)
+	// and the pod webhook injects every SidecarSet. A Policy default
+	// (SidecarSetInjectionMode) turns it on.
+	SidecarSetPolicyInjection bool
 }
 
 // DefaultOptions returns the options the manager uses when no flag is set.
@@ -181,9 +187,14 @@ func injectionModes(mgr ctrl.Manager, opts Options) (sidecarcontrol.Modes, error
 	default:
 		return m, fmt.Errorf("unknown SidecarSet injection mode %q: want Webhook or Policy", m.Default)
 	}
-	if opts.PolicyAPIServed != nil {
+	switch {
+	case !opts.SidecarSetPolicyInjection && m.Default != deckhandv1alpha1.PolicyInjection:
+		// No permission on the policies is granted in this mode: never ask
+		// for them, and never watch them.
+		m.PolicyOff = true
+	case opts.PolicyAPIServed != nil:
 		m.PolicyServed = *opts.PolicyAPIServed
-	} else {
+	default:
 		served, err := sidecarpolicyctrl.PolicyAPIServed(mgr.GetConfig())
 		if err != nil {
 			return m, fmt.Errorf("asking the API server whether it serves MutatingAdmissionPolicies: %w", err)
@@ -201,9 +212,12 @@ func injectionModes(mgr ctrl.Manager, opts Options) (sidecarcontrol.Modes, error
 		}
 	}
 	log := ctrl.Log.WithName("setup")
-	if m.PolicyServed {
+	switch {
+	case m.PolicyOff:
+		log.Info("policy injection is off (--sidecarset-policy-injection=false): the pod webhook injects every SidecarSet, Policy mode included (their InjectionPolicyReady condition says so)")
+	case m.PolicyServed:
 		log.Info("the API server serves MutatingAdmissionPolicies: SidecarSets in Policy mode are injected by the API server", "defaultInjectionMode", m.Effective(&deckhandv1alpha1.SidecarSet{}))
-	} else {
+	default:
 		log.Info("the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicies (Kubernetes 1.36 or later): SidecarSets in Policy mode fall back to the pod webhook (their InjectionPolicyReady condition says so)", "defaultInjectionMode", m.Effective(&deckhandv1alpha1.SidecarSet{}))
 	}
 	return m, nil

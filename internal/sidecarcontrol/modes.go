@@ -15,8 +15,14 @@ type Modes struct {
 	// (the --sidecarset-injection-mode flag); empty means Webhook.
 	Default deckhandv1alpha1.InjectionMode
 	// PolicyServed is true when the API server serves
-	// MutatingAdmissionPolicies and their bindings.
+	// MutatingAdmissionPolicies and their bindings and the installation lets
+	// Deckhand write them (PolicyOff false).
 	PolicyServed bool
+	// PolicyOff is set when policy injection is turned off in this
+	// installation (--sidecarset-policy-injection=false with a Webhook
+	// default): Deckhand neither writes nor watches MutatingAdmissionPolicies
+	// and has no permission to, so PolicyServed is false too.
+	PolicyOff bool
 	// WithoutPodWebhook is set when the manager serves no pod webhook
 	// (--sidecarset-pod-webhook=false): Deckhand is off the pod create path,
 	// and only Policy mode injects. The manager refuses to start so unless

@@ -222,6 +222,10 @@ func TestCRDsAreConfigCopies(t *testing.T) {
 	assertCopies(t, filepath.Join(root, "config", "rbac"), filepath.Join(chartDir(t), "files", "rbac"))
 	assertCopies(t, filepath.Join(root, "config", "webhook"), filepath.Join(chartDir(t), "files", "webhook"))
 	assertCopies(t, filepath.Join(root, "config", "monitoring"), filepath.Join(chartDir(t), "files", "monitoring"))
+	assertCopies(t, filepath.Join(root, "config", "admission-policy"), filepath.Join(chartDir(t), "files", "admission-policy"))
+	for _, c := range []string{"self-managed-certs", "policy-injection"} {
+		assertCopies(t, filepath.Join(root, "config", "components", c), filepath.Join(chartDir(t), "files", "components", c))
+	}
 }
 
 // assertCopies checks that every file in copyDir is byte-equal to the file

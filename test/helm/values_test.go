@@ -55,6 +55,40 @@ func args(t *testing.T, r rendered, ns string) []string {
 	return out
 }
 
+// writers returns the roles (kind/name) of r that grant a verb other than
+// get, list or watch on resource.
+func writers(r rendered, resource string) []string {
+	var out []string
+	for k, obj := range r {
+		if obj.GetKind() != "ClusterRole" && obj.GetKind() != "Role" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "rules")
+		for _, rule := range rules {
+			rule := rule.(map[string]any)
+			res, _, _ := unstructured.NestedStringSlice(rule, "resources")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			if slices.Contains(res, resource) && slices.ContainsFunc(verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// policyUser is the user the admission policy on the manager matches.
+func policyUser(t *testing.T, r rendered) string {
+	t.Helper()
+	for _, c := range nested(t, r.get(t, "ValidatingAdmissionPolicy/deckhand-manager-writes"), "spec", "matchConditions").([]any) {
+		if c := c.(map[string]any); c["name"] == "deckhand-manager" {
+			return c["expression"].(string)
+		}
+	}
+	t.Fatal("the admission policy has no deckhand-manager match condition")
+	return ""
+}
+
 func podWebhook(t *testing.T, r rendered) map[string]any {
 	t.Helper()
 	for _, h := range nested(t, r.get(t, "MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration"), "webhooks").([]any) {
@@ -95,6 +129,26 @@ func TestValues(t *testing.T) {
 					t.Errorf("%s rendered by default", k)
 				}
 			}
+			// Self-managed certificates: their roles. Policy injection off:
+			// no permission on MutatingAdmissionPolicies.
+			for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+				if got := writers(r, res); !slices.Equal(got, []string{"ClusterRole/deckhand-manager-certs-role"}) {
+					t.Errorf("roles writing %s: %v, want only deckhand-manager-certs-role", res, got)
+				}
+			}
+			for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+				if got := writers(r, res); len(got) > 0 {
+					t.Errorf("roles writing %s without policy injection: %v", res, got)
+				}
+			}
+			if slices.Contains(args(t, r, ns), "--sidecarset-policy-injection") {
+				t.Errorf("args %v turn policy injection on by default", args(t, r, ns))
+			}
+			r.get(t, "NetworkPolicy/"+ns+"/deckhand-controller-manager")
+			r.get(t, "ValidatingAdmissionPolicyBinding/deckhand-manager-writes")
+			if want := "request.userInfo.username == 'system:serviceaccount:" + ns + ":deckhand-controller-manager'"; policyUser(t, r) != want {
+				t.Errorf("admission policy matches %q, want %q", policyUser(t, r), want)
+			}
 		},
 	}, {
 		name: "other namespace",
@@ -114,6 +168,9 @@ func TestValues(t *testing.T) {
 			subjects := nested(t, r.get(t, "ClusterRoleBinding/deckhand-manager-rolebinding"), "subjects").([]any)
 			if subjects[0].(map[string]any)["namespace"] != other {
 				t.Errorf("manager ClusterRoleBinding subject %v", subjects[0])
+			}
+			if !strings.Contains(policyUser(t, r), "system:serviceaccount:"+other+":deckhand-controller-manager") {
+				t.Errorf("admission policy matches %q, not the manager of %s", policyUser(t, r), other)
 			}
 		},
 	}, {
@@ -146,9 +203,17 @@ func TestValues(t *testing.T) {
 			if vol["secret"] == nil {
 				t.Errorf("webhook-certs volume %v is not the Secret", vol)
 			}
-			for _, k := range []string{"Secret/" + ns + "/deckhand-webhook-server-cert", "Role/" + ns + "/deckhand-manager-role", "RoleBinding/" + ns + "/deckhand-manager-rolebinding"} {
+			for _, k := range []string{"Secret/" + ns + "/deckhand-webhook-server-cert", "Role/" + ns + "/deckhand-manager-certs-role", "RoleBinding/" + ns + "/deckhand-manager-certs-rolebinding",
+				"ClusterRole/deckhand-manager-certs-role", "ClusterRoleBinding/deckhand-manager-certs-rolebinding"} {
 				if _, ok := r[k]; ok {
 					t.Errorf("%s rendered with cert-manager", k)
+				}
+			}
+			// cert-manager writes the certificates and the caBundle: the
+			// manager may write neither its webhook configurations nor Secrets.
+			for _, res := range []string{"mutatingwebhookconfigurations", "validatingwebhookconfigurations", "secrets"} {
+				if got := writers(r, res); len(got) > 0 {
+					t.Errorf("with cert-manager, roles writing %s: %v", res, got)
 				}
 			}
 		},
@@ -262,6 +327,51 @@ func TestValues(t *testing.T) {
 				t.Errorf("args %v lack --sidecarset-injection-mode=Policy", args(t, r, ns))
 			}
 			podWebhook(t, r) // still served: SidecarSets may choose Webhook mode
+			// A Policy default injects by policy: the manager may write them.
+			if got := writers(r, "mutatingadmissionpolicies"); !slices.Equal(got, []string{"ClusterRole/deckhand-manager-policy-role"}) {
+				t.Errorf("roles writing mutatingadmissionpolicies: %v, want deckhand-manager-policy-role", got)
+			}
+		},
+	}, {
+		name: "policy injection",
+		set:  []string{"sidecarSet.policyInjection=true"},
+		check: func(t *testing.T, r rendered) {
+			if !slices.Contains(args(t, r, ns), "--sidecarset-policy-injection") {
+				t.Errorf("args %v lack --sidecarset-policy-injection", args(t, r, ns))
+			}
+			for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+				if got := writers(r, res); !slices.Equal(got, []string{"ClusterRole/deckhand-manager-policy-role"}) {
+					t.Errorf("roles writing %s: %v, want deckhand-manager-policy-role", res, got)
+				}
+			}
+			subjects := nested(t, r.get(t, "ClusterRoleBinding/deckhand-manager-policy-rolebinding"), "subjects").([]any)
+			if subjects[0].(map[string]any)["name"] != "deckhand-controller-manager" {
+				t.Errorf("policy role bound to %v", subjects[0])
+			}
+		},
+	}, {
+		name: "network and admission policy off",
+		set:  []string{"networkPolicy.enabled=false", "admissionPolicy.enabled=false"},
+		check: func(t *testing.T, r rendered) {
+			for k := range r {
+				if strings.HasPrefix(k, "NetworkPolicy/") || strings.HasPrefix(k, "ValidatingAdmissionPolicy") {
+					t.Errorf("%s rendered", k)
+				}
+			}
+		},
+	}, {
+		name: "network policy peers",
+		set:  []string{"networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/24", "networkPolicy.metricsFrom[0].namespaceSelector.matchLabels.team=obs"},
+		check: func(t *testing.T, r rendered) {
+			ingress := nested(t, r.get(t, "NetworkPolicy/"+ns+"/deckhand-controller-manager"), "spec", "ingress").([]any)
+			webhook := ingress[0].(map[string]any)["from"].([]any)
+			if len(webhook) != 1 || webhook[0].(map[string]any)["ipBlock"].(map[string]any)["cidr"] != "10.0.0.0/24" {
+				t.Errorf("webhook port open to %v, want only 10.0.0.0/24", webhook)
+			}
+			metrics := ingress[1].(map[string]any)["from"].([]any)
+			if len(metrics) != 1 || metrics[0].(map[string]any)["namespaceSelector"] == nil {
+				t.Errorf("metrics port open to %v", metrics)
+			}
 		},
 	}, {
 		name: "no pod webhook",

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,12 @@ func runSuite(m *testing.M) int {
 	if err := localcluster.InstallCRDs(cluster.Config, filepath.Join(suite.root, "config", "crd", "bases")); err != nil {
 		return fail("installing CRDs: %v", err)
 	}
+	// The ValidatingAdmissionPolicy a real installation has on the
+	// manager's ServiceAccount: every test runs with the manager confined
+	// to its own writes (privilege_test.go checks the confinement).
+	if err := cluster.InstallAdmissionPolicy(ctx, suite.root); err != nil {
+		return fail("installing the admission policy: %v", err)
+	}
 	suite.certDir = filepath.Join(suite.work, "webhook-certs")
 	if suite.caPEM, err = localcluster.LocalWebhookCerts(suite.certDir); err != nil {
 		return fail("%v", err)
@@ -86,6 +93,12 @@ func runSuite(m *testing.M) int {
 	defer func() { suite.deckhand.Stop() }()
 
 	code := m.Run()
+	if lines := cluster.ManagerRefusals(); code == 0 && len(lines) > 0 {
+		// Whatever the tests sent, the manager itself was never refused a
+		// write, by RBAC or by the admission policy.
+		fmt.Fprintf(os.Stderr, "hostile: the API server refused %d request(s) of the manager:\n%s\n", len(lines), strings.Join(lines, "\n"))
+		code = 1
+	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "\n===== hostile: component logs (tests failed) =====\n%s\n", cluster.Logs(60))
 		fmt.Fprintf(os.Stderr, "\n===== hostile: manager log =====\n%s\n", suite.deckhand.Logs(200))

@@ -157,18 +157,21 @@ func installer(t *testing.T) []manifest {
 func TestInstallerContents(t *testing.T) {
 	ms := installer(t)
 	want := map[string][]string{
-		"Namespace":                      {namespace},
-		"ServiceAccount":                 {"deckhand-controller-manager"},
-		"ClusterRole":                    {"deckhand-manager-role", "deckhand-metrics-auth-role", "deckhand-metrics-reader"},
-		"ClusterRoleBinding":             {"deckhand-manager-rolebinding", "deckhand-metrics-auth-rolebinding"},
-		"Role":                           {"deckhand-leader-election-role", "deckhand-manager-role"},
-		"RoleBinding":                    {"deckhand-leader-election-rolebinding", "deckhand-manager-rolebinding"},
-		"Deployment":                     {"deckhand-controller-manager"},
-		"Service":                        {"deckhand-webhook-service", "deckhand-controller-manager-metrics-service"},
-		"PodDisruptionBudget":            {"deckhand-controller-manager"},
-		"Secret":                         {"deckhand-webhook-server-cert"},
-		"MutatingWebhookConfiguration":   {"deckhand-mutating-webhook-configuration"},
-		"ValidatingWebhookConfiguration": {"deckhand-validating-webhook-configuration"},
+		"Namespace":                        {namespace},
+		"ServiceAccount":                   {"deckhand-controller-manager"},
+		"ClusterRole":                      {"deckhand-manager-role", "deckhand-manager-certs-role", "deckhand-metrics-auth-role", "deckhand-metrics-reader"},
+		"ClusterRoleBinding":               {"deckhand-manager-rolebinding", "deckhand-manager-certs-rolebinding", "deckhand-metrics-auth-rolebinding"},
+		"Role":                             {"deckhand-leader-election-role", "deckhand-manager-certs-role"},
+		"RoleBinding":                      {"deckhand-leader-election-rolebinding", "deckhand-manager-certs-rolebinding"},
+		"NetworkPolicy":                    {"deckhand-controller-manager"},
+		"ValidatingAdmissionPolicy":        {"deckhand-manager-writes"},
+		"ValidatingAdmissionPolicyBinding": {"deckhand-manager-writes"},
+		"Deployment":                       {"deckhand-controller-manager"},
+		"Service":                          {"deckhand-webhook-service", "deckhand-controller-manager-metrics-service"},
+		"PodDisruptionBudget":              {"deckhand-controller-manager"},
+		"Secret":                           {"deckhand-webhook-server-cert"},
+		"MutatingWebhookConfiguration":     {"deckhand-mutating-webhook-configuration"},
+		"ValidatingWebhookConfiguration":   {"deckhand-validating-webhook-configuration"},
 		"CustomResourceDefinition": {"sidecarsets.apps.deckhand.dev", "podsets.apps.deckhand.dev",
 			"webservers.apps.deckhand.dev", "restartschedules.apps.deckhand.dev"},
 	}
@@ -180,6 +183,7 @@ func TestInstallerContents(t *testing.T) {
 		}
 	}
 	clusterScoped := map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
 		"CustomResourceDefinition": true, "MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true}
 	for _, m := range ms {
 		if !clusterScoped[m.meta.Kind] && m.obj.Namespace != namespace {
@@ -255,11 +259,86 @@ func TestInstallerRBACLeastPrivilege(t *testing.T) {
 				if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
 					t.Errorf("the manager ClusterRole may modify namespaces: %v", r.Verbs)
 				}
-			case "mutatingwebhookconfigurations", "validatingwebhookconfigurations":
-				if slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "list" && v != "watch" }) && len(r.ResourceNames) == 0 {
-					t.Errorf("the manager ClusterRole may %v every %s, not only Deckhand's", r.Verbs, res)
+			}
+		}
+	}
+	for _, m := range ms {
+		if m.meta.Kind != "ClusterRole" {
+			continue
+		}
+		for _, r := range decode[rbacv1.ClusterRole](t, m).Rules {
+			for _, res := range r.Resources {
+				if (res == "mutatingwebhookconfigurations" || res == "validatingwebhookconfigurations") &&
+					slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "list" && v != "watch" }) && len(r.ResourceNames) == 0 {
+					t.Errorf("ClusterRole %s may %v every %s, not only Deckhand's", m.obj.Name, r.Verbs, res)
 				}
 			}
+		}
+	}
+}
+
+// writers returns the roles (kind/name) of ms that grant a verb other than
+// get, list or watch on resource.
+func writers(t *testing.T, ms []manifest, resource string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range ms {
+		var rules []rbacv1.PolicyRule
+		switch m.meta.Kind {
+		case "ClusterRole":
+			rules = decode[rbacv1.ClusterRole](t, m).Rules
+		case "Role":
+			rules = decode[rbacv1.Role](t, m).Rules
+		default:
+			continue
+		}
+		for _, r := range rules {
+			if slices.Contains(r.Resources, resource) && slices.ContainsFunc(r.Verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+				out = append(out, m.meta.Kind+"/"+m.obj.Name)
+			}
+		}
+	}
+	return out
+}
+
+// TestInstallerRulesFollowTheDefaultMode: dist/install.yaml grants the
+// permissions of the modes its manager runs in, and no other: self-managed
+// certificates (--cert-management=self) may update Deckhand's own webhook
+// configurations and certificate Secret, by name, from a role of their own;
+// policy injection is off, so nothing may write MutatingAdmissionPolicies.
+func TestInstallerRulesFollowTheDefaultMode(t *testing.T) {
+	ms := installer(t)
+	dm, ok := find(ms, "Deployment", "deckhand-controller-manager")
+	if !ok {
+		t.Fatal("no Deployment")
+	}
+	args := decode[appsv1.Deployment](t, dm).Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--cert-management=self") || slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--sidecarset-policy-injection") || strings.HasPrefix(a, "--sidecarset-injection-mode=Policy")
+	}) {
+		t.Fatalf("the default mode changed (args %v): change the rules this test expects with it", args)
+	}
+	for res, want := range map[string][]string{
+		"mutatingwebhookconfigurations":   {"ClusterRole/deckhand-manager-certs-role"},
+		"validatingwebhookconfigurations": {"ClusterRole/deckhand-manager-certs-role"},
+		"secrets":                         {"Role/deckhand-manager-certs-role"},
+		"mutatingadmissionpolicies":       nil,
+		"mutatingadmissionpolicybindings": nil,
+	} {
+		if got := writers(t, ms, res); !slices.Equal(got, want) {
+			t.Errorf("roles writing %s: %v, want %v", res, got, want)
+		}
+	}
+	for _, name := range []string{"deckhand-manager-certs-role", "deckhand-manager-role"} {
+		if _, ok := find(ms, "ClusterRoleBinding", strings.TrimSuffix(name, "-role")+"-rolebinding"); !ok {
+			t.Errorf("ClusterRole %s is bound by no ClusterRoleBinding of its name", name)
+		}
+	}
+	// The ValidatingAdmissionPolicy on the manager, and a NetworkPolicy.
+	for _, k := range [][2]string{{"ValidatingAdmissionPolicy", "deckhand-manager-writes"}, {"ValidatingAdmissionPolicyBinding", "deckhand-manager-writes"},
+		{"NetworkPolicy", "deckhand-controller-manager"}} {
+		if _, ok := find(ms, k[0], k[1]); !ok {
+			t.Errorf("no %s %s", k[0], k[1])
 		}
 	}
 }
@@ -476,8 +555,15 @@ func TestCertManagerOverlay(t *testing.T) {
 	if _, ok := find(ms, "Secret", "deckhand-webhook-server-cert"); ok {
 		t.Error("the self-managed Secret is still there")
 	}
-	if _, ok := find(ms, "Role", "deckhand-manager-role"); ok {
+	if _, ok := find(ms, "Role", "deckhand-manager-certs-role"); ok {
 		t.Error("the Role for the self-managed Secret is still there")
+	}
+	// cert-manager writes the certificate and the caBundle: nothing grants
+	// the manager a write on Secrets or on its webhook configurations.
+	for _, res := range []string{"secrets", "mutatingwebhookconfigurations", "validatingwebhookconfigurations"} {
+		if got := writers(t, ms, res); len(got) > 0 {
+			t.Errorf("with cert-manager, %v may write %s", got, res)
+		}
 	}
 	dm, ok := find(ms, "Deployment", "deckhand-controller-manager")
 	if !ok {

@@ -64,3 +64,14 @@ being OOM-killed), else nothing.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+"true" when SidecarSets in Policy mode are injected by MutatingAdmissionPolicies
+Deckhand writes (--sidecarset-policy-injection, implied by a Policy default),
+else empty: the manager's permission on those policies follows it.
+*/}}
+{{- define "deckhand.policyInjection" -}}
+{{- if or .Values.sidecarSet.policyInjection (eq .Values.sidecarSet.injectionMode "Policy") -}}
+true
+{{- end -}}
+{{- end -}}

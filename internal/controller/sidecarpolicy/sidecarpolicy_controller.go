@@ -36,7 +36,8 @@ const (
 	// ReasonPolicyInPlace: the policy and binding inject the current spec.
 	ReasonPolicyInPlace = "PolicyInPlace"
 	// ReasonPolicyAPIUnavailable: the API server does not serve
-	// MutatingAdmissionPolicies; the webhook injects the SidecarSet instead.
+	// MutatingAdmissionPolicies, or policy injection is off in this
+	// installation; the webhook injects the SidecarSet instead.
 	ReasonPolicyAPIUnavailable = "PolicyAPIUnavailable"
 	// ReasonPolicyApplyFailed: the API server refused the policy or binding
 	// (the message says why); the previous policy, if any, stays in place.
@@ -73,7 +74,9 @@ type Reconciler struct {
 // the API server asks for no permission on parameter resources.
 // blockOwnerDeletion in their owner reference needs update on the
 // SidecarSet's finalizers (OwnerReferencesPermissionEnforcement).
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create;patch;delete
+// These go to a role of their own, granted only where policy injection is
+// on (--sidecarset-policy-injection; config/components/policy-injection).
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create;patch;delete,roleName=manager-policy-role
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update
@@ -134,6 +137,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 		return ctrl.Result{}, r.setCondition(ctx, s, nil)
+	}
+	if modes.PolicyOff {
+		return ctrl.Result{}, r.setCondition(ctx, s, &metav1.Condition{
+			Status: metav1.ConditionFalse, Reason: ReasonPolicyAPIUnavailable,
+			Message: "policy injection is off in this installation (--sidecarset-policy-injection=false): the pod webhook injects this SidecarSet instead",
+		})
 	}
 	if !modes.PolicyServed {
 		return ctrl.Result{}, r.setCondition(ctx, s, &metav1.Condition{

@@ -53,6 +53,7 @@ func TestMain(m *testing.M) {
 		Cluster: &localcluster.Options{ControllerManager: true},
 		Setup: func(mgr ctrl.Manager) error {
 			opts := operator.DefaultOptions()
+			opts.SidecarSetPolicyInjection = true
 			if !policyAPIServed.Load() {
 				opts.PolicyAPIServed = new(bool)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,29 +42,19 @@ type ManagerIdentity struct {
 // InstallManagerIdentity renders config/default of the repository at root
 // with kubectl's kustomize, applies its Namespace, ServiceAccount and RBAC
 // objects, and returns credentials of that ServiceAccount: the identity and
-// least-privilege roles the manager has in a real installation. Calling it
-// again re-applies the roles and returns the first credentials.
+// least-privilege roles the manager has in a real installation. The roles of
+// policy injection (config/components/policy-injection, which the default
+// install leaves out) are applied too: the tests and `make run` run
+// SidecarSets in Policy mode. Calling it again re-applies the roles and
+// returns the first credentials.
 func (c *Cluster) InstallManagerIdentity(ctx context.Context, root string) (*ManagerIdentity, error) {
 	c.identityMu.Lock()
 	defer c.identityMu.Unlock()
-	out, err := exec.CommandContext(ctx, filepath.Join(c.opts.BinDir, "kubectl"), "kustomize", filepath.Join(root, "config", "default")).Output()
-	if err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			err = fmt.Errorf("%w: %s", err, exitErr.Stderr)
-		}
-		return nil, fmt.Errorf("kubectl kustomize config/default: %w", err)
-	}
-	a, err := newApplier(c.Config, "deckhand-localcluster")
+	out, err := c.renderDefault(ctx, root, "../components/policy-injection")
 	if err != nil {
 		return nil, err
 	}
-	err = eachObject(out, func(obj *unstructured.Unstructured) error {
-		if !identityKinds[obj.GetKind()] {
-			return nil
-		}
-		return a.applyObject(ctx, obj)
-	})
+	err = c.applyKinds(ctx, out, identityKinds)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +74,81 @@ func (c *Cluster) InstallManagerIdentity(ctx context.Context, root string) (*Man
 	}
 	c.identity = &ManagerIdentity{Config: cfg, Kubeconfig: path, User: user}
 	return c.identity, nil
+}
+
+// admissionPolicyKinds are the objects of config/default that confine what
+// the manager's ServiceAccount may write (config/admission-policy).
+var admissionPolicyKinds = map[string]bool{"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
+
+// InstallAdmissionPolicy applies the ValidatingAdmissionPolicy and binding
+// of config/default that confine the writes of the manager's ServiceAccount,
+// as a real installation has them. The API server enforces a new policy
+// once its informer has it: callers wait for a write it refuses.
+func (c *Cluster) InstallAdmissionPolicy(ctx context.Context, root string) error {
+	out, err := c.renderDefault(ctx, root)
+	if err != nil {
+		return err
+	}
+	return c.applyKinds(ctx, out, admissionPolicyKinds)
+}
+
+// renderDefault renders config/default of the repository at root, with the
+// optional components (paths relative to config/default) turned on.
+func (c *Cluster) renderDefault(ctx context.Context, root string, components ...string) ([]byte, error) {
+	dir := filepath.Join(root, "config", "default")
+	if len(components) > 0 {
+		// An overlay cannot add a component to config/default's own list
+		// (its namePrefix and namespace would not reach it): render a copy
+		// of config/ whose config/default lists them.
+		tmp, err := os.MkdirTemp(c.dir, "config-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if err := os.CopyFS(filepath.Join(tmp, "config"), os.DirFS(filepath.Join(root, "config"))); err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(tmp, "config", "default")
+		k := filepath.Join(dir, "kustomization.yaml")
+		data, err := os.ReadFile(k)
+		if err != nil {
+			return nil, err
+		}
+		const list = "\ncomponents:\n"
+		if !strings.Contains(string(data), list) {
+			return nil, fmt.Errorf("config/default/kustomization.yaml has no components list")
+		}
+		add := list
+		for _, comp := range components {
+			add += "- " + comp + "\n"
+		}
+		if err := os.WriteFile(k, []byte(strings.Replace(string(data), list, add, 1)), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(c.opts.BinDir, "kubectl"), "kustomize", dir).Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			err = fmt.Errorf("%w: %s", err, exitErr.Stderr)
+		}
+		return nil, fmt.Errorf("kubectl kustomize config/default: %w", err)
+	}
+	return out, nil
+}
+
+// applyKinds server-side applies the objects of rendered whose kind is in kinds.
+func (c *Cluster) applyKinds(ctx context.Context, rendered []byte, kinds map[string]bool) error {
+	a, err := newApplier(c.Config, "deckhand-localcluster")
+	if err != nil {
+		return err
+	}
+	return eachObject(rendered, func(obj *unstructured.Unstructured) error {
+		if !kinds[obj.GetKind()] {
+			return nil
+		}
+		return a.applyObject(ctx, obj)
+	})
 }
 
 // ManagerRefusals returns the lines of every log of a manager started by
@@ -107,7 +173,14 @@ func (c *Cluster) ManagerRefusals() []string {
 // exceeded ResourceQuota, Pod Security, a namespace being deleted); those
 // describe the request or the namespace, not a missing permission, and
 // never say "cannot".
+//
+// A refusal by Deckhand's own ValidatingAdmissionPolicy
+// (config/admission-policy) counts too: it says the manager wrote something
+// its code is not meant to write.
 func IsForbidden(line string) bool {
+	if strings.Contains(line, "ValidatingAdmissionPolicy 'deckhand-manager-writes'") {
+		return true
+	}
 	// NOTE: "cannot set blockOwnerDeletion ... because cannot find
 	// RESTMapping" is the OwnerReferencesPermissionEnforcement plugin of an
 	// API server that has not yet rediscovered the owner's CRD (just after a

@@ -1,0 +1,200 @@
+package hostile
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
+
+// policyName is the admission policy config/default installs on the
+// manager's ServiceAccount (config/admission-policy).
+const policyName = "deckhand-manager-writes"
+
+// managerClientset is a clientset with the manager's own credentials: what
+// a stolen token of its ServiceAccount can do.
+func managerClientset(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	id, err := suite.cluster.InstallManagerIdentity(ctx(t, time.Minute), suite.root)
+	if err != nil {
+		t.Fatalf("manager identity: %v", err)
+	}
+	cfg := rest.CopyConfig(id.Config)
+	cfg.QPS = -1 // the test's own waits bound it, not client-side rate limits
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// refusedByPolicy reports whether err is the admission policy's refusal
+// (and not RBAC's: RBAC allows every write tried here).
+func refusedByPolicy(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), policyName)
+}
+
+func barePod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": "bare"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+}
+
+func mergePatch(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestManagerServiceAccountIsConfinedToItsOwnWrites: RBAC lets Deckhand's
+// ServiceAccount create any pod and patch any Deployment; the admission
+// policy lets it create only pods a PodSet controls and change a Deployment
+// it does not own only by the restart annotations. Anyone else is not
+// matched.
+func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
+	ensureDeckhand(t)
+	ns := testutil.Namespace(t, suite.client)
+	mgr := managerClientset(t)
+
+	// The API server enforces a policy once its informer has it: wait for
+	// the first refusal (a bare pod that got through is removed again).
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := mgr.CoreV1().Pods(ns).Create(ctx, barePod(ns, "bare"), metav1.CreateOptions{})
+		if err == nil {
+			return false, suite.clientset.CoreV1().Pods(ns).Delete(ctx, "bare", metav1.DeleteOptions{})
+		}
+		if refusedByPolicy(err) {
+			return true, nil
+		}
+		return false, err
+	}, "the admission policy refuses the manager a pod without a PodSet owner")
+
+	c := ctx(t, 2*time.Minute)
+	d := testutil.Deployment(ns, "app", 2, map[string]string{"app": "app"}, corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"})
+	if err := suite.client.Create(c, d); err != nil {
+		t.Fatal(err)
+	}
+	bystander := barePod(ns, "bystander")
+	if err := suite.client.Create(c, bystander); err != nil {
+		t.Fatal(err)
+	}
+
+	refused := map[string]func() error{
+		"change a Deployment's image": func() error {
+			_, err := mgr.AppsV1().Deployments(ns).Patch(c, "app", types.StrategicMergePatchType, mergePatch(t, map[string]any{
+				"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+					"containers": []any{map[string]any{"name": "app", "image": "attacker.example/app:evil"}}}}}}), metav1.PatchOptions{})
+			return err
+		},
+		"scale a Deployment": func() error {
+			_, err := mgr.AppsV1().Deployments(ns).Patch(c, "app", types.MergePatchType, mergePatch(t, map[string]any{"spec": map[string]any{"replicas": 0}}), metav1.PatchOptions{})
+			return err
+		},
+		"smuggle another pod-template annotation in with the restart": func() error {
+			_, err := mgr.AppsV1().Deployments(ns).Patch(c, "app", types.MergePatchType, mergePatch(t, map[string]any{
+				"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+					deckhandv1alpha1.RestartedAtAnnotation: "2026-01-01T00:00:00Z", "example.com/other": "x"}}}}}), metav1.PatchOptions{})
+			return err
+		},
+		"relabel a pod it neither owns nor injected": func() error {
+			_, err := mgr.CoreV1().Pods(ns).Patch(c, "bystander", types.MergePatchType, mergePatch(t, map[string]any{
+				"metadata": map[string]any{"labels": map[string]string{"app": "stolen"}}}), metav1.PatchOptions{})
+			return err
+		},
+		"delete a pod it does not own": func() error {
+			return mgr.CoreV1().Pods(ns).Delete(c, "bystander", metav1.DeleteOptions{})
+		},
+	}
+	for name, write := range refused {
+		if err := write(); !refusedByPolicy(err) {
+			t.Errorf("%s: got %v, want the refusal of %s", name, err, policyName)
+		}
+	}
+
+	// What the RestartSchedule controller writes passes: the pod template's
+	// restart annotation, and the generated-schedule marker.
+	if _, err := mgr.AppsV1().Deployments(ns).Patch(c, "app", types.MergePatchType, mergePatch(t, map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{deckhandv1alpha1.RestartScheduleGeneratedAnnotation: "app-deployment"}},
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			deckhandv1alpha1.RestartedAtAnnotation: "2026-01-01T00:00:00Z"}}}},
+	}), metav1.PatchOptions{}); err != nil {
+		t.Errorf("the restart patch was refused: %v", err)
+	}
+	// A pod a PodSet controls may be created.
+	owned := barePod(ns, "owned")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: deckhandv1alpha1.GroupVersion.String(), Kind: "PodSet",
+		Name: "web", UID: uuid.NewUUID(), Controller: ptr.To(true)}}
+	if _, err := mgr.CoreV1().Pods(ns).Create(c, owned, metav1.CreateOptions{}); err != nil {
+		t.Errorf("creating a pod a PodSet controls: %v", err)
+	}
+	// The policy matches nobody else: an administrator may change the image.
+	if _, err := suite.clientset.AppsV1().Deployments(ns).Patch(c, "app", types.MergePatchType, mergePatch(t, map[string]any{
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "app", "image": "registry.k8s.io/pause:3.9"}}}}}}), metav1.PatchOptions{}); err != nil {
+		t.Errorf("an administrator's image change was refused: %v", err)
+	}
+}
+
+// TestManagerWritesPassTheAdmissionPolicy: the manager's own writes of the
+// kinds the policy matches go through it: a PodSet's pods, and the restart
+// a RestartSchedule makes on a Deployment (the manager's refusals are
+// checked for the whole suite in TestMain too).
+func TestManagerWritesPassTheAdmissionPolicy(t *testing.T) {
+	ensureDeckhand(t)
+	ns := testutil.Namespace(t, suite.client)
+	c := ctx(t, 2*time.Minute)
+
+	labels := map[string]string{"app": "web"}
+	ps := testutil.PodSet(ns, "web", 2, labels, corev1.Container{Name: "web", Image: "registry.k8s.io/pause:3.10"})
+	if err := suite.client.Create(c, ps); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := testutil.LivePods(ctx, suite.client, ns, labels)
+		return len(pods) == 2, err
+	}, "the PodSet's two pods exist")
+
+	d := testutil.Deployment(ns, "restarted", 1, map[string]string{"app": "restarted"}, corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"})
+	if err := suite.client.Create(c, d); err != nil {
+		t.Fatal(err)
+	}
+	rs := &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "restarted", Namespace: ns,
+			Annotations: map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "now"}},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Schedule: "0 3 * * *",
+			Target:   deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "restarted"}},
+		},
+	}
+	if err := suite.client.Create(c, rs); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		var got appsv1.Deployment
+		err := suite.client.Get(ctx, client.ObjectKeyFromObject(d), &got)
+		return got.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] != "", err
+	}, "the manager restarted the Deployment (its restart annotation is set)")
+
+	if lines := suite.cluster.ManagerRefusals(); len(lines) > 0 {
+		t.Errorf("the manager was refused %d request(s):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
