@@ -232,7 +232,9 @@ func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
 	}
 
 	// A pod created from an injected pod's spec (as a copy-paste or a
-	// controller that templates from a live pod would) is not given second copies.
+	// controller that templates from a live pod would) is not given second
+	// copies, and the record it came with is dropped: a new pod's record is
+	// Deckhand's to write, and its containers are the pod's own.
 	clone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", Labels: p.Labels, Annotations: p.Annotations}}
 	for _, c := range p.Spec.Containers {
 		clone.Spec.Containers = append(clone.Spec.Containers, corev1.Container{Name: c.Name, Image: c.Image})
@@ -241,8 +243,8 @@ func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
 	if got, want := names(clone.Spec.Containers), []string{"a-sidecar", "b-sidecar", "app"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("re-admitted pod containers = %v, want %v", got, want)
 	}
-	if !reflect.DeepEqual(sidecarcontrol.ReadPodRecord(clone.Annotations), sidecarcontrol.ReadPodRecord(p.Annotations)) {
-		t.Errorf("re-admitted pod annotations changed: %v vs %v", clone.Annotations, p.Annotations)
+	if names := sidecarcontrol.ReadPodRecord(clone.Annotations).Names(); len(names) != 0 {
+		t.Errorf("the record the re-admitted pod came with was kept: %v", clone.Annotations)
 	}
 
 	// A pod that has its own container of a sidecar's name keeps it.
@@ -257,15 +259,18 @@ func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
 	}
 }
 
-func TestValidationPodsAreNotInjected(t *testing.T) {
-	// The validator's synthetic dry-run pods carry the skip annotation; a
-	// user's pod with it is skipped too.
+func TestSkipAnnotationNeedsAllowOptOut(t *testing.T) {
+	// A user's pod with the skip annotation gets a mandatory SidecarSet's
+	// sidecar, and not one that allows opting out.
 	ns := env.Namespace(t)
 	createSidecarSet(t, newSidecarSet("skip-"+ns, ns, "web", sidecar("skip-sidecar", "proxy:1")))
+	optional := newSidecarSet("optout-"+ns, ns, "web", sidecar("optout-sidecar", "proxy:1"))
+	optional.Spec.InjectionStrategy.AllowOptOut = true
+	createSidecarSet(t, optional)
 	p := newPod(ns, "a", map[string]string{"app": "web"}, "app")
 	p.Annotations = map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"}
-	if p = createPod(t, p); len(p.Spec.Containers) != 1 {
-		t.Errorf("a pod annotated to skip injection was injected: %v", names(p.Spec.Containers))
+	if p = createPod(t, p); !reflect.DeepEqual(names(p.Spec.Containers), []string{"skip-sidecar", "app"}) {
+		t.Errorf("a pod annotated to skip injection has containers %v, want the mandatory sidecar only", names(p.Spec.Containers))
 	}
 }
 
