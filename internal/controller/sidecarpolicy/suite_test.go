@@ -38,6 +38,10 @@ var webhooksOnly atomic.Bool
 // server does not serve MutatingAdmissionPolicies.
 var policyAPIServed atomic.Bool
 
+// policyInjectionOff, when set, makes the next manager run without
+// --sidecarset-policy-injection (the default install's mode).
+var policyInjectionOff atomic.Bool
+
 // withoutPodWebhook, when set, makes the next manager run as
 // --sidecarset-pod-webhook=false --sidecarset-injection-mode=Policy.
 var withoutPodWebhook atomic.Bool
@@ -53,7 +57,7 @@ func TestMain(m *testing.M) {
 		Cluster: &localcluster.Options{ControllerManager: true},
 		Setup: func(mgr ctrl.Manager) error {
 			opts := operator.DefaultOptions()
-			opts.SidecarSetPolicyInjection = true
+			opts.SidecarSetPolicyInjection = !policyInjectionOff.Load()
 			if !policyAPIServed.Load() {
 				opts.PolicyAPIServed = new(bool)
 			}
