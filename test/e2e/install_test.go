@@ -20,6 +20,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,6 +111,16 @@ func TestManagerIdentityIsRefusedWhatItMustNotDo(t *testing.T) {
 		t.Fatalf("listing nodes as admin: %v (%d)", err, len(nodes.Items))
 	}
 
+	// A Deployment Deckhand does not own: RBAC lets the manager patch it (a
+	// RestartSchedule restarts any), the admission policy only its restart
+	// annotation.
+	workload := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "app"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}},
+	}}
+	create(t, workload)
+
 	sa, cs := suite.saClient, suite.saClientset
 	refused := []struct {
 		what string
@@ -167,6 +178,14 @@ func TestManagerIdentityIsRefusedWhatItMustNotDo(t *testing.T) {
 		}},
 		{"delete a Deployment", func() error {
 			return sa.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "any", Namespace: ns}})
+		}},
+		{"create a MutatingAdmissionPolicy (policy injection is off)", func() error {
+			return sa.Create(ctx, &admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "e2e-not-allowed"}})
+		}},
+		{"change the image of a Deployment it does not own (the admission policy)", func() error {
+			_, err := cs.AppsV1().Deployments(ns).Patch(ctx, workload.Name, types.StrategicMergePatchType,
+				[]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"attacker.example/app:1"}]}}}}`), metav1.PatchOptions{})
+			return err
 		}},
 		{"update a SidecarSet's spec", func() error {
 			return sa.Update(ctx, &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "any", ResourceVersion: "1"}})
