@@ -103,6 +103,11 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 	if err != nil {
 		return err
 	}
+	// ... and under the admission policy a real installation puts on that
+	// ServiceAccount (docs/security.md), so a write it refuses shows here.
+	if err := cluster.InstallAdmissionPolicy(ctx, root); err != nil {
+		return err
+	}
 	fmt.Printf(">> starting deckhand as %s (logs follow)\n", id.User)
 	mgr, err := cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
 		Binary:      deckhandBin,
