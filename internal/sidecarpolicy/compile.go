@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -300,6 +301,10 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 	add("appContainers", "variables.containers.filter(x, !(x.name in variables.peerOwned))")
 	add("appAll", "variables.appContainers + variables.initContainers.filter(x, !(x.name in variables.peerOwned))")
 	add("appMounts", "variables.appContainers.map(x, has(x.volumeMounts) ? x.volumeMounts : []).flatten()")
+	// The app's mount paths without empty and "." segments: what
+	// path.Clean makes of them in the webhook, but for ".." (a path with a
+	// ".." segment is not shared here).
+	add("appMountPaths", "variables.appMounts.map(m, '/' + m.mountPath.split('/').filter(s, s != '' && s != '.').join('/'))")
 
 	count := func(pick func(peer) ([]string, bool), present string) string {
 		terms := []string{"0"}
@@ -367,12 +372,7 @@ func (c *compiler) variables() []admissionregistrationv1.Variable {
 				add("env_"+id, env)
 			}
 			if sc.ShareVolumePolicy.Type == deckhandv1alpha1.ShareVolumePolicyEnabled {
-				var paths []string
-				for _, m := range sc.VolumeMounts {
-					paths = append(paths, m.MountPath)
-				}
-				add("mounts_"+id, fmt.Sprintf("dyn(%s) + lists.range(variables.appMounts.size()).filter(k, !(variables.appMounts[k].mountPath in %s) && !lists.range(k).exists(j, variables.appMounts[j].mountPath == variables.appMounts[k].mountPath)).map(k, variables.appMounts[k])",
-					listLit(sc.VolumeMounts), strList(paths)))
+				add("mounts_"+id, sharedMounts(sc))
 			}
 		}
 	}
@@ -397,4 +397,33 @@ func definesEnv(sc *deckhandv1alpha1.SidecarContainer, name string) bool {
 		}
 	}
 	return false
+}
+
+// sharedMounts is the CEL of a sharing sidecar's volumeMounts: its own,
+// then the app's as the webhook shares them (podjson's shareMounts): none
+// at or under one of the sidecar's own paths, the first of two at one
+// path, readOnly unless writable. Two differences, both leaving a mount
+// out rather than sharing a wrong one: a path with a ".." segment, and a
+// subPathExpr (whose variables the webhook copies into the sidecar's env),
+// are not shared.
+func sharedMounts(sc *deckhandv1alpha1.SidecarContainer) string {
+	const m, p = "variables.appMounts[k]", "variables.appMountPaths[k]"
+	conds := []string{
+		fmt.Sprintf("(!has(%[1]s.subPathExpr) || %[1]s.subPathExpr == '')", m),
+		fmt.Sprintf("!%s.mountPath.split('/').exists(s, s == '..')", m),
+		fmt.Sprintf("!lists.range(k).exists(j, variables.appMountPaths[j] == %s)", p),
+	}
+	for _, own := range sc.VolumeMounts {
+		o := path.Clean(own.MountPath)
+		if o == "/" {
+			conds = append(conds, "false")
+			continue
+		}
+		conds = append(conds, fmt.Sprintf("%[1]s != %[2]s && !%[1]s.startsWith(%[3]s)", p, q(o), q(o+"/")))
+	}
+	mount := m
+	if !sc.ShareVolumePolicy.Writable {
+		mount = fmt.Sprintf(`{"name": dyn(%[1]s.name), "mountPath": dyn(%[1]s.mountPath), "readOnly": dyn(true), ?"subPath": %[1]s.?subPath, ?"mountPropagation": %[1]s.?mountPropagation, ?"recursiveReadOnly": %[1]s.?recursiveReadOnly}`, m)
+	}
+	return fmt.Sprintf("dyn(%s) + lists.range(variables.appMounts.size()).filter(k, %s).map(k, %s)", listLit(sc.VolumeMounts), strings.Join(conds, " && "), mount)
 }

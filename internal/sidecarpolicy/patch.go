@@ -71,18 +71,20 @@ func (c *compiler) patch() string {
 // SidecarSet does not inject: the record rewritten without an entry of this
 // SidecarSet's own, which came with the pod (the policy runs once per
 // admission) and would make the pod's own containers pass for its
-// sidecars. A record not in the webhook's form is dropped whole.
+// sidecars. A record not in the webhook's form is dropped whole, and a
+// record left with no entry is removed, as the webhook does.
 func (c *compiler) withoutOwnEntry() string {
 	own := q(`"` + c.s.Name + `":{`)
 	kept := func(v string) string { return fmt.Sprintf("variables.%s.filter(e, !e.startsWith(%s))", v, own) }
-	var ops []string
+	var sets, removes []string
 	set := func(key, value string) {
-		ops = append(ops, fmt.Sprintf("JSONPatch{op: 'add', path: %s, value: %s}", annotationPath(key), value))
+		sets = append(sets, fmt.Sprintf("JSONPatch{op: 'add', path: %s, value: %s}", annotationPath(key), value))
+		removes = append(removes, fmt.Sprintf("(%s in object.metadata.annotations ? [JSONPatch{op: 'remove', path: %s}] : [])", q(key), annotationPath(key)))
 	}
 	set(deckhandv1alpha1.SidecarSetInjectedAnnotation, kept("entries")+".map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
 	set(deckhandv1alpha1.SidecarSetHashAnnotation, "'{' + "+kept("entries")+".join(',') + '}'")
 	set(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation, "'{' + "+kept("entriesWI")+".join(',') + '}'")
-	return "[" + strings.Join(ops, ", ") + "]"
+	return fmt.Sprintf("%s.size() == 0 ? %s : [%s]", kept("entries"), strings.Join(removes, " + "), strings.Join(sets, ", "))
 }
 
 // freshCondition: the pod carries no injection record, the common case (a
