@@ -207,8 +207,8 @@ func whyNoMatch(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod 
 // whyNotInjected explains why s, which selects pod, did not inject it: the
 // rules of the pod webhook, then the circumstances of the pod's creation.
 func whyNotInjected(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod *corev1.Pod, record sidecarcontrol.PodRecord, sets []*deckhandv1alpha1.SidecarSet) string {
-	if pod.Annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true" {
-		return fmt.Sprintf("the pod carries %s=true", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation)
+	if sidecarcontrol.OptedOut(s, pod.Annotations) {
+		return fmt.Sprintf("the pod carries %s=true and the SidecarSet allows opting out (spec.injectionStrategy.allowOptOut)", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation)
 	}
 	if pod.CreationTimestamp.Before(&s.CreationTimestamp) {
 		return fmt.Sprintf("the pod was created (%s) before the SidecarSet (%s): injection happens only when a pod is created",

@@ -112,9 +112,13 @@ func TestExplainSidecarSets(t *testing.T) {
 		{name: "SidecarSet being deleted", pod: testPod(), target: "log",
 			sets: []deckhandv1alpha1.SidecarSet{testSidecarSet("log", func(s *deckhandv1alpha1.SidecarSet) { s.DeletionTimestamp = &podCreated })},
 			why:  "being deleted"},
-		{name: "skip-injection annotation", pod: testPod(func(p *corev1.Pod) {
+		{name: "skip-injection annotation, opting out allowed", pod: testPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"}
-		}), sets: []deckhandv1alpha1.SidecarSet{log}, target: "log", selects: true, why: "the pod carries apps.deckhand.dev/sidecarset-skip-injection=true"},
+		}), sets: []deckhandv1alpha1.SidecarSet{testSidecarSet("log", func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.AllowOptOut = true })},
+			target: "log", selects: true, why: "the pod carries apps.deckhand.dev/sidecarset-skip-injection=true and the SidecarSet allows opting out"},
+		{name: "skip-injection annotation on a mandatory SidecarSet", pod: testPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"}
+		}), sets: []deckhandv1alpha1.SidecarSet{log}, target: "log", selects: true, why: "not injected although selected"},
 		{name: "pod older than the SidecarSet", pod: testPod(func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(setCreated.Add(-time.Minute)) }),
 			sets: []deckhandv1alpha1.SidecarSet{log}, target: "log", selects: true,
 			why: "the pod was created (2025-12-31T23:59:00Z) before the SidecarSet (2026-01-01T00:00:00Z)"},

@@ -224,6 +224,8 @@ func TestCrashSidecarSetInPlaceUpdate(t *testing.T) {
 			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "sidecar", Image: "sidecar:1",
 				SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), AllowPrivilegeEscalation: ptr.To(false)}}}},
 			UpdateStrategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: ptr.To(intstr.FromString("10%"))},
+			// The bystander Deployment's pods opt out.
+			InjectionStrategy: deckhandv1alpha1.SidecarSetInjectionStrategy{AllowOptOut: true},
 		},
 	}
 	retry(t, 2*time.Minute, "creating the SidecarSet", func(ctx context.Context) error { return suite.client.Create(ctx, s) })

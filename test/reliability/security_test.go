@@ -84,6 +84,8 @@ func TestInjectionGrantsNoPrivilege(t *testing.T) {
 				{Container: corev1.Container{Name: "hardened", Image: "sidecar:1", SecurityContext: sidecarSC}},
 				{Container: corev1.Container{Name: "plain", Image: "sidecar:1"}},
 			},
+			// The uninjected pod compared against opts out.
+			InjectionStrategy: deckhandv1alpha1.SidecarSetInjectionStrategy{AllowOptOut: true},
 		},
 	}
 	retry(t, time.Minute, "creating the SidecarSet", func(ctx context.Context) error { return suite.client.Create(ctx, s) })
