@@ -120,8 +120,10 @@ func diffCases() []diffCase {
 				pod(web, func(pd *corev1.Pod) {
 					pd.Spec.Containers = append(pd.Spec.Containers, corev1.Container{Name: "log", Image: "mine:1"})
 				}),
-				// A record of an older revision of the SidecarSet, whose
-				// container the pod has: completed and recorded again.
+				// A record of the SidecarSet the pod came with, and a
+				// container of its sidecar's name: the record is not trusted
+				// (it is Deckhand's to write), so the container is the pod's
+				// own, keeps the SidecarSet out, and the record is removed.
 				pod(web, func(pd *corev1.Pod) {
 					pd.Spec.Containers = append(pd.Spec.Containers, corev1.Container{Name: "log", Image: "fluent-bit:2"})
 					pd.Annotations = map[string]string{
