@@ -13,7 +13,27 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 )
+
+// UnpullableRegistry is a registry host no image can be pulled from: on a
+// fake node, a container whose image is on it ("deckhand.invalid/app:1")
+// waits ErrImagePull, then ImagePullBackOff, and is never ready, at pod
+// start as after an in-place image update. The .invalid top-level domain
+// never resolves (RFC 2606), so a real node fails the same pull.
+const UnpullableRegistry = "deckhand.invalid"
+
+// UnpullableImage returns an image reference on UnpullableRegistry.
+func UnpullableImage(repository string) string {
+	return UnpullableRegistry + "/" + repository
+}
+
+// podStartStages are the Stage objects that start a pod on kwok's fake
+// nodes in place of kwok's stock pod-ready stage: image IDs, failed pulls
+// and readiness probes' initial delays; see the file for what they emulate.
+//
+//go:embed kwokstages/pod-start.yaml
+var podStartStages []byte
 
 // podContainerRestartStages are the Stage objects that make kwok's fake
 // nodes restart a container whose image changed, as a kubelet does; see the
@@ -22,6 +42,12 @@ import (
 //go:embed kwokstages/pod-container-restart.yaml
 var podContainerRestartStages []byte
 
+// podReadinessStages are the Stage objects that make a container whose
+// readiness probe has an initialDelaySeconds ready once it has passed.
+//
+//go:embed kwokstages/pod-readiness.yaml
+var podReadinessStages []byte
+
 // podResizeStages are the Stage objects that make kwok's fake nodes report
 // container resources and complete in-place resizes, as a kubelet does;
 // see the file for what they emulate.
@@ -29,18 +55,41 @@ var podContainerRestartStages []byte
 //go:embed kwokstages/pod-resize.yaml
 var podResizeStages []byte
 
+// replacedStockStages are kwok's stock Stages that Deckhand's replace.
+var replacedStockStages = map[string]bool{"pod-ready": true}
+
 // writeKwokStages writes the Stage configuration kwok runs with into the
 // cluster directory: kwok's own node and pod lifecycle (built into BinDir by
-// hack/k8s/build.sh from the pinned kwok module) followed by Deckhand's
-// in-place container restart and resize.
+// hack/k8s/build.sh from the pinned kwok module) but its pod start, followed
+// by Deckhand's pod start, in-place container restart, readiness and resize.
 func (c *Cluster) writeKwokStages() (string, error) {
 	stock, err := os.ReadFile(filepath.Join(c.opts.BinDir, "kwok-stages.yaml"))
 	if err != nil {
 		return "", fmt.Errorf("kwok stages: %w", err)
 	}
+	var data []byte
+	err = EachDocument(stock, func(doc []byte) error {
+		var stage struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &stage); err != nil {
+			return err
+		}
+		if stage.Metadata.Name == "" || replacedStockStages[stage.Metadata.Name] {
+			return nil
+		}
+		data = append(append(data, "---\n"...), doc...)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("kwok stages: %w", err)
+	}
+	for _, own := range [][]byte{podStartStages, podContainerRestartStages, podReadinessStages, podResizeStages} {
+		data = append(append(append(data, "\n---\n"...), own...), '\n')
+	}
 	path := filepath.Join(c.dir, "kwok-stages.yaml")
-	data := append(append(stock, "\n---\n"...), podContainerRestartStages...)
-	data = append(append(data, "\n---\n"...), podResizeStages...)
 	return path, os.WriteFile(path, data, 0o600)
 }
 

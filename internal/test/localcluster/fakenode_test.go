@@ -22,10 +22,12 @@ import (
 )
 
 // TestFakeNodeRestartsChangedContainers changes the images of a running
-// pod's regular container, init container and native sidecar at once and
-// follows the pod from a watch: it must turn not Ready, then Ready again with
-// every status reporting its new image, an imageID with a digest and one
-// more restart, as a kubelet reports an in-place update. The pod keeps its UID.
+// pod's regular container, completed init container and native sidecar at
+// once and follows the pod from a watch: it must turn not Ready, then Ready
+// again with the regular container's and the sidecar's statuses reporting
+// their new image, an imageID with a digest and one more restart, as a
+// kubelet reports an in-place update; the init container, which a kubelet
+// does not run again, still reports its first run. The pod keeps its UID.
 func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
 	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
@@ -45,6 +47,10 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ready := waitPod(t, ctx, pods, created.Name, "", podutil.IsPodReady)
+	firstInit := ready.Status.InitContainerStatuses[0]
+	if !strings.HasPrefix(firstInit.ImageID, "docker.io/library/init@sha256:") {
+		t.Fatalf("init container started with imageID %q, want one with a digest", firstInit.ImageID)
+	}
 
 	patch := `{"spec":{"containers":[{"name":"app","image":"app:2"}],"initContainers":[{"name":"init","image":"init:2"},{"name":"sidecar","image":"example.com/team/sidecar@sha256:` + strings.Repeat("ab", 32) + `"}]}}`
 	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
@@ -67,7 +73,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	}{
 		"app":     {"app:2", "docker.io/library/app@sha256:", 1},
 		"other":   {"other:1", "", 0},
-		"init":    {"init:2", "docker.io/library/init@sha256:", 1},
+		"init":    {"init:1", firstInit.ImageID, 0},
 		"sidecar": {"example.com/team/sidecar@sha256:" + strings.Repeat("ab", 32), "example.com/team/sidecar@sha256:" + strings.Repeat("ab", 32), 1},
 	}
 	statuses := append(append([]corev1.ContainerStatus(nil), final.Status.ContainerStatuses...), final.Status.InitContainerStatuses...)
@@ -80,6 +86,9 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 			t.Errorf("container %s: image %q imageID %q restarts %d; want image %q, imageID %q..., restarts %d",
 				cs.Name, cs.Image, cs.ImageID, cs.RestartCount, w.image, w.imageID, w.restarts)
 		}
+		if cs.Name == "init" && (cs.ImageID != firstInit.ImageID || cs.State.Terminated == nil || cs.State.Terminated.Reason != "Completed") {
+			t.Errorf("completed init container: %+v, want its first run %+v unchanged", cs, firstInit)
+		}
 		if w.restarts > 0 && (cs.LastTerminationState.Terminated == nil || len(cs.ImageID) < len("docker.io/library/x@sha256:")+64) {
 			t.Errorf("container %s: want the previous run in lastState and a full digest, got %+v / %q", cs.Name, cs.LastTerminationState, cs.ImageID)
 		}
@@ -89,6 +98,64 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 		if sidecar := cs.Name == "sidecar"; running != sidecar {
 			t.Errorf("init container %s: running=%v, want %v (a native sidecar runs, an init container completes)", cs.Name, running, sidecar)
 		}
+	}
+}
+
+// TestFakeNodeKeepsCompletedInitContainers changes the image of a running
+// pod's completed plain init container, then of its native sidecar, and
+// follows the pod from a watch. A kubelet never runs a completed init
+// container again: until the sidecar's change the pod stays Ready, and
+// throughout the init container's status reports its only run (terminated
+// Completed, the old image and imageID, no restart). The sidecar's change
+// restarts the sidecar, as it would on a kubelet. That the fake node has
+// reacted to the init container's change by the time the sidecar has
+// restarted follows from kwok handling a pod's changes in order.
+func TestFakeNodeKeepsCompletedInitContainers(t *testing.T) {
+	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "init-done"},
+		Spec: corev1.PodSpec{
+			NodeName: "kwok-node-0",
+			InitContainers: []corev1.Container{
+				{Name: "init", Image: "init:1"},
+				{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
+			},
+			Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
+		},
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready := waitPod(t, ctx, pods, pod.Name, "", podutil.IsPodReady)
+	first := ready.Status.InitContainerStatuses[0]
+	if first.Name != "init" || first.State.Terminated == nil || first.ImageID == "" {
+		t.Fatalf("init container status after start: %+v, want terminated with an imageID", first)
+	}
+
+	initPatch := `{"spec":{"initContainers":[{"name":"init","image":"init:2"}]}}`
+	patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(initPatch), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sidecarPatch := `{"spec":{"initContainers":[{"name":"sidecar","image":"sidecar:2"}]}}`
+	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(sidecarPatch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	final := waitPod(t, ctx, pods, pod.Name, patched.ResourceVersion, func(p *corev1.Pod) bool {
+		init := p.Status.InitContainerStatuses[0]
+		if init.Image != first.Image || init.ImageID != first.ImageID || init.RestartCount != 0 ||
+			init.State.Terminated == nil || init.State.Terminated.Reason != "Completed" {
+			t.Fatalf("the completed init container ran again: %+v, want %+v", init, first)
+		}
+		if p.Spec.InitContainers[1].Image == "sidecar:1" && !podutil.IsPodReady(p) {
+			t.Fatalf("the pod turned not Ready on the init container's image change: %+v", p.Status.Conditions)
+		}
+		sidecar := p.Status.InitContainerStatuses[1]
+		return sidecar.Image == "sidecar:2" && sidecar.RestartCount == 1 && sidecar.State.Running != nil && podutil.IsPodReady(p)
+	})
+	if init := final.Status.InitContainerStatuses[0]; init.Image != "init:1" {
+		t.Errorf("init container reports image %q, want the one it ran, init:1", init.Image)
 	}
 }
 
