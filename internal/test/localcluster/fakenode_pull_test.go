@@ -146,6 +146,11 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 			if started.Status.Phase != corev1.PodRunning {
 				t.Errorf("%s: fixed pod in phase %s, want Running", name, started.Status.Phase)
 			}
+			for _, cond := range started.Status.Conditions {
+				if cond.Status == corev1.ConditionTrue && cond.Reason != "" {
+					t.Errorf("%s: fixed pod's condition %s True with reason %q, want none", name, cond.Type, cond.Reason)
+				}
+			}
 			if cs := containerStatus(t, started, tc.failing); cs.Image != "fixed:1" || cs.ImageID == "" {
 				t.Errorf("%s: fixed container %+v, want it running fixed:1 with an imageID", name, cs)
 			}
@@ -198,6 +203,11 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 			})
 			if cs := containerStatus(t, ready, name); cs.RestartCount != before.RestartCount+1 || !strings.Contains(cs.ImageID, "@sha256:") {
 				t.Errorf("container %s after the fix: %+v, want one restart more than %d and an imageID", name, cs, before.RestartCount)
+			}
+			for _, cond := range ready.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Reason != "" {
+					t.Errorf("pod Ready with reason %q, want none", cond.Reason)
+				}
 			}
 		}
 	})
