@@ -27,6 +27,10 @@ func TestIsForbidden(t *testing.T) {
 			`pods "web-x" is forbidden: cannot set blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion apps.deckhand.dev/v1alpha1 Kind PodSet: no matches for kind "PodSet" in version "apps.deckhand.dev/v1alpha1"`,
 			false,
 		},
+		"Deckhand's own admission policy": {
+			`PATCH /apis/apps/v1/namespaces/ns/deployments/app: deployments.apps "app" is forbidden: ValidatingAdmissionPolicy 'deckhand-manager-writes' with binding 'deckhand-manager-writes' denied request: Deckhand may change only objects a Deckhand object controls, pods a SidecarSet injected, and the restart annotation of a workload; deployments ns/app is none of these, or the change is more than a restart`,
+			true,
+		},
 		"exceeded quota": {
 			`POST /api/v1/namespaces/ns/pods: pods "web-x" is forbidden: exceeded quota: pod-count, requested: pods=1, used: pods=1, limited: pods=1`,
 			false,
