@@ -28,6 +28,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/shutdown"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/version"
 	"github.com/deckhand-dev/deckhand/internal/webhookserver"
@@ -61,6 +62,7 @@ type options struct {
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
 	pprofAddr            string
+	shutdownDrain        time.Duration
 	certs                certs.Options
 	operator             operator.Options
 }
@@ -98,6 +100,13 @@ func main() {
 		"Client-side rate limit (queries per second) of the whole manager process: one token bucket shared by every client, cache and controller (leader election has a bucket of its own of the same size). 0 keeps controller-runtime's default: no client-side limit, the API server's priority and fairness applies.")
 	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0,
 		"Burst of that shared bucket when --kube-api-qps is set (default: 1.5 x QPS).")
+	// NOTE: a deleted pod's endpoint turns not-ready as soon as the
+	// deletion is stored, and every kube-proxy (or the API server routing to
+	// endpoints) drops it at its next sync: a second or two, longer on a
+	// loaded control plane. 10s covers that with a margin and stays well
+	// inside the default terminationGracePeriodSeconds of 30.
+	flag.DurationVar(&o.shutdownDrain, "shutdown-drain", 10*time.Second,
+		"On SIGTERM, how long the manager keeps serving webhooks after /readyz starts failing, so that endpoints drop it before it stops; it then stops (a second signal stops it at once). Keep terminationGracePeriodSeconds above it.")
 	flag.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address to serve net/http/pprof on (for example 127.0.0.1:6060). Empty turns profiling off.")
 	o.certs = certs.DefaultOptions()
@@ -192,16 +201,17 @@ func run(o options) error {
 
 	cfg := ctrl.GetConfigOrDie()
 	leaderElectionCfg := limitClients(cfg, o.kubeAPIQPS, o.kubeAPIBurst)
+	hooks := webhookserver.New(webhook.Options{
+		Host:    o.webhookHost,
+		Port:    o.webhookPort,
+		CertDir: o.webhookCertDir,
+		TLSOpts: tlsOpts,
+	})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:           scheme,
-		PprofBindAddress: o.pprofAddr,
-		Metrics:          metricsOpts,
-		WebhookServer: webhookserver.New(webhook.Options{
-			Host:    o.webhookHost,
-			Port:    o.webhookPort,
-			CertDir: o.webhookCertDir,
-			TLSOpts: tlsOpts,
-		}),
+		Scheme:                        scheme,
+		PprofBindAddress:              o.pprofAddr,
+		Metrics:                       metricsOpts,
+		WebhookServer:                 hooks,
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.enableLeaderElection,
 		LeaderElectionID:              "deckhand.apps.deckhand.dev",
@@ -241,8 +251,14 @@ func run(o options) error {
 		return err
 	}
 
+	// A planned stop drains first: unready, still serving, then stopped.
+	drain := shutdown.New(o.shutdownDrain, hooks.Drain)
+	if err := mgr.AddReadyzCheck("shutdown", drain.Checker); err != nil {
+		return err
+	}
+
 	setupLog.Info("starting manager")
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(drain.SignalContext(setupLog))
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -51,8 +51,9 @@ var log = logf.Log.WithName("webhook-server")
 // served by an http.Server of its own that caps bodies and bounds time.
 type Server struct {
 	webhook.Server
-	opts    webhook.Options
-	started atomic.Bool
+	opts     webhook.Options
+	started  atomic.Bool
+	draining atomic.Bool
 }
 
 var _ webhook.Server = &Server{}
@@ -100,7 +101,7 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	srv := &http.Server{
 		BaseContext:       func(net.Listener) context.Context { return ctx },
-		Handler:           LimitBody(s.opts.WebhookMux, MaxBodyBytes),
+		Handler:           s.closeWhenDraining(LimitBody(s.opts.WebhookMux, MaxBodyBytes)),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
@@ -124,6 +125,23 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	<-done
 	return nil
+}
+
+// Drain makes every answer from now on close its connection. A connection
+// kept alive would carry the API server's next calls to this replica even
+// after the Service has dropped it, up to the moment it stops; a new
+// connection goes through the Service to a replica that stays.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+func (s *Server) closeWhenDraining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			// net/http closes an HTTP/1.1 connection after this answer
+			// (HTTP/2 ignores the header; the shutdown sends GOAWAY).
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // StartedChecker is healthy once the server accepts TLS connections.

@@ -96,6 +96,9 @@ func (d *DeckhandProcess) start(ctx context.Context) error {
 		// must not manage certificates itself. Args may say otherwise
 		// (--cert-management=self, as test/e2e does).
 		"--cert-management=external",
+		// No Service routes to a local manager, so a stop has no endpoint
+		// to wait for; Args may set a drain (the planned-stop tests do).
+		"--shutdown-drain=0",
 	}
 	args = append(args, d.opts.Args...)
 	if d.opts.Stdout != nil {
