@@ -142,6 +142,17 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 	return nil
 }
 
+// FakeNodeResizeRoom is what a fake node has left for a pod's in-place
+// resize: half its allocatable, the other half taken as used by other pods.
+// A resize that makes a pod's requests (its containers' and native
+// sidecars') exceed it comes back PodResizePending with reason Deferred, as
+// from a kubelet without room for it (kwokstages/pod-resize.yaml, which
+// holds the same figures).
+var FakeNodeResizeRoom = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("500"),
+	corev1.ResourceMemory: resource.MustParse("2Ti"),
+}
+
 // CreateFakeNode registers a node that kwok manages: large enough for any
 // test, with no taints, so ordinary pods schedule on it.
 func (c *Cluster) CreateFakeNode(ctx context.Context, name string) error {

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,4 +94,85 @@ func TestFakeNodeResizesContainers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFakeNodeDefersOversizedResize resizes a running pod's container to
+// more CPU than the fake node has room for (FakeNodeResizeRoom) and follows
+// the pod from a watch, as the kubelet (v1.36) reports it: PodResizePending with reason
+// Deferred, never PodResizeInProgress, the container still reporting its old
+// resources and the pod Ready. Asking for the old resources again removes
+// the condition; a resize that fits then completes.
+func TestFakeNodeDefersOversizedResize(t *testing.T) {
+	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
+	tooMuch := FakeNodeResizeRoom.Cpu().DeepCopy()
+	tooMuch.Add(resource.MustParse("1"))
+	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	res := func(cpu string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "oversized"},
+		Spec: corev1.PodSpec{
+			NodeName:   "kwok-node-0",
+			Containers: []corev1.Container{{Name: "app", Image: "app:1", Resources: res("100m")}},
+		},
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := res("100m")
+	waitPod(t, ctx, pods, pod.Name, "", func(p *corev1.Pod) bool {
+		return podutil.IsPodReady(p) && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Resources != nil &&
+			podutil.SameCPUMemory(p.Status.ContainerStatuses[0].Resources, &want)
+	})
+
+	resize := func(cpu string) string {
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":%q},"limits":{"cpu":%q}}}]}}`, cpu, cpu)
+		p, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ResourceVersion
+	}
+	rv := resize(tooMuch.String())
+	deferred := waitPod(t, ctx, pods, pod.Name, rv, func(p *corev1.Pod) bool {
+		if cond := podCondition(p, corev1.PodResizeInProgress); cond != nil {
+			t.Fatalf("a resize beyond the node's room is in progress: %+v", cond)
+		}
+		state, _ := podutil.PodResizeState(p, []string{"app"})
+		return state == podutil.ResizeDeferred
+	})
+	if !podutil.IsPodReady(deferred) || !podutil.SameCPUMemory(deferred.Status.ContainerStatuses[0].Resources, &want) {
+		t.Errorf("deferred resize: Ready %v, resources %+v; want Ready with the resources it started with", podutil.IsPodReady(deferred), deferred.Status.ContainerStatuses[0].Resources)
+	}
+	if cond := podCondition(deferred, corev1.PodResizePending); cond.Message == "" {
+		t.Errorf("PodResizePending without a message: %+v", cond)
+	}
+
+	// Asking for what the container runs with again ends the pending
+	// resize; asking for less than the room left resizes it.
+	for _, cpu := range []string{"100m", "200m"} {
+		rv := resize(cpu)
+		want = res(cpu)
+		done := waitPod(t, ctx, pods, pod.Name, rv, func(p *corev1.Pod) bool {
+			state, _ := podutil.PodResizeState(p, []string{"app"})
+			return state == podutil.ResizeDone && podutil.SameCPUMemory(p.Status.ContainerStatuses[0].Resources, &want)
+		})
+		if cond := podCondition(done, corev1.PodResizePending); cond != nil {
+			t.Errorf("PodResizePending left after a resize to %s: %+v", cpu, cond)
+		}
+	}
+}
+
+// podCondition is the pod's condition of type t, nil if it has none.
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }
