@@ -343,6 +343,56 @@ func TestInstallerRulesFollowTheDefaultMode(t *testing.T) {
 	}
 }
 
+// TestPolicyInjectionComponent: uncommenting the policy-injection component
+// in config/default, as docs/install.md says, turns the flag on and grants
+// the permission on MutatingAdmissionPolicies with it, and nothing else.
+func TestPolicyInjectionComponent(t *testing.T) {
+	tmp := t.TempDir()
+	if out, err := exec.Command("cp", "-r", filepath.Join(repoRoot(t), "config"), tmp).CombinedOutput(); err != nil {
+		t.Fatalf("copy config/: %v\n%s", err, out)
+	}
+	k := filepath.Join(tmp, "config", "default", "kustomization.yaml")
+	data, err := os.ReadFile(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const line = "#- ../components/policy-injection\n"
+	if !bytes.Contains(data, []byte(line)) {
+		t.Fatalf("config/default/kustomization.yaml has no line %q to uncomment", line)
+	}
+	if err := os.WriteFile(k, bytes.Replace(data, []byte(line), []byte(line[1:]), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(kubectl(t), "kustomize", filepath.Join(tmp, "config", "default")).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	ms := parse(t, out)
+	dm, ok := find(ms, "Deployment", "deckhand-controller-manager")
+	if !ok {
+		t.Fatal("no Deployment")
+	}
+	if args := decode[appsv1.Deployment](t, dm).Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--sidecarset-policy-injection") {
+		t.Errorf("args %v lack --sidecarset-policy-injection", args)
+	}
+	for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
+		if got := writers(t, ms, res); !slices.Equal(got, []string{"ClusterRole/deckhand-manager-policy-role"}) {
+			t.Errorf("roles writing %s: %v, want deckhand-manager-policy-role", res, got)
+		}
+	}
+	bm, ok := find(ms, "ClusterRoleBinding", "deckhand-manager-policy-rolebinding")
+	if !ok {
+		t.Fatal("no ClusterRoleBinding deckhand-manager-policy-rolebinding")
+	}
+	if b := decode[rbacv1.ClusterRoleBinding](t, bm); b.RoleRef.Name != "deckhand-manager-policy-role" ||
+		len(b.Subjects) != 1 || b.Subjects[0].Name != "deckhand-controller-manager" || b.Subjects[0].Namespace != namespace {
+		t.Errorf("the policy role is bound as %+v to %+v", b.RoleRef, b.Subjects)
+	}
+	if len(ms) != len(installer(t))+2 {
+		t.Errorf("the component adds %d objects, want 2 (the role and its binding)", len(ms)-len(installer(t)))
+	}
+}
+
 // aggregatedRoles are the only roles the install aggregates into the
 // built-in ones, and into which: the namespaced kinds' editor and viewer.
 var aggregatedRoles = map[string][]string{
