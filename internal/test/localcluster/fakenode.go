@@ -68,6 +68,7 @@ func (c *Cluster) writeKwokStages() (string, error) {
 		return "", fmt.Errorf("kwok stages: %w", err)
 	}
 	var data []byte
+	replaced := 0
 	err = EachDocument(stock, func(doc []byte) error {
 		var stage struct {
 			Metadata struct {
@@ -77,7 +78,11 @@ func (c *Cluster) writeKwokStages() (string, error) {
 		if err := yaml.Unmarshal(doc, &stage); err != nil {
 			return err
 		}
-		if stage.Metadata.Name == "" || replacedStockStages[stage.Metadata.Name] {
+		if replacedStockStages[stage.Metadata.Name] {
+			replaced++
+			return nil
+		}
+		if stage.Metadata.Name == "" {
 			return nil
 		}
 		data = append(append(data, "---\n"...), doc...)
@@ -85,6 +90,10 @@ func (c *Cluster) writeKwokStages() (string, error) {
 	})
 	if err != nil {
 		return "", fmt.Errorf("kwok stages: %w", err)
+	}
+	// Two stages starting the same pod would race each other.
+	if replaced != len(replacedStockStages) {
+		return "", fmt.Errorf("kwok stages: %d of the stock stages %v found in %s", replaced, replacedStockStages, c.opts.BinDir)
 	}
 	for _, own := range [][]byte{podStartStages, podContainerRestartStages, podReadinessStages, podResizeStages} {
 		data = append(append(append(data, "\n---\n"...), own...), '\n')
