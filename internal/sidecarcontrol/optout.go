@@ -19,18 +19,21 @@ func SkipRequested(annotations map[string]string) bool {
 
 // SetManagerUser tells the Lister the username the API server gives
 // Deckhand's own requests (its ServiceAccount's, as a SelfSubjectReview
-// says). Pods created by that user with the skip-injection annotation (the
+// says). Pods dry-run by that user with the skip-injection annotation (the
 // synthetic pods a SidecarSet's validation dry-runs) are injected by no
-// SidecarSet: the API server fills a request's userInfo itself, so no
-// other client can claim it. Call it before the manager starts.
+// SidecarSet: the API server fills a request's userInfo and dryRun itself,
+// so no other client can claim them. Call it before the manager starts.
 func (l *Lister) SetManagerUser(name string) { l.managerUser = name }
 
 // ManagerUser returns what SetManagerUser set ("" when unknown: then no
 // request is trusted to skip a mandatory SidecarSet).
 func (l *Lister) ManagerUser() string { return l.managerUser }
 
-// SkipsAll reports whether a pod created by user with these annotations is
-// injected by no SidecarSet at all: Deckhand's own dry-run pods.
-func (l *Lister) SkipsAll(user string, annotations map[string]string) bool {
-	return l.managerUser != "" && user == l.managerUser && SkipRequested(annotations)
+// SkipsAll reports whether a pod created by user (as a dry run or not) with
+// these annotations is injected by no SidecarSet at all: Deckhand's own
+// dry-run pods. Note: the manager creates real pods too (a PodSet's, from
+// a tenant's template, annotations included), so its user alone is not
+// enough: only its dry runs, which store nothing, are trusted.
+func (l *Lister) SkipsAll(user string, dryRun bool, annotations map[string]string) bool {
+	return dryRun && l.managerUser != "" && user == l.managerUser && SkipRequested(annotations)
 }

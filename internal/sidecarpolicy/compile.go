@@ -241,8 +241,8 @@ func (c *compiler) matchConditions() []admissionregistrationv1.MatchCondition {
 // skippedCondition is true for a pod left out of the SidecarSet by the
 // skip-injection annotation: any pod that carries it when the SidecarSet
 // allows opting out (spec.injectionStrategy.allowOptOut), else only
-// Deckhand's own (its dry runs), by the request's userInfo, which the API
-// server fills itself. As sidecarcontrol.OptedOut and Lister.SkipsAll.
+// Deckhand's own dry runs, by the request's userInfo and dryRun, which the
+// API server fills itself. As sidecarcontrol.OptedOut and Lister.SkipsAll.
 func (c *compiler) skippedCondition() string {
 	annotated := fmt.Sprintf("has(object.metadata.annotations) && %s in object.metadata.annotations && object.metadata.annotations[%s] == 'true'",
 		q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation), q(deckhandv1alpha1.SidecarSetSkipInjectionAnnotation))
@@ -250,7 +250,7 @@ func (c *compiler) skippedCondition() string {
 	case c.s.Spec.InjectionStrategy.AllowOptOut:
 		return annotated
 	case c.managerUser != "":
-		return fmt.Sprintf("request.userInfo.username == %s && %s", q(c.managerUser), annotated)
+		return fmt.Sprintf("%s && request.dryRun && request.userInfo.username == %s", annotated, q(c.managerUser))
 	}
 	return "false"
 }

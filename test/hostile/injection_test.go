@@ -97,6 +97,26 @@ func TestInjectionMandatorySidecar(t *testing.T) {
 	if containerNamed(q.Spec.Containers, "helper") != nil {
 		t.Errorf("a pod with %s=true got the sidecar of a SidecarSet with allowOptOut", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation)
 	}
+
+	// Deckhand creates a PodSet's pods as its own user: the annotation in a
+	// tenant's template does not make them Deckhand's dry runs.
+	ps := testutil.PodSet(ns, "tenant", 1, map[string]string{"inject": mandatory}, app)
+	ps.Spec.Template.Annotations = skip
+	testutil.Create(c, t, suite.client, ps)
+	var owned *corev1.Pod
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := testutil.LivePods(ctx, suite.client, ns, map[string]string{"inject": mandatory})
+		for i := range pods {
+			if len(pods[i].OwnerReferences) > 0 {
+				owned = &pods[i]
+			}
+		}
+		return owned != nil, err
+	}, "the PodSet's pod exists")
+	if containerNamed(owned.Spec.Containers, "audit") == nil {
+		t.Errorf("the PodSet's pod %s, created by Deckhand from a template with %s=true, lacks the mandatory sidecar: containers %v",
+			owned.Name, deckhandv1alpha1.SidecarSetSkipInjectionAnnotation, names(owned.Spec.Containers))
+	}
 }
 
 // Deckhand's own dry runs keep working with a mandatory SidecarSet that

@@ -19,12 +19,13 @@ type injection struct {
 }
 
 // inject computes the JSON patch that injects every matching SidecarSet into
-// pod, created by user (the request's userInfo.username): it selects the
-// SidecarSets, resolves container name conflicts while it chooses what each
-// one adds, updates the pod's record and writes the patch.
-func inject(l *sidecarcontrol.Lister, ns, user string, pod *podjson.RawPod) (injection, error) {
+// pod, created by user (the request's userInfo.username), as a dry run or
+// not: it selects the SidecarSets, resolves container name conflicts while
+// it chooses what each one adds, updates the pod's record and writes the
+// patch.
+func inject(l *sidecarcontrol.Lister, ns, user string, dryRun bool, pod *podjson.RawPod) (injection, error) {
 	var res injection
-	if l.SkipsAll(user, pod.Annotations) {
+	if l.SkipsAll(user, dryRun, pod.Annotations) {
 		return res, nil
 	}
 	sets, byPolicy, err := selectSidecarSets(l, ns, pod)

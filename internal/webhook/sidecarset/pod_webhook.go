@@ -201,7 +201,7 @@ func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admissi
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	res, err := inject(p.Lister, ns, req.UserInfo.Username, &pod)
+	res, err := inject(p.Lister, ns, req.UserInfo.Username, req.DryRun != nil && *req.DryRun, &pod)
 	if err != nil {
 		podInjectionErrors.Inc()
 		logf.FromContext(ctx).Error(err, "injecting sidecars", "namespace", ns, "name", podName(&pod))

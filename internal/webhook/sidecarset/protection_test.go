@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	jsonpatchapply "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -15,10 +17,14 @@ import (
 
 const managerUser = "system:serviceaccount:deckhand-system:deckhand-controller-manager"
 
-// admitAs is admit with the request's userInfo.username set to user.
+// admitAs is admit with the request's userInfo.username set to user (a
+// dry run when the name ends in "(dry run)").
 func admitAs(t *testing.T, l *sidecarcontrol.Lister, user string, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	req := podRequest(t, "prod", p)
+	if u, ok := strings.CutSuffix(user, " (dry run)"); ok {
+		user, req.DryRun = u, ptr.To(true)
+	}
 	req.UserInfo.Username = user
 	resp := (&PodInjector{Lister: l}).Handle(context.Background(), req)
 	if !resp.Allowed {
@@ -53,10 +59,13 @@ func TestSkipInjectionAnnotation(t *testing.T) {
 		annotations map[string]string
 		want        []string
 	}{
-		"a tenant's pod without the annotation":  {"alice", nil, []string{"mandatory-c", "optional-c", "app"}},
-		"a tenant's pod with the annotation":     {"alice", skip, []string{"mandatory-c", "app"}},
-		"Deckhand's own pod with the annotation": {managerUser, skip, []string{"app"}},
-		"Deckhand's own pod without it":          {managerUser, nil, []string{"mandatory-c", "optional-c", "app"}},
+		"a tenant's pod without the annotation":      {"alice", nil, []string{"mandatory-c", "optional-c", "app"}},
+		"a tenant's pod with the annotation":         {"alice", skip, []string{"mandatory-c", "app"}},
+		"Deckhand's own dry run with the annotation": {managerUser + " (dry run)", skip, []string{"app"}},
+		"Deckhand's own dry run without it":          {managerUser + " (dry run)", nil, []string{"mandatory-c", "optional-c", "app"}},
+		// A PodSet's pod, from a tenant's template.
+		"Deckhand's own pod with the annotation": {managerUser, skip, []string{"mandatory-c", "app"}},
+		"a tenant's dry run with the annotation": {"alice (dry run)", skip, []string{"mandatory-c", "app"}},
 		"an unauthenticated request":             {"", skip, []string{"mandatory-c", "app"}},
 	}
 	for name, tc := range cases {
