@@ -24,7 +24,7 @@ const (
 	// pod out of the SidecarSets whose spec.injectionStrategy.allowOptOut
 	// is true; the others inject it anyway. Deckhand sets it on the
 	// synthetic pods it dry-runs to validate a SidecarSet's containers,
-	// and honours it on the pods its own ServiceAccount creates whatever
+	// and honours it on the dry runs of its own ServiceAccount whatever
 	// allowOptOut says.
 	SidecarSetSkipInjectionAnnotation = "apps.deckhand.dev/sidecarset-skip-injection"
 )
