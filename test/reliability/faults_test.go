@@ -93,85 +93,49 @@ func leaseHolder(ctx context.Context) (string, error) {
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
-// admissionLoad creates, on two goroutines every 200ms each, pods that a
-// SidecarSet selects (failurePolicy Ignore: a webhook call that fails
-// admits the pod without its sidecar) and RestartSchedules (failurePolicy
-// Fail: it refuses the create), and records every outcome.
-type admissionLoad struct {
-	gate sync.RWMutex // held by each request; Lock: between two requests
+// scheduleLoad creates a RestartSchedule every 200ms and counts the
+// creates refused: its webhooks' failurePolicy Fail refuses a create whose
+// webhook call failed.
+type scheduleLoad struct {
 	stop chan struct{}
 	wg   sync.WaitGroup
 
-	mu          sync.Mutex
-	made        int
-	notInjected []string
-	errs        []string
+	mu   sync.Mutex
+	made int
+	errs []string
 }
 
-func startAdmissionLoad(t *testing.T, ns, prefix string, podLabels map[string]string) *admissionLoad {
-	l := &admissionLoad{stop: make(chan struct{})}
-	pod := func(i int) (client.Object, func() string) {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-pod-%d", prefix, i), Namespace: ns, Labels: podLabels},
-			// Never scheduled: the fake nodes have nothing to run.
-			Spec: corev1.PodSpec{NodeSelector: map[string]string{"deckhand.dev/no-such-node": "true"},
-				Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-		}
-		return p, func() string {
-			if len(p.Spec.Containers) != 2 {
-				return fmt.Sprintf("pod %s admitted with %d containers", p.Name, len(p.Spec.Containers))
+func startScheduleLoad(t *testing.T, ns, prefix string) *scheduleLoad {
+	l := &scheduleLoad{stop: make(chan struct{})}
+	l.wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(200 * time.Millisecond):
 			}
-			return ""
-		}
-	}
-	schedule := func(i int) (client.Object, func() string) {
-		return &deckhandv1alpha1.RestartSchedule{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-adm-%d", prefix, i), Namespace: ns},
-			Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 3 * * *", Suspend: true,
-				Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "x"}}},
-		}, func() string { return "" }
-	}
-	for _, newObj := range []func(int) (client.Object, func() string){pod, schedule} {
-		l.wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-l.stop:
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-				obj, check := newObj(i)
-				l.gate.RLock()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err := suite.client.Create(ctx, obj)
-				cancel()
-				l.gate.RUnlock()
-				l.mu.Lock()
-				l.made++
-				if err != nil {
-					l.errs = append(l.errs, err.Error())
-				} else if msg := check(); msg != "" {
-					l.notInjected = append(l.notInjected, msg)
-				}
-				l.mu.Unlock()
+			obj := &deckhandv1alpha1.RestartSchedule{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-adm-%d", prefix, i), Namespace: ns},
+				Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 3 * * *", Suspend: true,
+					Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "x"}}},
 			}
-		})
-	}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := suite.client.Create(ctx, obj)
+			cancel()
+			l.mu.Lock()
+			l.made++
+			if err != nil {
+				l.errs = append(l.errs, err.Error())
+			}
+			l.mu.Unlock()
+		}
+	})
 	t.Cleanup(l.Stop)
 	return l
 }
 
-// Made is how many admission requests were made so far.
-func (l *admissionLoad) Made() int { l.mu.Lock(); defer l.mu.Unlock(); return l.made }
-
-// Between runs fn while no request of the load is in flight.
-func (l *admissionLoad) Between(fn func()) {
-	l.gate.Lock()
-	defer l.gate.Unlock()
-	fn()
-}
-
 // Stop ends the load.
-func (l *admissionLoad) Stop() {
+func (l *scheduleLoad) Stop() {
 	select {
 	case <-l.stop:
 	default:
@@ -180,57 +144,41 @@ func (l *admissionLoad) Stop() {
 	l.wg.Wait()
 }
 
-// waitMade waits until the load has made n requests in all.
-func (l *admissionLoad) waitMade(t *testing.T, n int) {
-	t.Helper()
-	testutil.Eventually(t, 2*time.Minute, func(context.Context) (bool, error) {
-		return l.Made() >= n, nil
-	}, "%d admission requests are made", n)
+// Result is how many creates were made and refused.
+func (l *scheduleLoad) Result() (made, refused int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.made, len(l.errs)
 }
 
+// notInjectedBound is how soon after the standby's first action as leader
+// the SidecarSet's status must count the pods admitted without its
+// sidecar: the first reconciles of a new leader and a status write.
+const notInjectedBound = 5 * time.Second
+
 // TestLeaderFailover runs two managers with leader election behind
-// serviceProxy, which stands in for their Service: the webhook
-// configurations point at it and it spreads connections over both
-// replicas, skipping one that refuses. Both serve the suite's certificate
-// (one cert dir, valid for 127.0.0.1), as replicas mounting one Secret do.
-// Pods a SidecarSet selects and RestartSchedules are created all through
-// (before, during and after the leader is SIGKILLed): every pod must be
-// injected (the standby's webhook and SidecarSet cache serve it) and no
-// create may fail. The standby must act as leader (the PodSet scale-up
-// requested right after the kill starts) within the lease duration + 5s.
+// kubeProxy, which stands in for their Service, and SIGKILLs the leader
+// while pods a SidecarSet selects (podLoad, 10 a second) and
+// RestartSchedules (every 200ms) are created. The standby must act as
+// leader (the PodSet scale-up requested right after the kill starts)
+// within the lease duration + 5s.
 //
-// The kill falls between two of the test's requests: a request in flight to
-// a replica that dies fails in any cluster (the API server does not retry a
-// webhook call the replica had received), and that is not what this test
-// measures.
+// A SIGKILL leaves no time to drain: until the dead replica's endpoint is
+// dropped (endpointDelay), new connections sent to it are refused, and the
+// API server does not retry an admission call (a POST). Those pods are
+// admitted without their sidecar (failurePolicy Ignore) and those
+// RestartSchedule creates are refused (failurePolicy Fail): both are
+// counted, not forbidden. Every pod admitted without its sidecar must be
+// counted in the SidecarSet's status.notInjectedPods within
+// notInjectedBound of the standby's first action.
 func TestLeaderFailover(t *testing.T) {
 	rounds := 1
 	if stress() {
 		rounds = 5
 	}
 	ns := namespace(t)
-	suite.deckhand.Stop()
-	t.Cleanup(func() {
-		if err := installWebhooks(context.Background(), suite.port); err != nil {
-			t.Errorf("restoring the webhooks: %v", err)
-		}
-		ensureDeckhand(t)
-	})
-	proxy := startServiceProxy(t)
-	if err := installWebhooks(testutil.Context(t, time.Minute), proxy.Port()); err != nil {
-		t.Fatal(err)
-	}
-	freePort := func() int {
-		port, err := localcluster.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return port
-	}
-
-	leaderPort := freePort()
-	proxy.SetBackends(leaderPort)
-	leader := startManager(t, "deckhand-a", leaderPort, "--leader-elect=true")
+	proxy := behindProxy(t)
+	leader := startReplica(t, proxy, "deckhand-a")
 	var leaderID string
 	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
 		h, err := leaseHolder(ctx)
@@ -239,30 +187,23 @@ func TestLeaderFailover(t *testing.T) {
 	}, "the first manager holds the lease")
 
 	injected := map[string]string{"app": "failover-injected"}
-	createSidecarSet(t, "failover-"+ns, ns, injected)
+	s := createSidecarSet(t, "failover-"+ns, ns, injected)
 
-	var takeovers, acts []time.Duration
-	admissions, badAdmissions := 0, 0
+	var takeovers, acts, reports []time.Duration
+	pods, missed, schedules, refused := 0, 0, 0, 0
+	var perRound []int
 	for round := range rounds {
-		standbyPort := freePort()
-		standby := startManager(t, fmt.Sprintf("deckhand-%c", 'b'+round), standbyPort, "--leader-elect=true")
-		proxy.SetBackends(leaderPort, standbyPort)
+		standby := startReplica(t, proxy, fmt.Sprintf("deckhand-%c", 'b'+round))
+		proxy.waitEndpoints(t, leader.port, standby.port)
 		ps := simplePodSet(ns, fmt.Sprintf("failover-%d", round), 2)
 		retry(t, time.Minute, "creating a PodSet", func(ctx context.Context) error { return suite.client.Create(ctx, ps) })
 		waitPodSet(t, ps, 2, 3*time.Minute)
 
-		load := startAdmissionLoad(t, ns, fmt.Sprintf("r%d", round), injected)
-		load.waitMade(t, 10)
-		var killed time.Time
-		load.Between(func() {
-			killed = time.Now()
-			leader.Kill()
-			// The dead replica's connections end (as they do through a
-			// Service) before the next request.
-			if err := proxy.waitClosed(testutil.Context(t, time.Minute), leaderPort); err != nil {
-				t.Error(err)
-			}
-		})
+		load := startPodLoad(t, ns, fmt.Sprintf("r%d", round), injected)
+		schedLoad := startScheduleLoad(t, ns, fmt.Sprintf("r%d", round))
+		load.waitMade(t, 20)
+		killed := time.Now()
+		leader.Kill()
 		atKill := load.Made()
 		scalePodSet(t, ps, 5) // work only a leader does
 		var took, acted time.Duration
@@ -289,36 +230,56 @@ func TestLeaderFailover(t *testing.T) {
 			return took > 0 && acted > 0, nil
 		}, "the standby manager takes the lease and scales the PodSet up")
 		atActed := load.Made()
+
+		// The misses so far are all the round's: the dead endpoint was
+		// dropped long before the lease expired.
+		_, roundMissed, _, _ := load.Result()
+		want := missed + roundMissed
+		var reported time.Duration
+		testutil.Eventually(t, notInjectedBound, func(ctx context.Context) (bool, error) {
+			cur := &deckhandv1alpha1.SidecarSet{}
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+				return false, err
+			}
+			reported = time.Since(killed)
+			got := cur.Status.NotInjectedPods
+			return orErr(got == int32(want), fmt.Errorf("status.notInjectedPods %d", got))
+		}, "the SidecarSet counts the %d pod(s) admitted without its sidecar", want)
+
 		waitPodSet(t, ps, 5, 3*time.Minute)
-		load.waitMade(t, atActed+10)
+		load.waitMade(t, atActed+20)
 		load.Stop()
+		schedLoad.Stop()
 
 		if acted > failoverBound {
 			t.Errorf("round %d: the standby acted as leader %s after the kill; want within %s (lease duration %s + 5s)", round, acted, failoverBound, leaseDuration)
 		}
-		load.mu.Lock()
-		made, uninjected, failed := load.made, len(load.notInjected), len(load.errs)
-		if uninjected > 0 {
-			t.Errorf("round %d: %d of %d admissions admitted a pod without its sidecar, first: %s", round, uninjected, made, load.notInjected[0])
+		made, notInjected, failed, first := load.Result()
+		if notInjected != roundMissed {
+			t.Errorf("round %d: %d pod(s) were admitted without their sidecar once the standby led (%d before), first %s", round, notInjected-roundMissed, roundMissed, first)
 		}
 		if failed > 0 {
-			t.Errorf("round %d: %d of %d admission requests failed, first: %s", round, failed, made, load.errs[0])
+			t.Errorf("round %d: %d of %d pod creates failed (the pod webhook fails open), first %s", round, failed, made, first)
 		}
-		load.mu.Unlock()
-		if during := atActed - atKill; during < 5 {
-			t.Errorf("round %d: only %d admission requests were made between the kill and the standby's first action", round, during)
+		if during := atActed - atKill; during < 20 {
+			t.Errorf("round %d: only %d pods were created between the kill and the standby's first action", round, during)
 		}
-		admissions += made
-		badAdmissions += uninjected + failed
+		schedMade, schedRefused := schedLoad.Result()
+		pods += made
+		missed += notInjected
+		perRound = append(perRound, notInjected)
+		schedules += schedMade
+		refused += schedRefused
 		takeovers = append(takeovers, took.Round(100*time.Millisecond))
 		acts = append(acts, acted.Round(100*time.Millisecond))
-		skipped, dropped := proxy.Skipped()
-		t.Logf("round %d: %s took the lease %s after the kill (was %s) and scaled up %s after; %d admissions (%d before the kill, %d until the standby acted): %d failed, %d pods without their sidecar; proxy: %d connections to the killed replica, %d to the standby, %d skipped a dead replica, %d dropped",
-			round, newID, took, leaderID, acted, made, atKill, atActed-atKill, failed, uninjected, proxy.Served(leaderPort), proxy.Served(standbyPort), skipped, dropped)
-		leader, leaderPort, leaderID = standby, standbyPort, newID
+		reports = append(reports, reported.Round(100*time.Millisecond))
+		proxyRefused, _ := proxy.Failed()
+		t.Logf("round %d: %s took the lease %s after the kill (was %s), scaled up %s after, status counted the misses %s after; %d pods (%d before the kill, %d until the standby acted): %d without their sidecar; %d RestartSchedule creates, %d refused; proxy: %d connections to the killed replica, %d to the standby, %d refused in all",
+			round, newID, took, leaderID, acted, reported, made, atKill, atActed-atKill, notInjected, schedMade, schedRefused, proxy.Served(leader.port), proxy.Served(standby.port), proxyRefused)
+		leader, leaderID = standby, newID
 	}
-	figure(t, "%d leader failover(s) behind a round-robin proxy: lease taken over after %v, the standby acted (scale-up started) after %v (bound %s); %d admissions through them (pods a SidecarSet injects, RestartSchedules), %d failed or without their sidecar",
-		rounds, takeovers, acts, failoverBound, admissions, badAdmissions)
+	figure(t, "%d leader failover(s) (SIGKILL) behind a kube-proxy-like proxy (endpoint dropped %s after the process dies): lease taken over after %v, the standby acted (scale-up started) after %v (bound %s); %d pods created at 10/s: %d admitted without their sidecar (per round %v), all counted in status.notInjectedPods %v after the kill; %d RestartSchedule creates, %d refused",
+		rounds, endpointDelay, takeovers, acts, failoverBound, pods, missed, perRound, reports, schedules, refused)
 }
 
 // TestAPIServerRestart stops kube-apiserver while a manager is creating a
