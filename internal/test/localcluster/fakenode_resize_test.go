@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -101,7 +102,8 @@ func TestFakeNodeResizesContainers(t *testing.T) {
 // the pod from a watch, as the kubelet (v1.36) reports it: PodResizePending with reason
 // Deferred, never PodResizeInProgress, the container still reporting its old
 // resources and the pod Ready. Asking for the old resources again removes
-// the condition; a resize that fits then completes.
+// the condition; a resize that fits then completes. A resize beyond the
+// node's allocatable never reaches the node: the API server refuses it.
 func TestFakeNodeDefersOversizedResize(t *testing.T) {
 	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
 	tooMuch := FakeNodeResizeRoom.Cpu().DeepCopy()
@@ -137,6 +139,18 @@ func TestFakeNodeDefersOversizedResize(t *testing.T) {
 		}
 		return p.ResourceVersion
 	}
+	// Beyond the node's allocatable the API server refuses the resize itself.
+	node, err := c.Clientset().CoreV1().Nodes().Get(ctx, "kwok-node-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beyond := node.Status.Allocatable.Cpu().DeepCopy()
+	beyond.Add(resource.MustParse("1"))
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":%q},"limits":{"cpu":%q}}}]}}`, beyond.String(), beyond.String())
+	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); !apierrors.IsForbidden(err) {
+		t.Fatalf("resize beyond the node's allocatable: want Forbidden, got %v", err)
+	}
+
 	rv := resize(tooMuch.String())
 	deferred := waitPod(t, ctx, pods, pod.Name, rv, func(p *corev1.Pod) bool {
 		if cond := podCondition(p, corev1.PodResizeInProgress); cond != nil {
