@@ -386,8 +386,9 @@ type RestartRecord struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// result of the run for this workload.
 	Result RestartResult `json:"result"`
-	// message explains the result.
+	// message explains the result, in at most 1024 bytes.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 }
 
@@ -438,14 +439,29 @@ type RestartScheduleStatus struct {
 	// +optional
 	// +listType=atomic
 	Active []RestartActive `json:"active,omitempty"`
-	// pending lists selected workloads of the current run waiting for their
-	// turn (maxConcurrent).
+	// pending lists the next workloads of the current run waiting for
+	// their turn (maxConcurrent), at most 100: a run of more workloads lists
+	// the rest, in order of kind then name after pendingAfter, as these
+	// start. pendingCount counts them all.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
 	Pending []RestartPending `json:"pending,omitempty"`
+	// pendingCount is how many workloads of the current run wait for their
+	// turn: those in pending and those still to be listed.
+	// +optional
+	PendingCount int32 `json:"pendingCount,omitempty"`
+	// pendingAfter is "Kind/name" of the last workload of the current run
+	// listed in pending; the selected workloads after it, by kind then name,
+	// are still to come, listed (and selected anew) when pending runs
+	// short. Empty when pending lists every waiting workload.
+	// +optional
+	// +kubebuilder:validation:MaxLength=300
+	PendingAfter string `json:"pendingAfter,omitempty"`
 	// history of runs, newest first, at most spec.historyLimit entries.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
 	History []RestartRecord `json:"history,omitempty"`
 	// conditions: Ready, Suspended, InvalidSchedule, RunStopped, and
 	// Stalled while the schedule cannot be used.
@@ -467,6 +483,7 @@ type RestartScheduleStatus struct {
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextScheduleTime`
 // +kubebuilder:printcolumn:name="Next Run",type=string,JSONPath=`.status.nextRunTime`,priority=1,description="When the next restart will really start, windows and blackout dates applied"
+// +kubebuilder:printcolumn:name="Waiting",type=integer,JSONPath=`.status.pendingCount`,priority=1,description="Workloads of the current run waiting for their turn"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the RestartSchedule has reached its spec: the status of its Ready condition"
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the RestartSchedule is or is not Ready"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

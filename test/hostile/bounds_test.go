@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
@@ -296,6 +298,14 @@ func TestBoundsPodCacheAnnotations(t *testing.T) {
 	}
 }
 
+// describeStatus prints a RestartSchedule's run as it is when printed.
+type describeStatus struct{ rs *deckhandv1alpha1.RestartSchedule }
+
+func (d describeStatus) String() string {
+	st := d.rs.Status
+	return fmt.Sprintf("active %d, pending %d listed and %d counted, history %d, conditions %v", len(st.Active), len(st.Pending), st.PendingCount, len(st.History), st.Conditions)
+}
+
 // mib prints a size in bytes in MiB, as it is when printed.
 type mib int64
 
@@ -306,4 +316,110 @@ func abs(v int64) int64 {
 		return -v
 	}
 	return v
+}
+
+// storedSize is the size of the object at path as the API server returns
+// it in JSON, managed fields included: what etcd holds of a custom
+// resource, and what its 1.5 MiB limit applies to.
+func storedSize(ctx context.Context, t *testing.T, path string) int {
+	t.Helper()
+	raw, err := suite.clientset.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return len(raw)
+}
+
+// maxRestartScheduleStatus is the size a RestartSchedule selecting 10,000
+// workloads stays under, whatever its run does (the default history of 10
+// entries, pending listing 100, messages of at most 1 KiB).
+const maxRestartScheduleStatus = 64 << 10
+
+// A RestartSchedule selecting 10,000 workloads lists 100 of them and counts
+// the rest, and a run stopped with 9,999 workloads not started says so in
+// a message of at most 1 KiB: its status stays small enough to be written.
+func TestBoundsRestartScheduleStatus(t *testing.T) {
+	ensureDeckhand(t)
+	ns := testutil.Namespace(t, suite.client)
+	const n = 10000
+	c := ctx(t, 5*time.Minute)
+	labels := map[string]string{"bounds-restart": "all"}
+
+	// The RestartSchedule controller counts a workload its cache lists
+	// under the selector; to start one, it needs it not paused. No
+	// controller rolls them out here: a restarted one stays active.
+	start := time.Now()
+	createAll(c, t, n, 32, func(i int) client.Object {
+		d := testutil.Deployment(ns, fmt.Sprintf("d%05d", i), 1, labels, app)
+		d.Labels = labels // what the selector reads
+		return d
+	})
+	t.Logf("created %d Deployments in %s", n, time.Since(start).Round(time.Second))
+	t.Cleanup(func() {
+		_ = suite.client.DeleteAllOf(context.Background(), &appsv1.Deployment{}, client.InNamespace(ns), client.MatchingLabels(labels))
+	})
+
+	// The manager's cache has every Deployment once it has the last one
+	// created: a schedule restarting that one alone sees it.
+	last := fmt.Sprintf("d%05d", n-1)
+	probe := restartSchedule(ns, "probe", "0 3 * * *")
+	probe.Spec.Target.TargetRef.Name = last
+	probe.Annotations = map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "1"}
+	testutil.Create(c, t, suite.client, probe)
+	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := suite.client.Get(ctx, client.ObjectKeyFromObject(probe), probe)
+		return err == nil && len(probe.Status.Active) == 1, err
+	}, "the manager restarts Deployment %s", last)
+
+	rs := restartSchedule(ns, "all", "0 3 * * *")
+	rs.Spec.Target = deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: labels}}
+	rs.Spec.FailurePolicy = deckhandv1alpha1.RestartFailureStop
+	rs.Annotations = map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "1"}
+	testutil.Create(c, t, suite.client, rs)
+	path := "/apis/apps.deckhand.dev/v1alpha1/namespaces/" + ns + "/restartschedules/all"
+	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
+		return err == nil && len(rs.Status.Active) == 1 && rs.Status.PendingCount == n-1, err
+	}, "the run restarts one Deployment and counts %d waiting (%v)", n-1, describeStatus{rs})
+	size := storedSize(c, t, path)
+	t.Logf("a run of %d workloads under way: %d listed in pending, %d counted, stored object %d bytes", n, len(rs.Status.Pending), rs.Status.PendingCount, size)
+	if len(rs.Status.Pending) > 100 || size > maxRestartScheduleStatus {
+		t.Errorf("pending lists %d workloads and the object takes %d bytes; want at most 100 and %d bytes", len(rs.Status.Pending), size, maxRestartScheduleStatus)
+	}
+
+	// failurePolicy Stop: the restarted Deployment disappears, its restart
+	// fails, and the run stops with every other workload not started.
+	first := rs.Status.Active[0].Name
+	if err := suite.client.Delete(c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first}}); err != nil {
+		t.Fatal(err)
+	}
+	var stopped *metav1.Condition
+	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
+		stopped = meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleRunStoppedCondition)
+		return err == nil && stopped != nil && stopped.Status == metav1.ConditionTrue, err
+	}, "the run stops after Deployment %s was deleted", first)
+	size = storedSize(c, t, path)
+	t.Logf("the run stopped: RunStopped message of %d bytes (%q), stored object %d bytes", len(stopped.Message), stopped.Message, size)
+	if rs.Status.PendingCount != 0 || len(rs.Status.Pending) != 0 || rs.Status.PendingAfter != "" {
+		t.Errorf("a stopped run left pendingCount %d, %d listed, pendingAfter %q", rs.Status.PendingCount, len(rs.Status.Pending), rs.Status.PendingAfter)
+	}
+	if len(stopped.Message) > 1024 || !strings.Contains(stopped.Message, fmt.Sprintf("and %d more", n-1-10)) {
+		t.Errorf("RunStopped says %q (%d bytes); want at most 1024 bytes naming ten workloads and counting the other %d", stopped.Message, len(stopped.Message), n-1-10)
+	}
+	if size > maxRestartScheduleStatus {
+		t.Errorf("the stopped schedule takes %d bytes; want at most %d", size, maxRestartScheduleStatus)
+	}
+	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
+		evs, err := suite.clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "all" && e.Reason == "RunStopped" {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, "a RunStopped Event is recorded (the API server refuses a note over 1 KiB)")
 }

@@ -166,6 +166,10 @@ type scope struct {
 	// holdStarts is set when this reconcile queued a run-now run: its start
 	// time must be in the status before any workload is patched with it.
 	holdStarts bool
+	// unlisted is how many waiting workloads of the current run
+	// status.pending does not list (pending.go); pendingCount is written
+	// from it.
+	unlisted int
 }
 
 type pendingEvent struct {
@@ -175,7 +179,7 @@ type pendingEvent struct {
 }
 
 func (s *scope) event(related runtime.Object, typ, reason, action, format string, args ...any) {
-	s.events = append(s.events, pendingEvent{related: related, typ: typ, reason: reason, action: action, note: fmt.Sprintf(format, args...)})
+	s.events = append(s.events, pendingEvent{related: related, typ: typ, reason: reason, action: action, note: truncateMessage(fmt.Sprintf(format, args...))})
 }
 
 // Priorities of the controller's queue.
@@ -215,9 +219,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	orig := rs.DeepCopy()
-	s := &scope{rs: rs, now: r.Clock.Now()}
+	s := &scope{rs: rs, now: r.Clock.Now(), unlisted: unlistedOf(&rs.Status)}
+	listPending(s)
 
 	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.summarize)
+	countPending(s)
 	if err == nil && s.patchedWorkloads {
 		return ctrl.Result{RequeueAfter: statusAfterPatchDelay, Priority: normalPriority}, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,6 +106,7 @@ func stopRun(s *scope, failed deckhandv1alpha1.RestartRecord) {
 	reason := fmt.Sprintf("%s failed: %s", failed.Workload, failed.Message)
 	var keep []deckhandv1alpha1.RestartPending
 	var halted []string
+	why := fmt.Sprintf("not started: the run stopped because %s (failurePolicy Stop)", reason)
 	for _, p := range st.Pending {
 		if !p.ScheduledTime.Equal(&failed.ScheduledTime) || p.Trigger != failed.Trigger {
 			keep = append(keep, p)
@@ -114,17 +114,21 @@ func stopRun(s *scope, failed deckhandv1alpha1.RestartRecord) {
 		}
 		key := workloadKey(p.Kind, p.Name)
 		halted = append(halted, key)
-		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartSkipped,
-			Message: fmt.Sprintf("not started: the run stopped because %s (failurePolicy Stop)", reason)})
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: why})
 	}
 	st.Pending = keep
-	if len(halted) == 0 && s.stopped != "" {
+	more := 0
+	if len(keep) == 0 {
+		// The workloads not listed yet belong to the run pending listed.
+		more = dropUnlisted(s, deckhandv1alpha1.RestartPending{ScheduledTime: failed.ScheduledTime, Trigger: failed.Trigger}, deckhandv1alpha1.RestartSkipped, why)
+	}
+	if len(halted)+more == 0 && s.stopped != "" {
 		// A second failure of a run this reconcile already stopped.
 		return
 	}
 	notStarted := "no workload was left to start"
-	if len(halted) > 0 {
-		notStarted = "not started: " + strings.Join(halted, ", ")
+	if len(halted)+more > 0 {
+		notStarted = "not started: " + describeWorkloads(halted, more)
 	}
 	s.stopped = fmt.Sprintf("%s stopped because %s; %s", run, reason, notStarted)
 	s.event(nil, corev1.EventTypeWarning, ReasonRunStopped, "Restart", "%s (failurePolicy Stop)", s.stopped)
@@ -149,7 +153,21 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 	wait := func(until time.Time) {
 		res = reconcileutil.LowestNonZero(res, requeueIn(until.Sub(s.now)))
 	}
-	for i := 0; i < len(st.Pending) && len(st.Active) < limit; {
+	if len(st.Pending) == 0 {
+		return ctrl.Result{}, nil
+	}
+	// The run of every workload pending lists, and of those it does not.
+	run := st.Pending[0]
+	for i := 0; len(st.Active) < limit; {
+		if i == len(st.Pending) {
+			// The listed workloads are started or waiting: list the next.
+			if err := r.refillPending(ctx, s, run); err != nil {
+				return ctrl.Result{}, err
+			}
+			if i == len(st.Pending) {
+				break
+			}
+		}
 		p := st.Pending[i]
 		key := workloadKey(p.Kind, p.Name)
 		skip := func(msg string, related runtime.Object) {
@@ -226,6 +244,14 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime, Trigger: p.Trigger,
 			StartTime: metav1.NewTime(s.now), Generation: generation})
 		res = reconcileutil.LowestNonZero(res, requeueIn(r.pollInterval()))
+	}
+	// NOTE: pending lists a workload whenever the run has one waiting, so
+	// that a run in progress shows in pending (concurrencyPolicy, resume)
+	// and the next reconcile knows the run's time and trigger.
+	if len(st.Pending) == 0 {
+		if err := r.refillPending(ctx, s, run); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return res, nil
 }

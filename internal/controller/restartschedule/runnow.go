@@ -105,10 +105,7 @@ func (r *Reconciler) runNow(ctx context.Context, s *scope) (ctrl.Result, error) 
 		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "RunNow", "run-now %q matched no workload", token)
 		return ctrl.Result{}, nil
 	}
-	for _, t := range targets {
-		st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: t.Kind, Name: t.Name, ScheduledTime: start,
-			Trigger: deckhandv1alpha1.RestartTriggerRunNow, IgnoreWindows: ignoreWindows})
-	}
+	queue(s, targets, deckhandv1alpha1.RestartPending{ScheduledTime: start, Trigger: deckhandv1alpha1.RestartTriggerRunNow, IgnoreWindows: ignoreWindows})
 	s.holdStarts = true
 	s.runStarted = true
 	override := ""
@@ -135,6 +132,9 @@ func replaceRun(s *scope, msg string) {
 	for _, p := range st.Pending {
 		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: workloadKey(p.Kind, p.Name),
 			Result: deckhandv1alpha1.RestartSkipped, Message: "not started: " + msg})
+	}
+	if len(st.Pending) > 0 {
+		dropUnlisted(s, st.Pending[0], deckhandv1alpha1.RestartSkipped, "not started: "+msg)
 	}
 	s.event(nil, corev1.EventTypeNormal, ReasonRunReplaced, "Schedule", "the previous run was still rolling out; %s", msg)
 	st.Active, st.Pending = nil, nil

@@ -3,7 +3,6 @@ package restartschedule
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,6 +97,8 @@ func abandonLateRun(s *scope) {
 	var keep []deckhandv1alpha1.RestartPending
 	var missed []string
 	var slot time.Time
+	var why string
+	run := st.Pending[0]
 	for _, p := range st.Pending {
 		late := s.now.Sub(p.ScheduledTime.Time)
 		if late <= deadline {
@@ -107,15 +108,20 @@ func abandonLateRun(s *scope) {
 		key := workloadKey(p.Kind, p.Name)
 		missed = append(missed, key)
 		slot = p.ScheduledTime.Time
-		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartMissed,
-			Message: fmt.Sprintf("not started: the run was suspended and resumed %s after its scheduled time, more than startingDeadlineSeconds (%ds)",
-				late.Truncate(time.Second), *secs)})
+		why = fmt.Sprintf("not started: the run was suspended and resumed %s after its scheduled time, more than startingDeadlineSeconds (%ds)",
+			late.Truncate(time.Second), *secs)
+		s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartMissed, Message: why})
 	}
 	st.Pending = keep
+	more := 0
+	if len(keep) == 0 {
+		// The workloads not listed yet belong to the same run.
+		more = dropUnlisted(s, run, deckhandv1alpha1.RestartMissed, why)
+	}
 	if len(missed) > 0 {
 		s.event(nil, corev1.EventTypeWarning, ReasonMissSchedule, "Schedule",
 			"the run scheduled at %s was not continued after resuming: it is more than startingDeadlineSeconds (%d) old; not restarted: %s",
-			formatSlot(slot), *secs, strings.Join(missed, ", "))
+			formatSlot(slot), *secs, describeWorkloads(missed, more))
 	}
 }
 
@@ -192,9 +198,7 @@ func (r *Reconciler) fire(ctx context.Context, s *scope) (ctrl.Result, error) {
 		s.event(nil, corev1.EventTypeNormal, ReasonRunSkipped, "Schedule", "the run scheduled at %s matched no workload", formatSlot(plan.Slot))
 		return ctrl.Result{}, nil
 	}
-	for _, t := range targets {
-		st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: t.Kind, Name: t.Name, ScheduledTime: slot})
-	}
+	queue(s, targets, deckhandv1alpha1.RestartPending{ScheduledTime: slot})
 	s.runStarted = true
 	late := ""
 	if plan.Count > 1 {

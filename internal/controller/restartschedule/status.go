@@ -35,24 +35,31 @@ func (s *scope) record(e deckhandv1alpha1.RestartRecord) {
 		t := metav1.NewTime(s.now)
 		e.CompletionTime = &t
 	}
+	e.Message = truncateMessage(e.Message)
 	st := &s.rs.Status
-	st.History = append([]deckhandv1alpha1.RestartRecord{e}, st.History...)
+	// Trimmed as it grows: a run stopped with many workloads waiting
+	// records each of them.
+	st.History = append([]deckhandv1alpha1.RestartRecord{e}, st.History[:min(len(st.History), historyLimit(s.rs)-1)]...)
 	s.results = append(s.results, e.Result)
+}
+
+// historyLimit is how many entries status.history keeps.
+func historyLimit(rs *deckhandv1alpha1.RestartSchedule) int {
+	if rs.Spec.HistoryLimit < 1 {
+		return defaultHistoryLimit
+	}
+	return int(rs.Spec.HistoryLimit)
 }
 
 // summarize trims the history and sets nextScheduleTime and conditions.
 func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error) {
 	rs, st := s.rs, &s.rs.Status
-	limit := int(rs.Spec.HistoryLimit)
-	if limit < 1 {
-		limit = defaultHistoryLimit
-	}
-	if len(st.History) > limit {
+	if limit := historyLimit(rs); len(st.History) > limit {
 		st.History = st.History[:limit]
 	}
 	gen := rs.Generation
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen,
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: truncateMessage(msg), ObservedGeneration: gen,
 			LastTransitionTime: metav1.NewTime(s.now)})
 	}
 
@@ -113,7 +120,7 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 	switch {
 	case len(st.Active) > 0:
 		summary = conditions.Summary{State: conditions.Ready, Reason: ReasonRestarting,
-			Message: fmt.Sprintf("%d workload(s) rolling out, %d waiting", len(st.Active), len(st.Pending))}
+			Message: fmt.Sprintf("%d workload(s) rolling out, %d waiting", len(st.Active), len(st.Pending)+s.unlisted)}
 	case stopped != nil && stopped.Status == metav1.ConditionTrue:
 		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonRunStopped, Message: stopped.Message}
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartFailed:
