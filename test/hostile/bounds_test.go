@@ -299,7 +299,9 @@ func TestBoundsPodCacheAnnotations(t *testing.T) {
 }
 
 // describeStatus prints a RestartSchedule's run as it is when printed.
-type describeStatus struct{ rs *deckhandv1alpha1.RestartSchedule }
+type describeStatus struct {
+	rs *deckhandv1alpha1.RestartSchedule
+}
 
 func (d describeStatus) String() string {
 	st := d.rs.Status
