@@ -287,7 +287,8 @@ func TestFastPathSeedsPatchMetadata(t *testing.T) {
 }
 
 // TestFastPathSeedsTransfer makes sure the differential covers envNames,
-// sourceContainerNameFrom and shareVolumeDevicePolicy.
+// sourceContainerNameFrom and shareVolumeDevicePolicy. The sidecar's own TZ
+// wins over the app's transferred one.
 func TestFastPathSeedsTransfer(t *testing.T) {
 	l := fuzzLister(t, []byte(`{"metadata":{"name":"transfer"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"t","image":"t:1","env":[{"name":"TZ","value":"own"}],"volumeDevices":[{"name":"raw","devicePath":"/dev/own"}],"shareVolumeDevicePolicy":{"type":"enabled"},"transferEnv":[{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.labels['main']"}},"envNames":["TZ","LANG","NONE"]},{"sourceContainerNameFrom":{"fieldRef":{"fieldPath":"metadata.annotations['example.com/src']"}},"envName":"MODE"}]}]}}`))
 	if l == nil {
@@ -305,7 +306,7 @@ func TestFastPathSeedsTransfer(t *testing.T) {
 	for _, e := range c.Env {
 		env = append(env, e.Name+"="+e.Value)
 	}
-	if fmt.Sprint(env) != "[TZ=UTC LANG=C MODE=m]" || len(c.VolumeDevices) != 2 || c.VolumeDevices[1].DevicePath != "/dev/blk" {
+	if fmt.Sprint(env) != "[TZ=own LANG=C MODE=m]" || len(c.VolumeDevices) != 2 || c.VolumeDevices[1].DevicePath != "/dev/blk" {
 		t.Fatalf("unexpected sidecar: env %v devices %+v", env, c.VolumeDevices)
 	}
 }

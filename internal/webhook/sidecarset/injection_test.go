@@ -138,8 +138,10 @@ func TestInjectionVolumesSecretsSharedMountsAndTransferEnv(t *testing.T) {
 	for _, e := range c.Env {
 		env[e.Name] = e
 	}
-	if env["LOG_LEVEL"].Value != "debug" {
-		t.Errorf("LOG_LEVEL = %q, want the app's value %q", env["LOG_LEVEL"].Value, "debug")
+	// The sidecar defines LOG_LEVEL itself: its own value wins over the
+	// transferred one, as in OpenKruise.
+	if env["LOG_LEVEL"].Value != "info" {
+		t.Errorf("LOG_LEVEL = %q, want the sidecar's own value %q", env["LOG_LEVEL"].Value, "info")
 	}
 	if ip := env["POD_IP"]; ip.ValueFrom == nil || ip.ValueFrom.FieldRef == nil || ip.ValueFrom.FieldRef.FieldPath != "status.podIP" {
 		t.Errorf("POD_IP not transferred with its valueFrom: %+v", ip)
