@@ -13,13 +13,21 @@ import (
 )
 
 // A run of more workloads than status.pending lists restarts every one of
-// them, once, in order, listing a hundred at a time and counting the rest.
+// them, once, in order, listing a hundred at a time and counting the rest:
+// the next ones are listed when the listed ones have all started, whether
+// the last started filled maxConcurrent (1) or left room (3).
 func TestUnitLongRunListsAHundredAtATime(t *testing.T) {
+	for _, limit := range []int32{1, 3} {
+		t.Run(fmt.Sprintf("maxConcurrent %d", limit), func(t *testing.T) { longRun(t, limit) })
+	}
+}
+
+func longRun(t *testing.T, limit int32) {
 	const n = 250
 	sel := map[string]string{"tier": "web"}
 	rs := schedule("s", "0 * * * *", "2026-01-01T10:30:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
 		rs.Spec.Target = deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: sel}}
-		rs.Spec.MaxConcurrent = 3
+		rs.Spec.MaxConcurrent = limit
 	})
 	objs := []client.Object{rs}
 	for i := range n {
@@ -28,9 +36,9 @@ func TestUnitLongRunListsAHundredAtATime(t *testing.T) {
 	h := newHarness(t, "2026-01-01T11:00:01Z", objs...)
 	h.reconcile("s")
 	st := h.rs("s").Status
-	if len(st.Active) != 3 || len(st.Pending) != maxListedPending-3 || st.PendingCount != n-3 || st.PendingAfter != "Deployment/d099" {
-		t.Fatalf("run started with %d active, %d listed, pendingCount %d, pendingAfter %q; want 3, %d, %d, Deployment/d099",
-			len(st.Active), len(st.Pending), st.PendingCount, st.PendingAfter, maxListedPending-3, n-3)
+	if l := int(limit); len(st.Active) != l || len(st.Pending) != maxListedPending-l || int(st.PendingCount) != n-l || st.PendingAfter != "Deployment/d099" {
+		t.Fatalf("run started with %d active, %d listed, pendingCount %d, pendingAfter %q; want %d, %d, %d, Deployment/d099",
+			len(st.Active), len(st.Pending), st.PendingCount, st.PendingAfter, l, maxListedPending-l, n-l)
 	}
 	for step := 0; len(h.rs("s").Status.Active) > 0; step++ {
 		if step > n {
