@@ -386,9 +386,10 @@ type RestartRecord struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// result of the run for this workload.
 	Result RestartResult `json:"result"`
-	// message explains the result, in at most 1024 bytes.
+	// message explains the result, in at most 1024 bytes. (Not a schema
+	// limit: a longer message written by an earlier version must not make
+	// the status unwritable.)
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 }
 
