@@ -137,7 +137,7 @@ func (s *Server) closeWhenDraining(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.draining.Load() {
 			// net/http closes an HTTP/1.1 connection after this answer
-			// (HTTP/2 ignores the header; the shutdown sends GOAWAY).
+			// (over HTTP/2 it sends GOAWAY instead).
 			w.Header().Set("Connection", "close")
 		}
 		next.ServeHTTP(w, r)
