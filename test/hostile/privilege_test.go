@@ -139,6 +139,19 @@ func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 	}), metav1.PatchOptions{}); err != nil {
 		t.Errorf("the restart patch was refused: %v", err)
 	}
+	// A DaemonSet's restart too, though the API server also counts its
+	// template generation in an annotation of its own.
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
+		Selector: d.Spec.Selector, Template: d.Spec.Template}}
+	if err := suite.client.Create(c, ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mgr.AppsV1().DaemonSets(ns).Patch(c, "agent", types.MergePatchType, mergePatch(t, map[string]any{
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			deckhandv1alpha1.RestartedAtAnnotation: "2026-01-01T00:00:00Z"}}}},
+	}), metav1.PatchOptions{}); err != nil {
+		t.Errorf("the restart patch of a DaemonSet was refused: %v", err)
+	}
 	// A pod a PodSet controls may be created.
 	owned := barePod(ns, "owned")
 	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: deckhandv1alpha1.GroupVersion.String(), Kind: "PodSet",
