@@ -308,8 +308,10 @@ func TestBoundsPodCacheAnnotations(t *testing.T) {
 	}, "the manager's memory with %d pods carrying 200 KiB annotations (%v MiB last) comes within %d MiB of the same pods without them (%d MiB)",
 		n, &annotated, allowed>>20, plain>>20)
 	t.Logf("manager RSS with %d pods carrying 200 KiB annotations: %v MiB (without: %d MiB)", n, &annotated, plain>>20)
+	// Clean-up only: with 10,000 pods the API server answers its 60s
+	// timeout and goes on deleting.
 	if err := suite.client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
-		t.Error(err)
+		t.Logf("deleting the pods: %v", err)
 	}
 }
 
