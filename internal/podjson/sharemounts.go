@@ -7,13 +7,6 @@ import (
 	"strings"
 )
 
-// sharedMount is one mount of an app container that a sidecar shares.
-type sharedMount struct {
-	mount rawElement
-	// container is the index of the app container the mount is from.
-	container int
-}
-
 // shareMounts returns own followed by every mount of the pod's app
 // containers that the sidecar does not mount itself, and env followed by
 // the variables those mounts' subPathExpr use. What the sidecar shares is
