@@ -187,6 +187,12 @@ func start(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager identity: %w", err)
 	}
+	// The admission policy a real installation puts on that identity: a
+	// write of the manager it refuses fails the test, as a missing
+	// permission does.
+	if err := cluster.InstallAdmissionPolicy(ctx, root); err != nil {
+		return nil, fmt.Errorf("admission policy: %w", err)
+	}
 	e.ManagerConfig = rest.CopyConfig(id.Config)
 	e.ManagerConfig.QPS = -1 // as before: tests measure behaviour, not client-side rate limits
 	e.refused = &refusedRequests{}
