@@ -1,7 +1,6 @@
 package webhookserver
 
 import (
-	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
@@ -11,44 +10,13 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
-
-	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestServerServes: the server serves registered handlers over HTTP/1.1
 // and HTTP/2 with the certificate of its directory, caps bodies on both,
 // reports started, and keeps controller-runtime's request metrics.
 func TestServerServes(t *testing.T) {
-	pair, err := localcluster.NewLoopbackServingCert(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := pair.WriteFiles(dir); err != nil {
-		t.Fatal(err)
-	}
-	port, err := localcluster.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(webhook.Options{Host: "127.0.0.1", Port: port, CertDir: dir})
-	s.Register("/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(w, r.Body)
-	}))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-	})
-	testutil.Eventually(t, 10*time.Second, func(context.Context) (bool, error) {
-		return s.StartedChecker()(nil) == nil, nil
-	}, "the server reports started")
+	_, port := startEchoServer(t)
 
 	url := "https://127.0.0.1:" + strconv.Itoa(port) + "/echo"
 	for _, h2 := range []bool{false, true} {
