@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podjson"
 )
 
 // ReservedAnnotationDomain is the annotation key prefix (the DNS part
@@ -78,6 +79,45 @@ type MetadataPatch struct {
 	Policy deckhandv1alpha1.SidecarSetPatchPolicyType
 	Keys   []string
 	Values []string
+}
+
+// ApplyPodMetadata applies patches, in order, to the pod annotations get
+// reports, calling set with every value a policy sets: Retain sets a key
+// the pod lacks, Overwrite sets the value whatever the pod had,
+// MergePatchJson merges the value into the pod's JSON object (or sets it
+// where the pod lacks the key or has it empty). set may be called with the
+// value the pod already has; get must see what set did, so that a later
+// entry builds on an earlier one. It returns the keys MergePatchJson could
+// not merge into because the pod's value is not a JSON object: they keep
+// the pod's value. Pod injection and in-place updates both apply
+// spec.patchPodMetadata through it.
+func ApplyPodMetadata(patches []MetadataPatch, get func(key string) (string, bool), set func(key, value string)) (notMerged []string) {
+	for _, mp := range patches {
+		for i, k := range mp.Keys {
+			v := mp.Values[i]
+			cur, has := get(k)
+			switch mp.Policy {
+			case deckhandv1alpha1.SidecarSetOverwritePatchPolicy:
+				set(k, v)
+			case deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy:
+				if !has || cur == "" {
+					set(k, v)
+					continue
+				}
+				merged, ok := podjson.MergeJSONObject(cur, v)
+				if !ok {
+					notMerged = append(notMerged, k)
+					continue
+				}
+				set(k, merged)
+			default: // Retain
+				if !has {
+					set(k, v)
+				}
+			}
+		}
+	}
+	return notMerged
 }
 
 // compileMetadata returns the entries of spec.patchPodMetadata restricted to

@@ -60,6 +60,11 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return err
 			}
+			allow, err := sidecarcontrol.ParseMetadataAllowlist([]string{podMetadataAllowlist})
+			if err != nil {
+				return err
+			}
+			lister.SetPodMetadataAllowlist(allow)
 			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
 				return err
 			}

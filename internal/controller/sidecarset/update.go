@@ -144,6 +144,18 @@ func ownedContainers(name string, pod *corev1.Pod) []string {
 // stops between the two finds the resize still to do.
 func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod, resize bool) error {
 	s, c := sc.set, sc.compiled
+	if len(c.PodMetadata) > 0 {
+		// The cache keeps only the annotations Deckhand reads
+		// (internal/podcache), not those patchPodMetadata names: the pod is
+		// read from the API server, and the optimistic lock on what was
+		// read makes Retain and MergePatchJson decide on the values the
+		// patch applies to.
+		live := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), live); err != nil {
+			return err
+		}
+		cached = live
+	}
 	pod := cached.DeepCopy()
 	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	owned := rec.Containers(s.Name)
@@ -158,6 +170,7 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 	if resize {
 		withResizeAnnotation(pod, s.Name, c.Hash)
 	}
+	r.patchPodMetadata(sc, pod)
 	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
 	r.Expectations.ExpectUpdates(s.Name, map[string]string{string(pod.UID): c.Hash})
 	if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
@@ -195,5 +208,35 @@ func setSidecarImages(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod, owned []s
 		if img, ok := images[pod.Spec.InitContainers[i].Name]; ok && podutil.IsNativeSidecar(&pod.Spec.InitContainers[i]) {
 			pod.Spec.InitContainers[i].Image = img
 		}
+	}
+}
+
+// ReasonPodMetadataNotMerged: a MergePatchJson entry of patchPodMetadata
+// met a pod value that is not a JSON object during an in-place update; the
+// pod keeps its value.
+const ReasonPodMetadataNotMerged = "PodMetadataNotMerged"
+
+// patchPodMetadata applies the latest revision's spec.patchPodMetadata to
+// pod's annotations, as injection does (sidecarcontrol.ApplyPodMetadata), so
+// that a pod updated in place carries the annotations its new sidecars
+// expect. Keys the allowlist does not allow, and Deckhand's own, are not in
+// the compiled entries.
+func (r *Reconciler) patchPodMetadata(sc *scope, pod *corev1.Pod) {
+	if len(sc.compiled.PodMetadata) == 0 {
+		return
+	}
+	get := func(k string) (string, bool) {
+		v, ok := pod.Annotations[k]
+		return v, ok
+	}
+	set := func(k, v string) {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[k] = v
+	}
+	for _, k := range sidecarcontrol.ApplyPodMetadata(sc.compiled.PodMetadata, get, set) {
+		r.Recorder.Eventf(sc.set, pod, corev1.EventTypeWarning, ReasonPodMetadataNotMerged, "UpdatePod",
+			"SidecarSet %s did not merge into annotation %q of pod %s/%s: the pod's value is not a JSON object", sc.set.Name, k, pod.Namespace, pod.Name)
 	}
 }

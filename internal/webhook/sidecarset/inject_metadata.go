@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"fmt"
 
-	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
@@ -41,30 +40,9 @@ func (m *metadataPlan) set(key, value string) {
 // Compiled.PodMetadata holds only allowed keys, decided once per
 // generation: a SidecarSet without patchPodMetadata costs nothing here.
 func (p *planner) patchMetadata(name string, c *sidecarcontrol.Compiled) {
-	for _, mp := range c.PodMetadata {
-		for i, k := range mp.Keys {
-			v := mp.Values[i]
-			cur, has := p.meta.get(p.pod, k)
-			switch mp.Policy {
-			case deckhandv1alpha1.SidecarSetOverwritePatchPolicy:
-				p.meta.set(k, v)
-			case deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy:
-				if !has || cur == "" {
-					p.meta.set(k, v)
-					continue
-				}
-				merged, ok := podjson.MergeJSONObject(cur, v)
-				if !ok {
-					p.warnings = append(p.warnings, fmt.Sprintf("SidecarSet %s did not merge into annotation %q: the pod's value is not a JSON object", name, k))
-					continue
-				}
-				p.meta.set(k, merged)
-			default: // Retain
-				if !has {
-					p.meta.set(k, v)
-				}
-			}
-		}
+	get := func(k string) (string, bool) { return p.meta.get(p.pod, k) }
+	for _, k := range sidecarcontrol.ApplyPodMetadata(c.PodMetadata, get, p.meta.set) {
+		p.warnings = append(p.warnings, fmt.Sprintf("SidecarSet %s did not merge into annotation %q: the pod's value is not a JSON object", name, k))
 	}
 }
 

@@ -1,0 +1,96 @@
+package sidecarset_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
+
+// podMetadataAllowlist is the suite's --sidecarset-pod-metadata-allowlist
+// (suite_test.go).
+const podMetadataAllowlist = "example.com/*"
+
+// TestPatchPodMetadataOnInPlaceUpdate checks that an in-place update of a
+// running pod's sidecar applies the new revision's patchPodMetadata in the
+// same patch, each policy over what the pod has on the API server (which
+// the manager's trimmed pod cache does not show): Retain sets only a key
+// the pod lacks, Overwrite sets the new value, MergePatchJson merges it
+// into the pod's JSON object and keeps the members the pod added.
+func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
+	const (
+		retain    = "example.com/retain"
+		overwrite = "example.com/overwrite"
+		merge     = "example.com/merge"
+	)
+	entries := func(v, obj string) []deckhandv1alpha1.SidecarSetPatchPodMetadata {
+		return []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Annotations: map[string]string{retain: v}},
+			{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{overwrite: v}},
+			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{merge: obj}},
+		}
+	}
+	sc := newScenario(t, "meta", func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.PatchPodMetadata = entries("v1", `{"a":"1"}`)
+	})
+
+	own := sc.pod("own")
+	own.Annotations = map[string]string{retain: "pod", merge: `{"own":"x"}`}
+	own = sc.create(own)
+	bare := sc.create(sc.pod("bare"))
+	wantAnnotations(t, own, map[string]string{retain: "pod", overwrite: "v1", merge: `{"a":"1","own":"x"}`})
+	wantAnnotations(t, bare, map[string]string{retain: "v1", overwrite: "v1", merge: `{"a":"1"}`})
+	sc.waitStatus(60*time.Second, "2 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.MatchedPods == 2 && s.Status.UpdatedReadyPods == 2
+	})
+
+	// The pod's owner changes the annotations after injection: bare loses
+	// the Retain key and adds a member to the merged object.
+	ctx := ctxT(t)
+	patched := bare.DeepCopy()
+	delete(patched.Annotations, retain)
+	patched.Annotations[merge] = `{"a":"1","mine":"y"}`
+	if err := env.Client.Patch(ctx, patched, client.MergeFrom(bare)); err != nil {
+		t.Fatal(err)
+	}
+
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.Containers[0].Image = "proxy:2"
+		s.Spec.PatchPodMetadata = entries("v2", `{"a":"2","b":"3"}`)
+	})
+	for _, name := range []string{"own", "bare"} {
+		testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+			p, err := sc.getPod(ctx, name)
+			return err == nil && containerImage(p, "proxy") == "proxy:2", err
+		}, "pod %s updated in place to proxy:2", name)
+	}
+	got, err := sc.getPod(ctx, "own")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnnotations(t, got, map[string]string{retain: "pod", overwrite: "v2", merge: `{"a":"2","b":"3","own":"x"}`})
+	got, err = sc.getPod(ctx, "bare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnnotations(t, got, map[string]string{retain: "v2", overwrite: "v2", merge: `{"a":"2","b":"3","mine":"y"}`})
+}
+
+// wantAnnotations checks the values of the annotations named in want.
+func wantAnnotations(t *testing.T, p interface{ GetAnnotations() map[string]string }, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for k := range want {
+		if v, ok := p.GetAnnotations()[k]; ok {
+			got[k] = v
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("annotations %v, want %v", got, want)
+	}
+}
