@@ -106,13 +106,15 @@ type Reconciler struct {
 	Pods *podcache.Lister
 }
 
-// Reads go through the informer cache (list, watch); writes are pod patches
+// Reads go through the informer cache (list, watch), except a pod updated
+// in place by a SidecarSet with patchPodMetadata, read (get) for the
+// annotations the cache does not keep; writes are pod patches
 // (in-place image updates), pod resizes (in-place resource changes),
 // evictions (recreate: Evict; the API server checks PodDisruptionBudgets
 // itself, so the controller never reads them) and status patches.
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
