@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -65,6 +66,11 @@ type Reconciler struct {
 	Lister *sidecarcontrol.Lister
 	// Options are the compilation's cluster facts; DefaultOptions if zero.
 	Options *sidecarpolicy.Options
+
+	// backoff is, per SidecarSet whose policy is not in effect yet, the
+	// wait before its next probe.
+	backoffMu sync.Mutex
+	backoff   map[string]time.Duration
 }
 
 // Policies and bindings are written by server-side apply (patch, and
@@ -124,6 +130,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &deckhandv1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		// Deleted: the garbage collector deletes what it owned.
+		if apierrors.IsNotFound(err) {
+			r.clearBackoff(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if s.DeletionTimestamp != nil {
@@ -163,13 +172,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	injected, found := r.Lister.PolicyInjection(s)
 	policy, binding := sidecarpolicy.Compile(injected, peers, *r.Options)
 	cond, err := r.apply(ctx, s, policy, binding)
-	if cerr := r.setCondition(ctx, s, cond); err == nil {
-		err = cerr
+	// The API server loads a written policy asynchronously: it is ready
+	// only once a pod admitted now gets the current revision.
+	var retry time.Duration
+	if err == nil && cond.Status == metav1.ConditionTrue {
+		cond, retry, err = r.verify(ctx, s, policy.Annotations[sidecarpolicy.RevisionAnnotation], cond)
 	}
-	if !found && err == nil {
-		return ctrl.Result{RequeueAfter: pinRetry}, nil
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, err
+	if err := r.setCondition(ctx, s, cond); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !found && (retry == 0 || retry > pinRetry) {
+		retry = pinRetry
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 // apply writes the policy, then its binding, and returns the condition

@@ -298,8 +298,8 @@ func (r *Reconciler) observeUpdates(name string, pods []*corev1.Pod) map[string]
 
 func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
 
-// policyConditionChanged passes updates that change the status or reason of
-// a SidecarSet's InjectionPolicyReady condition.
+// policyConditionChanged passes updates that change the status, reason or
+// observed generation of a SidecarSet's InjectionPolicyReady condition.
 var policyConditionChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	oldSet, ok1 := e.ObjectOld.(*deckhandv1alpha1.SidecarSet)
 	newSet, ok2 := e.ObjectNew.(*deckhandv1alpha1.SidecarSet)
@@ -311,5 +311,5 @@ var policyConditionChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEven
 	if before == nil || after == nil {
 		return before != after
 	}
-	return before.Status != after.Status || before.Reason != after.Reason
+	return before.Status != after.Status || before.Reason != after.Reason || before.ObservedGeneration != after.ObservedGeneration
 }}

@@ -168,7 +168,11 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		cond.Reason, cond.Message = ReasonRollingUpdate, progress
 	}
 	set(cond)
-	conditions.Set(&st.Conditions, gen, sc.now, summarize(&st, blockedPods(sc, int(st.MatchedPods)), evict))
+	sum := summarize(&st, blockedPods(sc, int(st.MatchedPods)), evict)
+	if r.Lister.Modes().Effective(s) == deckhandv1alpha1.PolicyInjection {
+		sum = awaitPolicy(&st, gen, sum)
+	}
+	conditions.Set(&st.Conditions, gen, sc.now, sum)
 	sc.status = st
 	return ctrl.Result{}, nil
 }
@@ -189,6 +193,10 @@ func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int, evict bool) c
 	updated := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 	policy := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
 	switch {
+	case policy != nil && policy.Status == metav1.ConditionFalse && policy.Reason == sidecarpolicyctrl.ReasonPolicyNotYetInEffect:
+		// Written but not loaded by the API server yet: a matter of
+		// moments, and the policy controller looks again.
+		return conditions.Summary{State: conditions.Reconciling, Reason: policy.Reason, Message: policy.Message}
 	case policy != nil && policy.Status == metav1.ConditionFalse && policy.Reason != sidecarpolicyctrl.ReasonPolicyAPIUnavailable:
 		// Policy mode without a policy for the current spec: new pods miss
 		// their sidecars (or get an old revision) until the spec or the
@@ -219,6 +227,22 @@ func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int, evict bool) c
 	}
 	return conditions.Summary{State: conditions.Ready, Reason: updated.Reason,
 		Message: fmt.Sprintf("%d pod(s) carry the sidecars and are Ready; %s", st.MatchedPods, updated.Message)}
+}
+
+// ReasonPolicyPending: Policy mode, and the policy controller has not yet
+// reported on the policy of the current generation.
+const ReasonPolicyPending = "PolicyPending"
+
+// awaitPolicy keeps a Policy-mode SidecarSet from being Ready before its
+// InjectionPolicyReady condition speaks of generation gen: until then
+// nothing says that a pod admitted now gets the current sidecars.
+func awaitPolicy(st *deckhandv1alpha1.SidecarSetStatus, gen int64, sum conditions.Summary) conditions.Summary {
+	policy := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	if sum.State != conditions.Ready || policy != nil && policy.ObservedGeneration == gen {
+		return sum
+	}
+	return conditions.Summary{State: conditions.Reconciling, Reason: ReasonPolicyPending,
+		Message: "waiting for the policy controller to write and check the injection policy of the current spec (InjectionPolicyReady)"}
 }
 
 // blockedPods counts the injected pods the rollout must update but cannot

@@ -1,0 +1,156 @@
+package sidecarpolicy_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
+
+// readyTries is how many SidecarSets each mode creates, readyWorkers how
+// many at a time.
+const (
+	readyTries   = 50
+	readyWorkers = 5
+)
+
+// TestReadyMeansNewPodsAreInjected: in each mode, a SidecarSet is created,
+// waited for as `kubectl wait --for=condition=Ready` waits (a watch until
+// Ready is True with its observedGeneration the SidecarSet's generation),
+// and a pod it selects is created at once: every such pod carries the
+// sidecar. In Policy mode, Ready waits until a dry-run pod shows that the
+// API server applies the policy; in Webhook mode, Ready is written from the
+// manager's cache, the same informer the in-process pod webhook reads.
+func TestReadyMeansNewPodsAreInjected(t *testing.T) {
+	ns := env.Namespace(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []deckhandv1alpha1.InjectionMode{deckhandv1alpha1.PolicyInjection, deckhandv1alpha1.WebhookInjection} {
+		t.Run(string(mode), func(t *testing.T) {
+			ctx := testutil.Context(t, 90*time.Second)
+			var misses atomic.Int32
+			var mu sync.Mutex
+			var missed []string
+			next := make(chan int)
+			var wg sync.WaitGroup
+			for range readyWorkers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range next {
+						miss, err := readyThenPod(ctx, wc, ns, mode, i)
+						if err != nil {
+							t.Error(err)
+							continue
+						}
+						if miss != "" {
+							misses.Add(1)
+							mu.Lock()
+							missed = append(missed, miss)
+							mu.Unlock()
+						}
+					}
+				}()
+			}
+			start := time.Now()
+			for i := range readyTries {
+				next <- i
+			}
+			close(next)
+			wg.Wait()
+			t.Logf("%s mode: %d SidecarSets, %d pod(s) created after Ready without the sidecar, in %v", mode, readyTries, misses.Load(), time.Since(start).Round(time.Millisecond))
+			if n := misses.Load(); n > 0 {
+				t.Errorf("%d of %d pods created right after their SidecarSet was Ready lack the sidecar: %v", n, readyTries, missed)
+			}
+		})
+	}
+}
+
+// readyThenPod creates SidecarSet i in mode, waits for Ready, creates a pod
+// it selects and deletes the SidecarSet. It returns a description of the
+// pod when it lacks the sidecar.
+func readyThenPod(ctx context.Context, wc client.WithWatch, ns string, mode deckhandv1alpha1.InjectionMode, i int) (string, error) {
+	name := fmt.Sprintf("ready-%s-%s-%d", map[deckhandv1alpha1.InjectionMode]string{deckhandv1alpha1.PolicyInjection: "p", deckhandv1alpha1.WebhookInjection: "w"}[mode], ns[len(ns)-5:], i)
+	podLabels := map[string]string{"app": name}
+	s := policySet(name, ns, "log:1")
+	s.Spec.InjectionMode = mode
+	s.Spec.Selector = &metav1.LabelSelector{MatchLabels: podLabels}
+	if err := env.Client.Create(ctx, s); err != nil {
+		return "", fmt.Errorf("creating SidecarSet %s: %w", name, err)
+	}
+	defer func() { _ = env.Client.Delete(context.Background(), s) }()
+	if err := waitReadyAsKubectl(ctx, wc, name); err != nil {
+		return "", err
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: podLabels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		return "", fmt.Errorf("creating pod %s: %w", name, err)
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == "log" {
+			return "", nil
+		}
+	}
+	return pod.Name, nil
+}
+
+// waitReadyAsKubectl waits for SidecarSet name as `kubectl wait
+// --for=condition=Ready` does: it reads the object, then watches it from
+// that resourceVersion until the Ready condition is True and its
+// observedGeneration is the object's generation.
+func waitReadyAsKubectl(ctx context.Context, wc client.WithWatch, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sel := fields.OneTermEqualSelector("metadata.name", name)
+	list := &deckhandv1alpha1.SidecarSetList{}
+	if err := wc.List(ctx, list, client.MatchingFieldsSelector{Selector: sel}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		if readyNow(&list.Items[i]) {
+			return nil
+		}
+	}
+	w, err := wc.Watch(ctx, &deckhandv1alpha1.SidecarSetList{}, client.MatchingFieldsSelector{Selector: sel},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("SidecarSet %s did not become Ready: %w", name, ctx.Err())
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("the watch of SidecarSet %s ended", name)
+			}
+			if ev.Type == watch.Error {
+				return fmt.Errorf("watching SidecarSet %s: %v", name, ev.Object)
+			}
+			if s, ok := ev.Object.(*deckhandv1alpha1.SidecarSet); ok && readyNow(s) {
+				return nil
+			}
+		}
+	}
+}
+
+func readyNow(s *deckhandv1alpha1.SidecarSet) bool {
+	c := meta.FindStatusCondition(s.Status.Conditions, deckhandv1alpha1.ReadyCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
+}
