@@ -52,9 +52,11 @@ type Compiled struct {
 	// that records no working container yet writes, pre-rendered: the
 	// working-container map, then each sidecar's versions.
 	HotAnnotations []podjson.Annotation
-	// PodMetadata is spec.patchPodMetadata restricted to the allowed keys;
-	// nil (nothing to do per pod) when the SidecarSet patches none.
+	// PodMetadata is spec.patchPodMetadata's annotations restricted to the
+	// allowed keys; nil (nothing to do per pod) when the SidecarSet patches
+	// none. PodLabels likewise for its labels.
 	PodMetadata []MetadataPatch
+	PodLabels   []MetadataPatch
 	// Resources are the compiled resourcesPolicy programs by sidecar name;
 	// nil when no sidecar has one.
 	Resources map[string]*ResourcesProgram
@@ -62,8 +64,9 @@ type Compiled struct {
 
 // compile computes the Compiled form of s; s is not modified. Callers go
 // through a Store, which computes it once per generation.
-func compile(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) *Compiled {
-	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Containers: InjectedContainers(&s.Spec), PodMetadata: compileMetadata(s, allow)}
+func compile(s *deckhandv1alpha1.SidecarSet, allow PodMetadataAllowlists) *Compiled {
+	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Containers: InjectedContainers(&s.Spec),
+		PodMetadata: compileMetadata(s, allow.Annotations, false), PodLabels: compileMetadata(s, allow.Labels, true)}
 	if c.Hot = HotSidecars(&s.Spec, s.Generation); c.Hot != nil {
 		// The fragments encode the expanded containers; every other part
 		// of the spec is shared.

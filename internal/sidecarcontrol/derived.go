@@ -32,9 +32,9 @@ func keyOf(s *deckhandv1alpha1.SidecarSet) derivedKey {
 type derivedStore struct {
 	mu     sync.RWMutex
 	byName map[string]*Compiled
-	// allow is the pod metadata allowlist compiled SidecarSets apply; set
+	// allow are the pod metadata allowlists compiled SidecarSets apply; set
 	// before the informer starts, read-only afterwards.
-	allow MetadataAllowlist
+	allow PodMetadataAllowlists
 }
 
 func newDerivedStore() *derivedStore {

@@ -120,18 +120,34 @@ func ApplyPodMetadata(patches []MetadataPatch, get func(key string) (string, boo
 	return notMerged
 }
 
-// compileMetadata returns the entries of spec.patchPodMetadata restricted to
-// the keys allow allows, nil when none remains. Validation refuses the
-// others; filtering here as well keeps a key out of pods when the
-// allowlist is narrowed after the SidecarSet was admitted.
-func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) []MetadataPatch {
+// PodMetadataAllowlists are the manager's allowlists for
+// spec.patchPodMetadata: --sidecarset-pod-metadata-allowlist for
+// annotations and --sidecarset-pod-label-allowlist for labels.
+type PodMetadataAllowlists struct {
+	Annotations, Labels MetadataAllowlist
+}
+
+// compileMetadata returns the entries of spec.patchPodMetadata, their
+// labels (or, when labels is false, their annotations), restricted to the
+// keys allow allows, nil when none remains. Validation refuses the others;
+// filtering here as well keeps a key out of pods when the allowlist is
+// narrowed after the SidecarSet was admitted. MergePatchJson entries have
+// no labels (validation refuses them: a label value cannot hold JSON).
+func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist, labels bool) []MetadataPatch {
 	var out []MetadataPatch
 	for _, e := range s.Spec.PatchPodMetadata {
 		mp := MetadataPatch{Policy: e.PatchPolicy}
 		if mp.Policy == "" {
 			mp.Policy = deckhandv1alpha1.SidecarSetRetainPatchPolicy
 		}
-		for k := range e.Annotations {
+		values := e.Annotations
+		if labels {
+			if mp.Policy == deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy {
+				continue
+			}
+			values = e.Labels
+		}
+		for k := range values {
 			if allow.Allows(k) {
 				mp.Keys = append(mp.Keys, k)
 			}
@@ -141,7 +157,7 @@ func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) []
 		}
 		sort.Strings(mp.Keys)
 		for _, k := range mp.Keys {
-			mp.Values = append(mp.Values, e.Annotations[k])
+			mp.Values = append(mp.Values, values[k])
 		}
 		out = append(out, mp)
 	}
@@ -150,12 +166,21 @@ func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) []
 
 // SetPodMetadataAllowlist sets the annotation keys spec.patchPodMetadata
 // may set. Call it before the manager starts; the webhooks only read it.
-func (l *Lister) SetPodMetadataAllowlist(a MetadataAllowlist) { l.derived.allow = a }
+func (l *Lister) SetPodMetadataAllowlist(a MetadataAllowlist) { l.derived.allow.Annotations = a }
 
 // PodMetadataAllowlist returns what SetPodMetadataAllowlist set.
-func (l *Lister) PodMetadataAllowlist() MetadataAllowlist {
+func (l *Lister) PodMetadataAllowlist() MetadataAllowlist { return l.podMetadataAllowlists().Annotations }
+
+// SetPodLabelAllowlist sets the label keys spec.patchPodMetadata may set.
+// Call it before the manager starts; the webhooks only read it.
+func (l *Lister) SetPodLabelAllowlist(a MetadataAllowlist) { l.derived.allow.Labels = a }
+
+// PodLabelAllowlist returns what SetPodLabelAllowlist set.
+func (l *Lister) PodLabelAllowlist() MetadataAllowlist { return l.podMetadataAllowlists().Labels }
+
+func (l *Lister) podMetadataAllowlists() PodMetadataAllowlists {
 	if l.derived == nil {
-		return MetadataAllowlist{}
+		return PodMetadataAllowlists{}
 	}
 	return l.derived.allow
 }

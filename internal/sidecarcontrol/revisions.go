@@ -305,7 +305,7 @@ func (st *revisionStore) pinned(s *deckhandv1alpha1.SidecarSet) *revision {
 
 // form returns s with the injected parts of r, and its Compiled form,
 // computed once per generation of s (the pod webhook asks per pod).
-func (r *revision) form(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist) (*deckhandv1alpha1.SidecarSet, *Compiled, error) {
+func (r *revision) form(s *deckhandv1alpha1.SidecarSet, allow PodMetadataAllowlists) (*deckhandv1alpha1.SidecarSet, *Compiled, error) {
 	d := r.decode()
 	if d.err != nil {
 		return nil, nil, d.err
@@ -403,7 +403,7 @@ func (l *Lister) Injection(s *deckhandv1alpha1.SidecarSet, c *Compiled, podLabel
 	if r == nil || r.hash == c.Hash || !UsePinned(s, c, podLabels) {
 		return s, c
 	}
-	ps, pc, err := r.form(s, l.PodMetadataAllowlist())
+	ps, pc, err := r.form(s, l.podMetadataAllowlists())
 	if err != nil {
 		return s, c
 	}
@@ -424,7 +424,7 @@ func (l *Lister) PolicyInjection(s *deckhandv1alpha1.SidecarSet) (set *deckhandv
 	if r == nil {
 		return s, false
 	}
-	ps, _, err := r.form(s, l.PodMetadataAllowlist())
+	ps, _, err := r.form(s, l.podMetadataAllowlists())
 	if err != nil {
 		return s, false
 	}

@@ -48,7 +48,7 @@ func TestUsePinned(t *testing.T) {
 				},
 				Status: deckhandv1alpha1.SidecarSetStatus{MatchedPods: tc.matched, UpdatedPods: tc.updated},
 			}
-			if got := UsePinned(s, compile(s, MetadataAllowlist{}), tc.labels); got != tc.want {
+			if got := UsePinned(s, compile(s, PodMetadataAllowlists{}), tc.labels); got != tc.want {
 				t.Fatalf("UsePinned = %v, want %v", got, tc.want)
 			}
 		})
@@ -103,7 +103,7 @@ func TestPinnedResolution(t *testing.T) {
 		t.Fatalf("a revision of an earlier SidecarSet of the same name resolved: %s", cr.Name)
 	}
 	pinned := pin(&deckhandv1alpha1.SidecarSetInjectRevision{RevisionName: ptr.To("mesh-a")})
-	c := compile(pinned, MetadataAllowlist{})
+	c := compile(pinned, PodMetadataAllowlists{})
 	gotSet, gotC := l.Injection(pinned, c, nil)
 	if gotSet.Spec.Containers[0].Image != "proxy:1" || gotC.Hash != l.PinnedRevision(pinned).Labels[deckhandv1alpha1.SidecarSetRevisionLabel] {
 		t.Fatalf("Injection gave image %s at %s, want proxy:1 at the pinned revision's hash", gotSet.Spec.Containers[0].Image, gotC.Hash)
@@ -138,7 +138,7 @@ func BenchmarkInjectionPinned(b *testing.B) {
 	}
 	l := &Lister{revisions: st}
 	s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")}
-	c := compile(s, MetadataAllowlist{})
+	c := compile(s, PodMetadataAllowlists{})
 	labels := map[string]string{"app": "web"}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -57,7 +57,7 @@ func TestMatches(t *testing.T) {
 		Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
 	}}
-	c := compile(s, MetadataAllowlist{})
+	c := compile(s, PodMetadataAllowlists{})
 	ns := func(name string) (map[string]string, bool) {
 		switch name {
 		case "prod", "kube-system":
@@ -83,7 +83,7 @@ func TestMatches(t *testing.T) {
 		}
 	}
 	empty := &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Spec: deckhandv1alpha1.SidecarSetSpec{Selector: &metav1.LabelSelector{}}}
-	if compile(empty, MetadataAllowlist{}).Matches(empty, "prod", map[string]string{"app": "web"}, ns) {
+	if compile(empty, PodMetadataAllowlists{}).Matches(empty, "prod", map[string]string{"app": "web"}, ns) {
 		t.Errorf("an empty selector matched a pod")
 	}
 }
