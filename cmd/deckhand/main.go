@@ -147,6 +147,8 @@ func main() {
 		"Comma-separated namespaces whose pods no SidecarSet injects or updates. kube-system and the manager's own namespace are protected whatever this says (the pod webhook's configuration leaves them out).")
 	metadataAllowlist := flag.String("sidecarset-pod-metadata-allowlist", "",
 		"Comma-separated pod annotation keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata). Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")
+	labelAllowlist := flag.String("sidecarset-pod-label-allowlist", "",
+		"Comma-separated pod label keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata[].labels). Separate from --sidecarset-pod-metadata-allowlist because a label decides which Services, PodDisruptionBudgets, NetworkPolicies, controllers and SidecarSets select a pod: allowing an annotation prefix must not allow its labels. Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")
 	tlsMinVersion := flag.String("tls-min-version", "VersionTLS12",
 		"Lowest TLS version the webhook and metrics servers accept: VersionTLS12 or VersionTLS13.")
 	tlsCipherSuites := flag.String("tls-cipher-suites", "",
@@ -162,6 +164,7 @@ func main() {
 	}
 	o.operator.SidecarSetInjectionMode = deckhandv1alpha1.InjectionMode(*injectionMode)
 	o.operator.SidecarSetPodMetadataAllowlist = splitList(*metadataAllowlist)
+	o.operator.SidecarSetPodLabelAllowlist = splitList(*labelAllowlist)
 	o.operator.ProtectedNamespaces = append([]string{}, splitList(*protectedNamespaces)...)
 	o.operator.MaxPodSetReplicas = int32(min(max(*maxReplicas, -1), math.MaxInt32))
 	build := version.Get()

@@ -45,6 +45,9 @@ type Options struct {
 	// patterns such as "example.com/*") SidecarSets may set on the pods they
 	// inject (spec.patchPodMetadata); empty allows none.
 	SidecarSetPodMetadataAllowlist []string
+	// SidecarSetPodLabelAllowlist are the label keys (or glob patterns)
+	// SidecarSets may set on the pods they inject; empty allows none.
+	SidecarSetPodLabelAllowlist []string
 	// PolicyAPIServed, when set, replaces the discovery of whether the API
 	// server serves MutatingAdmissionPolicies (tests force a fallback).
 	PolicyAPIServed *bool
@@ -133,6 +136,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	sidecarSets.SetPodMetadataAllowlist(allow)
+	labelAllow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodLabelAllowlist)
+	if err != nil {
+		return err
+	}
+	sidecarSets.SetPodLabelAllowlist(labelAllow)
 	protected := opts.ProtectedNamespaces
 	if protected == nil {
 		protected = sidecarcontrol.DefaultProtectedNamespaces(podutil.OwnNamespace())

@@ -15,11 +15,13 @@ type Additions struct {
 	Volumes, ImagePullSecrets [][]byte
 	// Annotations are set, in order.
 	Annotations []Annotation
+	// Labels are set, in order.
+	Labels []Annotation
 	// RemovedAnnotations are keys the pod has that are removed.
 	RemovedAnnotations []string
 }
 
-// Annotation is one metadata.annotations entry.
+// Annotation is one metadata.annotations (or metadata.labels) entry.
 type Annotation struct{ Key, Value string }
 
 // WritePatch returns the JSON patch ("add" operations, and "remove" ones
@@ -36,7 +38,8 @@ func WritePatch(pod *RawPod, add *Additions) ([]byte, error) {
 	}
 	w.list("/spec/volumes", !pod.HasVolumes, add.Volumes)
 	w.list("/spec/imagePullSecrets", !pod.HasImagePullSecrets, add.ImagePullSecrets)
-	w.annotations(!pod.HasAnnotations, add.Annotations)
+	w.stringMap("/metadata/labels", !pod.HasLabels, add.Labels)
+	w.stringMap("/metadata/annotations", !pod.HasAnnotations, add.Annotations)
 	for _, k := range add.RemovedAnnotations {
 		w.remove("/metadata/annotations/" + pointerEscaper.Replace(k))
 	}
@@ -55,6 +58,9 @@ func patchSize(pod *RawPod, add *Additions) int {
 		size += len(v) + 48
 	}
 	for _, a := range add.Annotations {
+		size += len(a.Key) + len(a.Value) + 48
+	}
+	for _, a := range add.Labels {
 		size += len(a.Key) + len(a.Value) + 48
 	}
 	return size + size/4 + 1024
@@ -158,13 +164,14 @@ func (w *patchWriter) list(path string, absent bool, items [][]byte) {
 	}
 }
 
-// annotations sets each annotation, creating metadata.annotations when absent.
-func (w *patchWriter) annotations(absent bool, as []Annotation) {
+// stringMap sets each entry of the map at path (metadata.annotations or
+// metadata.labels), creating the map when absent.
+func (w *patchWriter) stringMap(path string, absent bool, as []Annotation) {
 	if len(as) == 0 {
 		return
 	}
 	if absent {
-		w.begin("/metadata/annotations")
+		w.begin(path)
 		w.buf = append(w.buf, '{')
 		for i, a := range as {
 			if i > 0 {
@@ -178,7 +185,7 @@ func (w *patchWriter) annotations(absent bool, as []Annotation) {
 		return
 	}
 	for _, a := range as {
-		w.begin("/metadata/annotations/" + pointerEscaper.Replace(a.Key))
+		w.begin(path + "/" + pointerEscaper.Replace(a.Key))
 		w.buf = appendString(w.buf, a.Value)
 		w.buf = append(w.buf, '}')
 	}

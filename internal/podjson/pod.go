@@ -14,6 +14,8 @@ type RawPod struct {
 	// HasImagePullSecrets tell whether the list or map is present (even
 	// empty): a patch appends to a present one and creates an absent one.
 	HasAnnotations bool
+	// HasLabels likewise for metadata.labels.
+	HasLabels bool
 
 	hasSpec                    bool
 	InitContainers, Containers []RawContainer
@@ -95,7 +97,7 @@ func (s *scanner) metadata(p *RawPod) {
 		case "namespace":
 			p.Namespace = s.string()
 		case "labels":
-			p.Labels, _ = s.stringMap()
+			p.Labels, p.HasLabels = s.stringMap()
 		case "annotations":
 			p.Annotations, p.HasAnnotations = s.stringMap()
 		default:

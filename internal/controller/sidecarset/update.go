@@ -144,12 +144,12 @@ func ownedContainers(name string, pod *corev1.Pod) []string {
 // stops between the two finds the resize still to do.
 func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod, resize bool) error {
 	s, c := sc.set, sc.compiled
-	if len(c.PodMetadata) > 0 {
+	if len(c.PodMetadata)+len(c.PodLabels) > 0 {
 		// The cache keeps only the annotations Deckhand reads
 		// (internal/podcache), not those patchPodMetadata names: the pod is
 		// read from the API server, and the optimistic lock on what was
 		// read makes Retain and MergePatchJson decide on the values the
-		// patch applies to.
+		// patch applies to (labels, which the cache keeps, are read along).
 		live := &corev1.Pod{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), live); err != nil {
 			return err
@@ -217,26 +217,36 @@ func setSidecarImages(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod, owned []s
 const ReasonPodMetadataNotMerged = "PodMetadataNotMerged"
 
 // patchPodMetadata applies the latest revision's spec.patchPodMetadata to
-// pod's annotations, as injection does (sidecarcontrol.ApplyPodMetadata), so
+// pod's annotations and labels, as injection does (sidecarcontrol.ApplyPodMetadata), so
 // that a pod updated in place carries the annotations its new sidecars
 // expect. Keys the allowlist does not allow, and Deckhand's own, are not in
 // the compiled entries.
 func (r *Reconciler) patchPodMetadata(sc *scope, pod *corev1.Pod) {
+	if len(sc.compiled.PodLabels) > 0 {
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		sidecarcontrol.ApplyPodMetadata(sc.compiled.PodLabels, mapGetter(pod.Labels), mapSetter(pod.Labels))
+	}
 	if len(sc.compiled.PodMetadata) == 0 {
 		return
 	}
-	get := func(k string) (string, bool) {
-		v, ok := pod.Annotations[k]
-		return v, ok
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
 	}
-	set := func(k, v string) {
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[k] = v
-	}
-	for _, k := range sidecarcontrol.ApplyPodMetadata(sc.compiled.PodMetadata, get, set) {
+	for _, k := range sidecarcontrol.ApplyPodMetadata(sc.compiled.PodMetadata, mapGetter(pod.Annotations), mapSetter(pod.Annotations)) {
 		r.Recorder.Eventf(sc.set, pod, corev1.EventTypeWarning, ReasonPodMetadataNotMerged, "UpdatePod",
 			"SidecarSet %s did not merge into annotation %q of pod %s/%s: the pod's value is not a JSON object", sc.set.Name, k, pod.Namespace, pod.Name)
 	}
+}
+
+func mapGetter(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func mapSetter(m map[string]string) func(string, string) {
+	return func(k, v string) { m[k] = v }
 }

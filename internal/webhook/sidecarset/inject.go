@@ -48,7 +48,7 @@ func inject(l *sidecarcontrol.Lister, ns, user string, dryRun bool, pod *podjson
 		p.add(l.Injection(s, l.Compiled(s), pod.Labels))
 	}
 	res.injected, res.warnings = p.injected, p.warnings
-	metadata := len(p.meta.keys) > 0 && p.metadataChanged()
+	metadata := len(p.meta.keys)+len(p.labels.keys) > 0 && p.metadataChanged()
 	if !p.recordChanged && !metadata {
 		return res, nil
 	}
@@ -105,6 +105,8 @@ type planner struct {
 	hot hotAdditions
 	// meta is what spec.patchPodMetadata sets (inject_metadata.go).
 	meta metadataPlan
+	// labels is what spec.patchPodMetadata sets among the labels.
+	labels metadataPlan
 	// apps are the pod's own containers' resources, decoded for the first
 	// resourcesPolicy (inject_resources.go).
 	apps []sidecarcontrol.NamedResources
@@ -144,7 +146,7 @@ func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled
 		}
 	}
 	p.updateRecord(s.Name, c, added)
-	if c.PodMetadata != nil {
+	if c.PodMetadata != nil || c.PodLabels != nil {
 		p.patchMetadata(s.Name, c)
 	}
 	if c.Resources != nil {

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -38,7 +39,9 @@ func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecar
 				string(deckhandv1alpha1.SidecarSetRetainPatchPolicy), string(deckhandv1alpha1.SidecarSetOverwritePatchPolicy), string(deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy)}))
 		}
 		if len(e.Annotations) == 0 {
-			errs = append(errs, field.Required(p.Child("annotations"), "name at least one annotation"))
+			if len(e.Labels) == 0 {
+				errs = append(errs, field.Required(p.Child("annotations"), "name at least one annotation or label"))
+			}
 			continue
 		}
 		errs = append(errs, apivalidation.ValidateAnnotations(e.Annotations, p.Child("annotations"))...)
@@ -59,6 +62,62 @@ func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecar
 				if _, ok := podjson.MergeJSONObject("{}", e.Annotations[k]); !ok {
 					errs = append(errs, field.Invalid(kp, e.Annotations[k], "patchPolicy MergePatchJson needs a JSON object value"))
 				}
+			}
+		}
+	}
+	return errs
+}
+
+// validatePatchPodLabels checks the labels of spec.patchPodMetadata:
+// well-formed label keys and values, no MergePatchJson (a label value
+// cannot hold a JSON object), no key of the SidecarSet's own selector, and
+// every key allowed by the manager's --sidecarset-pod-label-allowlist (a
+// key the old object already set is not checked against it again, as for
+// annotations).
+func validatePatchPodLabels(old, s *deckhandv1alpha1.SidecarSet, allow sidecarcontrol.MetadataAllowlist) field.ErrorList {
+	var errs field.ErrorList
+	had := map[string]bool{}
+	if old != nil {
+		for _, e := range old.Spec.PatchPodMetadata {
+			for k := range e.Labels {
+				had[k] = true
+			}
+		}
+	}
+	selectorKeys := map[string]bool{}
+	if sel := s.Spec.Selector; sel != nil {
+		for k := range sel.MatchLabels {
+			selectorKeys[k] = true
+		}
+		for _, r := range sel.MatchExpressions {
+			selectorKeys[r.Key] = true
+		}
+	}
+	base := field.NewPath("spec", "patchPodMetadata")
+	for i, e := range s.Spec.PatchPodMetadata {
+		if len(e.Labels) == 0 {
+			continue
+		}
+		p := base.Index(i).Child("labels")
+		if e.PatchPolicy == deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy {
+			errs = append(errs, field.Forbidden(p, "patchPolicy MergePatchJson applies to annotations only: a label value cannot hold a JSON object"))
+			continue
+		}
+		errs = append(errs, metav1validation.ValidateLabels(e.Labels, p)...)
+		keys := make([]string, 0, len(e.Labels))
+		for k := range e.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			kp := p.Key(k)
+			switch {
+			case sidecarcontrol.IsReservedAnnotation(k):
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("label keys under %[1]s/ and *.%[1]s/ are Deckhand's own and cannot be patched", sidecarcontrol.ReservedAnnotationDomain)))
+			case selectorKeys[k]:
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("label key %q is in spec.selector: setting it would change which pods the SidecarSet itself selects", k)))
+			case !allow.Allows(k) && !had[k]:
+				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("label key %q is not allowed by the manager's --sidecarset-pod-label-allowlist (%s): a platform administrator decides which pod labels SidecarSets may set", k, allowlistText(allow))))
 			}
 		}
 	}
@@ -92,6 +151,7 @@ func policyModeUnsupported(s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 // mode (spec.injectionMode, or the manager's default) cannot inject.
 func (v *Validator) validateInjectionExtras(old, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 	errs := validatePatchPodMetadata(old, s, v.MetadataAllowlist)
+	errs = append(errs, validatePatchPodLabels(old, s, v.LabelAllowlist)...)
 	errs = append(errs, validateResourcesPolicies(s)...)
 	mode := s.Spec.InjectionMode
 	if v.Lister != nil {

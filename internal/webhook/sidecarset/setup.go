@@ -59,6 +59,7 @@ func SetupWebhookWithLister(mgr ctrl.Manager, lister *sidecarcontrol.Lister) err
 			Lister:            lister,
 			DryRun:            &PodDryRunner{Client: mgr.GetClient(), Namespace: DryRunNamespace},
 			MetadataAllowlist: lister.PodMetadataAllowlist(),
+			LabelAllowlist:    lister.PodLabelAllowlist(),
 		}).Validate)).
 		Complete()
 }

@@ -31,6 +31,9 @@ type Validator struct {
 	// MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist:
 	// the annotation keys spec.patchPodMetadata may set (none when empty).
 	MetadataAllowlist sidecarcontrol.MetadataAllowlist
+	// LabelAllowlist is the manager's --sidecarset-pod-label-allowlist: the
+	// label keys spec.patchPodMetadata may set (none when empty).
+	LabelAllowlist sidecarcontrol.MetadataAllowlist
 }
 
 // Validate judges a new (old is nil) or changed SidecarSet.
