@@ -3,6 +3,7 @@ package sidecarpolicy_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,6 +91,16 @@ func readyThenPod(ctx context.Context, wc client.WithWatch, ns string, mode deck
 	s := policySet(name, ns, "log:1")
 	s.Spec.InjectionMode = mode
 	s.Spec.Selector = &metav1.LabelSelector{MatchLabels: podLabels}
+	if i%2 == 1 {
+		// Half select by expressions, which the dry-run pod's labels are
+		// built from too.
+		podLabels = map[string]string{"app": name, "tier": "any"}
+		s.Spec.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{name, name + "-other"}},
+			{Key: "tier", Operator: metav1.LabelSelectorOpExists},
+			{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist},
+		}}
+	}
 	if err := env.Client.Create(ctx, s); err != nil {
 		return "", fmt.Errorf("creating SidecarSet %s: %w", name, err)
 	}
@@ -153,4 +165,48 @@ func waitReadyAsKubectl(ctx context.Context, wc client.WithWatch, name string) e
 func readyNow(s *deckhandv1alpha1.SidecarSet) bool {
 	c := meta.FindStatusCondition(s.Status.Conditions, deckhandv1alpha1.ReadyCondition)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
+}
+
+// TestReadyAfterAnUpdateThatKeepsTheRevision: a spec change that leaves the
+// injected revision alone (updateStrategy.partition) finds the policy in
+// effect at once; Ready still follows the new generation.
+func TestReadyAfterAnUpdateThatKeepsTheRevision(t *testing.T) {
+	ns := env.Namespace(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := policySet("ready-keep-"+ns[len(ns)-5:], ns, "log:1")
+	createSidecarSet(t, s)
+	ctx := ctxT(t)
+	if err := waitReadyAsKubectl(ctx, wc, s.Name); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) {
+			p := intstr.FromInt32(int32(i))
+			s.Spec.UpdateStrategy.Partition = &p
+		})
+		if err := waitReadyAsKubectl(ctx, wc, s.Name); err != nil {
+			t.Fatalf("after update %d: %v", i, err)
+		}
+	}
+}
+
+// TestReadyWithoutAProbePodSaysSo: a SidecarSet whose namespace does not
+// exist has no namespace to dry-run a pod in: its policy is reported in
+// place as before, and the message says it was not checked and why.
+func TestReadyWithoutAProbePodSaysSo(t *testing.T) {
+	ns := env.Namespace(t)
+	s := policySet("ready-noprobe-"+ns[len(ns)-5:], ns+"-absent", "log:1")
+	createSidecarSet(t, s)
+	waitPolicyReady(t, s.Name)
+	got := &deckhandv1alpha1.SidecarSet{}
+	if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(s), got); err != nil {
+		t.Fatal(err)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	if want := "not checked by a dry-run pod: no existing namespace is selected"; !strings.Contains(c.Message, want) {
+		t.Errorf("InjectionPolicyReady message %q does not contain %q", c.Message, want)
+	}
 }
