@@ -13,7 +13,7 @@ import (
 )
 
 // podMetadataAllowlist is the suite's --sidecarset-pod-metadata-allowlist
-// (suite_test.go).
+// and --sidecarset-pod-label-allowlist (suite_test.go).
 const podMetadataAllowlist = "example.com/*"
 
 // TestPatchPodMetadataOnInPlaceUpdate checks that an in-place update of a
@@ -21,7 +21,8 @@ const podMetadataAllowlist = "example.com/*"
 // same patch, each policy over what the pod has on the API server (which
 // the manager's trimmed pod cache does not show): Retain sets only a key
 // the pod lacks, Overwrite sets the new value, MergePatchJson merges it
-// into the pod's JSON object and keeps the members the pod added.
+// into the pod's JSON object and keeps the members the pod added; labels
+// likewise under Retain and Overwrite.
 func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	const (
 		retain    = "example.com/retain"
@@ -30,8 +31,8 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	)
 	entries := func(v, obj string) []deckhandv1alpha1.SidecarSetPatchPodMetadata {
 		return []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{retain: v}},
-			{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{overwrite: v}},
+			{Annotations: map[string]string{retain: v}, Labels: map[string]string{retain: v}},
+			{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{overwrite: v}, Labels: map[string]string{overwrite: v}},
 			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{merge: obj}},
 		}
 	}
@@ -41,10 +42,13 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 
 	own := sc.pod("own")
 	own.Annotations = map[string]string{retain: "pod", merge: `{"own":"x"}`}
+	own.Labels[retain] = "pod"
 	own = sc.create(own)
 	bare := sc.create(sc.pod("bare"))
 	wantAnnotations(t, own, map[string]string{retain: "pod", overwrite: "v1", merge: `{"a":"1","own":"x"}`})
 	wantAnnotations(t, bare, map[string]string{retain: "v1", overwrite: "v1", merge: `{"a":"1"}`})
+	wantLabels(t, own, map[string]string{retain: "pod", overwrite: "v1"})
+	wantLabels(t, bare, map[string]string{retain: "v1", overwrite: "v1"})
 	sc.waitStatus(60*time.Second, "2 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == 2 && s.Status.UpdatedReadyPods == 2
 	})
@@ -54,6 +58,7 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	ctx := ctxT(t)
 	patched := bare.DeepCopy()
 	delete(patched.Annotations, retain)
+	delete(patched.Labels, retain)
 	patched.Annotations[merge] = `{"a":"1","mine":"y"}`
 	if err := env.Client.Patch(ctx, patched, client.MergeFrom(bare)); err != nil {
 		t.Fatal(err)
@@ -74,11 +79,13 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantAnnotations(t, got, map[string]string{retain: "pod", overwrite: "v2", merge: `{"a":"2","b":"3","own":"x"}`})
+	wantLabels(t, got, map[string]string{retain: "pod", overwrite: "v2"})
 	got, err = sc.getPod(ctx, "bare")
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantAnnotations(t, got, map[string]string{retain: "v2", overwrite: "v2", merge: `{"a":"2","b":"3","mine":"y"}`})
+	wantLabels(t, got, map[string]string{retain: "v2", overwrite: "v2"})
 }
 
 // wantAnnotations checks the values of the annotations named in want.
@@ -92,5 +99,19 @@ func wantAnnotations(t *testing.T, p interface{ GetAnnotations() map[string]stri
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("annotations %v, want %v", got, want)
+	}
+}
+
+// wantLabels checks the values of the labels named in want.
+func wantLabels(t *testing.T, p interface{ GetLabels() map[string]string }, want map[string]string) {
+	t.Helper()
+	got := map[string]string{}
+	for k := range want {
+		if v, ok := p.GetLabels()[k]; ok {
+			got[k] = v
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("labels %v, want %v", got, want)
 	}
 }

@@ -65,6 +65,7 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			lister.SetPodMetadataAllowlist(allow)
+			lister.SetPodLabelAllowlist(allow)
 			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
 				return err
 			}

@@ -17,11 +17,13 @@ func TestPatchPodMetadataInjected(t *testing.T) {
 	a.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{
 		{Annotations: map[string]string{"example.com/team": "platform", "example.com/kept": "theirs"}},
 		{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Annotations: map[string]string{"team.io/owner": "sre"}},
+		{Labels: map[string]string{"example.com/tier": "edge", "example.com/kept": "theirs", "example.com/ver": "a"}},
 	}
 	b := newSidecarSet("meta-b-"+ns, ns, "meta", sidecar("b", "b:1"))
 	b.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{
 		{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{"example.com/config": `{"log":{"level":"debug"},"old":null}`}},
 		{Annotations: map[string]string{"example.com/team": "from-b"}},
+		{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Labels: map[string]string{"example.com/ver": "b"}},
 	}
 	createSidecarSet(t, a)
 	createSidecarSet(t, b)
@@ -32,7 +34,19 @@ func TestPatchPodMetadataInjected(t *testing.T) {
 		"team.io/owner":      "dev",
 		"example.com/config": `{"log":{"format":"json"},"old":1}`,
 	}
+	p.Labels["example.com/kept"] = "mine"
 	got := createPod(t, p)
+	wantLabels := map[string]string{
+		"app":              "meta",
+		"example.com/tier": "edge", // Retain, unset on the pod
+		"example.com/kept": "mine", // Retain: the pod's own
+		"example.com/ver":  "b",    // Overwrite by b, after a's Retain
+	}
+	for k, v := range wantLabels {
+		if got.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q (all: %v)", k, got.Labels[k], v, got.Labels)
+		}
+	}
 	want := map[string]string{
 		"example.com/team":   "platform", // Retain: a, first in name order, set it
 		"example.com/kept":   "mine",     // Retain: the pod's own
@@ -78,7 +92,26 @@ func TestPatchPodMetadataValidation(t *testing.T) {
 		{"unknown policy", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
 			{PatchPolicy: "Append", Annotations: map[string]string{"example.com/cfg": "x"}},
 		}, "", "spec.patchPodMetadata[0].patchPolicy", "Unsupported value"},
-		{"no annotations", []deckhandv1alpha1.SidecarSetPatchPodMetadata{{}}, "", "spec.patchPodMetadata[0].annotations", ""},
+		{"no annotations nor labels", []deckhandv1alpha1.SidecarSetPatchPodMetadata{{}}, "", "spec.patchPodMetadata[0]", "name at least one annotation or label"},
+		{"label key outside the label allowlist", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Labels: map[string]string{"example.com/ok": "x"}},
+			{Labels: map[string]string{"team.io/owner": "x"}}, // allowed as an annotation, not as a label
+		}, "", "spec.patchPodMetadata[1].labels[team.io/owner]", "--sidecarset-pod-label-allowlist"},
+		{"label key of the SidecarSet's selector", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Labels: map[string]string{"app": "other"}},
+		}, "", "spec.patchPodMetadata[0].labels[app]", "spec.selector"},
+		{"Deckhand's own label key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Labels: map[string]string{"apps.deckhand.dev/x": "y"}},
+		}, "", "spec.patchPodMetadata[0].labels[apps.deckhand.dev/x]", "Deckhand's own"},
+		{"invalid label value", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Labels: map[string]string{"example.com/tier": "not a value"}},
+		}, "", "spec.patchPodMetadata[0].labels", "not a value"},
+		{"labels under MergePatchJson", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Labels: map[string]string{"example.com/tier": "x"}},
+		}, "", "spec.patchPodMetadata[0].labels", "annotations only"},
+		{"labels in Policy mode", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+			{Labels: map[string]string{"example.com/tier": "x"}},
+		}, deckhandv1alpha1.PolicyInjection, "spec.patchPodMetadata", "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
 		{"invalid key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
 			{Annotations: map[string]string{"example.com/bad key": "x"}},
 		}, "", "spec.patchPodMetadata[0].annotations", "bad key"},
@@ -96,6 +129,9 @@ func TestPatchPodMetadataValidation(t *testing.T) {
 	}
 	// An allowed key is accepted (the cases above fail for their own reason).
 	ok := newSidecarSet("good-meta-"+ns, ns, "web", sidecar("proxy", "proxy:1"))
-	ok.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"example.com/ok": "x", "team.io/owner": "y"}}}
+	ok.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{
+		{Annotations: map[string]string{"example.com/ok": "x", "team.io/owner": "y"}},
+		{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy, Labels: map[string]string{"example.com/tier": "x"}},
+	}
 	createSidecarSet(t, ok)
 }

@@ -24,6 +24,15 @@ import (
 
 var env *testenv.Env
 
+// testLabelAllowlist is the suite's --sidecarset-pod-label-allowlist.
+var testLabelAllowlist = func() sidecarcontrol.MetadataAllowlist {
+	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*"})
+	if err != nil {
+		panic(err)
+	}
+	return a
+}()
+
 // testMetadataAllowlist is the suite's --sidecarset-pod-metadata-allowlist.
 var testMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
 	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*", "team.io/owner"})
@@ -51,6 +60,7 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			lister.SetPodMetadataAllowlist(testMetadataAllowlist)
+			lister.SetPodLabelAllowlist(testLabelAllowlist)
 			if _, err := lister.WatchRevisions(mgr); err != nil {
 				return err
 			}
