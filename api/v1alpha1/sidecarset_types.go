@@ -382,11 +382,13 @@ type SidecarSetSpec struct {
 	// +kubebuilder:default=10
 	// +optional
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
-	// PatchPodMetadata are annotations set on the pods the SidecarSet
-	// injects, in order, each entry with its patch policy. Annotation keys
-	// must be allowed by the manager's --sidecarset-pod-metadata-allowlist
-	// (empty by default: none is). Applied when a pod is injected, not to
-	// running pods; not part of the revision. Not supported with
+	// PatchPodMetadata are annotations and labels set on the pods the
+	// SidecarSet injects, in order, each entry with its patch policy.
+	// Annotation keys must be allowed by the manager's
+	// --sidecarset-pod-metadata-allowlist, label keys by its
+	// --sidecarset-pod-label-allowlist (both empty by default: none is).
+	// Applied when a pod is injected and again when its sidecars are
+	// updated in place; not part of the revision. Not supported with
 	// injectionMode Policy.
 	// +listType=atomic
 	// +optional
