@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -30,7 +31,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 2 {
-		return fmt.Errorf("usage: rbacsplit ROLE_FILE NAME=FILE...")
+		return errors.New("usage: rbacsplit ROLE_FILE NAME=FILE [NAME=FILE]")
 	}
 	src := args[0]
 	dest := map[string]string{}
