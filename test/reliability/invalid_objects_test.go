@@ -305,6 +305,13 @@ func invalidCases() []invalidCase {
 		{"sidecarset patchPodMetadata unknown policy", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: "Append", Annotations: map[string]string{"example.com/team": "x"}}}
 		}), "spec.patchPodMetadata[0].patchPolicy"},
+		// --sidecarset-pod-label-allowlist is empty by default too.
+		{"sidecarset patchPodMetadata label outside the allowlist", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Labels: map[string]string{"example.com/team": "x"}}}
+		}), "spec.patchPodMetadata[0].labels[example.com/team]"},
+		{"sidecarset patchPodMetadata entry with neither annotations nor labels", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{PatchPolicy: deckhandv1alpha1.SidecarSetOverwritePatchPolicy}}
+		}), "spec.patchPodMetadata[0]"},
 		{"sidecarset transferEnv with two sources", validSidecarSet, false, scs(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.Containers[0].TransferEnv = []deckhandv1alpha1.TransferEnvVar{{SourceContainerName: "app", EnvName: "A",
 				SourceContainerNameFrom: &deckhandv1alpha1.SourceContainerNameSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels['a']"}}}}
