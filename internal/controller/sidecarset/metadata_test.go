@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -22,7 +24,8 @@ const podMetadataAllowlist = "example.com/*"
 // the manager's trimmed pod cache does not show): Retain sets only a key
 // the pod lacks, Overwrite sets the new value, MergePatchJson merges it
 // into the pod's JSON object and keeps the members the pod added; labels
-// likewise under Retain and Overwrite.
+// likewise under Retain and Overwrite. A pod value MergePatchJson cannot
+// merge into is kept, with a Warning Event.
 func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	const (
 		retain    = "example.com/retain"
@@ -45,12 +48,15 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	own.Labels[retain] = "pod"
 	own = sc.create(own)
 	bare := sc.create(sc.pod("bare"))
+	plain := sc.pod("plain")
+	plain.Annotations = map[string]string{merge: "plain"}
+	sc.create(plain)
 	wantAnnotations(t, own, map[string]string{retain: "pod", overwrite: "v1", merge: `{"a":"1","own":"x"}`})
 	wantAnnotations(t, bare, map[string]string{retain: "v1", overwrite: "v1", merge: `{"a":"1"}`})
 	wantLabels(t, own, map[string]string{retain: "pod", overwrite: "v1"})
 	wantLabels(t, bare, map[string]string{retain: "v1", overwrite: "v1"})
 	sc.waitStatus(60*time.Second, "2 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == 2 && s.Status.UpdatedReadyPods == 2
+		return s.Status.MatchedPods == 3 && s.Status.UpdatedReadyPods == 3
 	})
 
 	// The pod's owner changes the annotations after injection: bare loses
@@ -68,7 +74,7 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 		s.Spec.Containers[0].Image = "proxy:2"
 		s.Spec.PatchPodMetadata = entries("v2", `{"a":"2","b":"3"}`)
 	})
-	for _, name := range []string{"own", "bare"} {
+	for _, name := range []string{"own", "bare", "plain"} {
 		testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
 			p, err := sc.getPod(ctx, name)
 			return err == nil && containerImage(p, "proxy") == "proxy:2", err
@@ -86,6 +92,12 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	}
 	wantAnnotations(t, got, map[string]string{retain: "v2", overwrite: "v2", merge: `{"a":"2","b":"3","mine":"y"}`})
 	wantLabels(t, got, map[string]string{retain: "v2", overwrite: "v2"})
+	got, err = sc.getPod(ctx, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAnnotations(t, got, map[string]string{overwrite: "v2", merge: "plain"})
+	waitEvent(t, sc.name, corev1.EventTypeWarning, sidecarsetctrl.ReasonPodMetadataNotMerged, "/plain")
 }
 
 // wantAnnotations checks the values of the annotations named in want.
