@@ -217,10 +217,10 @@ func setSidecarImages(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod, owned []s
 const ReasonPodMetadataNotMerged = "PodMetadataNotMerged"
 
 // patchPodMetadata applies the latest revision's spec.patchPodMetadata to
-// pod's annotations and labels, as injection does (sidecarcontrol.ApplyPodMetadata), so
-// that a pod updated in place carries the annotations its new sidecars
-// expect. Keys the allowlist does not allow, and Deckhand's own, are not in
-// the compiled entries.
+// pod's annotations and labels, as injection does
+// (sidecarcontrol.ApplyPodMetadata), so that a pod updated in place carries
+// the metadata its new sidecars expect. Keys the allowlists do not allow,
+// and Deckhand's own, are not in the compiled entries.
 func (r *Reconciler) patchPodMetadata(sc *scope, pod *corev1.Pod) {
 	if len(sc.compiled.PodLabels) > 0 {
 		if pod.Labels == nil {
