@@ -118,11 +118,29 @@ func (r *Reconciler) probeNamespace(ctx context.Context, s *deckhandv1alpha1.Sid
 	return "", nil
 }
 
+// verified is a policy a dry-run pod showed in effect.
+type verified struct {
+	written string // the policy's and binding's resourceVersions
+	cond    metav1.Condition
+}
+
 // verify checks that the API server applies the policy just written for s
-// (whose revision is hash) by dry-running a pod s selects. It returns the
+// (whose revision is hash; written names the policy's and binding's
+// resourceVersions) by dry-running a pod s selects. It returns the
 // condition to report and, while the policy is not in effect yet, when to
 // look again. inPlace is the condition to report once it is.
-func (r *Reconciler) verify(ctx context.Context, s *deckhandv1alpha1.SidecarSet, hash string, inPlace *metav1.Condition) (*metav1.Condition, time.Duration, error) {
+//
+// Every SidecarSet event reconciles every SidecarSet: objects already seen
+// in effect are not checked again (a policy recreated or edited has other
+// resourceVersions).
+func (r *Reconciler) verify(ctx context.Context, s *deckhandv1alpha1.SidecarSet, hash, written string, inPlace *metav1.Condition) (*metav1.Condition, time.Duration, error) {
+	r.backoffMu.Lock()
+	v, ok := r.verified[s.Name]
+	r.backoffMu.Unlock()
+	if ok && v.written == written && v.cond.Message != "" {
+		c := v.cond
+		return &c, 0, nil
+	}
 	if s.Spec.InjectionStrategy.Paused {
 		// A paused policy injects nothing: there is nothing to see.
 		return inPlace, 0, nil
@@ -152,6 +170,12 @@ func (r *Reconciler) verify(ctx context.Context, s *deckhandv1alpha1.SidecarSet,
 		c := *inPlace
 		c.Message += fmt.Sprintf("; a dry-run pod in namespace %s got it", pod.Namespace)
 		r.clearBackoff(s.Name)
+		r.backoffMu.Lock()
+		if r.verified == nil {
+			r.verified = map[string]verified{}
+		}
+		r.verified[s.Name] = verified{written: written, cond: c}
+		r.backoffMu.Unlock()
 		return &c, 0, nil
 	}
 	return &metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonPolicyNotYetInEffect,
@@ -178,4 +202,12 @@ func (r *Reconciler) clearBackoff(name string) {
 	r.backoffMu.Lock()
 	defer r.backoffMu.Unlock()
 	delete(r.backoff, name)
+}
+
+// forget drops what is known of the SidecarSet called name (deleted).
+func (r *Reconciler) forget(name string) {
+	r.clearBackoff(name)
+	r.backoffMu.Lock()
+	defer r.backoffMu.Unlock()
+	delete(r.verified, name)
 }

@@ -167,10 +167,11 @@ func readyNow(s *deckhandv1alpha1.SidecarSet) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
 }
 
-// TestReadyAfterAnUpdateThatKeepsTheRevision: a spec change that leaves the
-// injected revision alone (updateStrategy.partition) finds the policy in
-// effect at once; Ready still follows the new generation.
-func TestReadyAfterAnUpdateThatKeepsTheRevision(t *testing.T) {
+// TestReadyAfterUpdates: a spec change that leaves the injected revision
+// alone (updateStrategy.partition) finds the policy in effect at once, and
+// Ready still follows the new generation; after an image change, a pod
+// created as soon as Ready is True gets the new image.
+func TestReadyAfterUpdates(t *testing.T) {
 	ns := env.Namespace(t)
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	if err != nil {
@@ -189,6 +190,25 @@ func TestReadyAfterAnUpdateThatKeepsTheRevision(t *testing.T) {
 		})
 		if err := waitReadyAsKubectl(ctx, wc, s.Name); err != nil {
 			t.Fatalf("after update %d: %v", i, err)
+		}
+	}
+	for i := 2; i <= 6; i++ {
+		image := fmt.Sprintf("log:%d", i)
+		updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) {
+			s.Spec.Containers[0].Image = image
+		})
+		if err := waitReadyAsKubectl(ctx, wc, s.Name); err != nil {
+			t.Fatalf("after the update to %s: %v", image, err)
+		}
+		name := fmt.Sprintf("after-%d", i)
+		if got, _ := podImage(t, ns, name); got != image {
+			t.Errorf("a pod created once the SidecarSet was Ready at %s got the log image %q", image, got)
+		}
+		// No kubelet runs it: left in place, the pod would keep the
+		// SidecarSet from being Ready (PodsNotReady).
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := env.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -71,6 +71,9 @@ type Reconciler struct {
 	// wait before its next probe.
 	backoffMu sync.Mutex
 	backoff   map[string]time.Duration
+	// verified is, per SidecarSet, the resourceVersions of the policy and
+	// binding a dry-run pod showed in effect, and the condition it led to.
+	verified map[string]verified
 }
 
 // Policies and bindings are written by server-side apply (patch, and
@@ -131,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		// Deleted: the garbage collector deletes what it owned.
 		if apierrors.IsNotFound(err) {
-			r.clearBackoff(req.Name)
+			r.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -176,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// only once a pod admitted now gets the current revision.
 	var retry time.Duration
 	if err == nil && cond.Status == metav1.ConditionTrue {
-		cond, retry, err = r.verify(ctx, s, policy.Annotations[sidecarpolicy.RevisionAnnotation], cond)
+		cond, retry, err = r.verify(ctx, s, policy.Annotations[sidecarpolicy.RevisionAnnotation], policy.ResourceVersion+"/"+binding.ResourceVersion, cond)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
@@ -218,6 +221,8 @@ func (r *Reconciler) apply(ctx context.Context, s *deckhandv1alpha1.SidecarSet, 
 			}
 			return nil, err
 		}
+		// What was written, for verify to know whether it checked it.
+		obj.SetResourceVersion(u.GetResourceVersion())
 	}
 	hash := objs[0].GetAnnotations()[sidecarpolicy.RevisionAnnotation]
 	return &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonPolicyInPlace,
