@@ -29,16 +29,17 @@ func IsReservedAnnotation(key string) bool {
 	return prefix == ReservedAnnotationDomain || strings.HasSuffix(prefix, "."+ReservedAnnotationDomain)
 }
 
-// MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist:
-// the annotation keys spec.patchPodMetadata may set. A SidecarSet is
+// MetadataAllowlist is the manager's --sidecarset-pod-metadata-allowlist
+// (the annotation keys spec.patchPodMetadata may set) or its
+// --sidecarset-pod-label-allowlist (the label keys). A SidecarSet is
 // cluster-scoped and patches pods in every namespace it selects, so which
-// pod annotations it may write is the platform's decision, not the
-// SidecarSet author's. The zero value allows nothing.
+// pod metadata it may write is the platform's decision, not the SidecarSet
+// author's. The zero value allows nothing.
 type MetadataAllowlist struct {
 	patterns []string
 }
 
-// ParseMetadataAllowlist reads allowlist entries: exact annotation keys, or
+// ParseMetadataAllowlist reads allowlist entries: exact keys, or
 // glob patterns (path.Match syntax, e.g. "example.com/*" for every key of a
 // prefix). Blank entries are ignored.
 func ParseMetadataAllowlist(entries []string) (MetadataAllowlist, error) {
@@ -56,7 +57,7 @@ func ParseMetadataAllowlist(entries []string) (MetadataAllowlist, error) {
 	return a, nil
 }
 
-// Allows reports whether spec.patchPodMetadata may set the annotation key.
+// Allows reports whether spec.patchPodMetadata may set the key.
 func (a MetadataAllowlist) Allows(key string) bool {
 	if IsReservedAnnotation(key) {
 		return false
