@@ -44,34 +44,11 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 
-// probePod returns a pod that s selects, in a namespace it selects, or ""
-// and why none can be built. Its labels are the selector's matchLabels,
-// the first value of each In expression and a value for each Exists; other
-// operators only constrain, and the result is checked against the whole
-// selector and namespace selection.
+// probePod returns a pod that s selects, in a namespace it selects, or nil
+// and why none can be built.
 func (r *Reconciler) probePod(ctx context.Context, s *deckhandv1alpha1.SidecarSet) (*corev1.Pod, string, error) {
-	if s.Spec.Selector == nil {
-		return nil, "the SidecarSet has no selector", nil
-	}
-	podLabels := map[string]string{}
-	for k, v := range s.Spec.Selector.MatchLabels {
-		podLabels[k] = v
-	}
-	for _, e := range s.Spec.Selector.MatchExpressions {
-		if _, set := podLabels[e.Key]; set {
-			continue
-		}
-		switch e.Operator {
-		case metav1.LabelSelectorOpIn:
-			if len(e.Values) > 0 {
-				podLabels[e.Key] = e.Values[0]
-			}
-		case metav1.LabelSelectorOpExists:
-			podLabels[e.Key] = "probe"
-		}
-	}
-	sel, err := metav1.LabelSelectorAsSelector(s.Spec.Selector)
-	if err != nil || !sel.Matches(labels.Set(podLabels)) {
+	podLabels, ok := probeLabels(s.Spec.Selector)
+	if !ok {
 		return nil, "no pod the selector matches could be built from its matchLabels and its In and Exists expressions", nil
 	}
 	ns, err := r.probeNamespace(ctx, s, podLabels)
@@ -87,6 +64,38 @@ func (r *Reconciler) probePod(ctx context.Context, s *deckhandv1alpha1.SidecarSe
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: probeContainer, Image: probeContainer}}},
 	}, "", nil
+}
+
+// probeLabels returns labels sel matches, and false when it finds none:
+// the selector's matchLabels, the first value of each In expression and a
+// value for each Exists; other operators only constrain, and the result is
+// checked against the whole selector.
+func probeLabels(sel *metav1.LabelSelector) (map[string]string, bool) {
+	if sel == nil {
+		return nil, false
+	}
+	podLabels := map[string]string{}
+	for k, v := range sel.MatchLabels {
+		podLabels[k] = v
+	}
+	for _, e := range sel.MatchExpressions {
+		if _, set := podLabels[e.Key]; set {
+			continue
+		}
+		switch e.Operator {
+		case metav1.LabelSelectorOpIn:
+			if len(e.Values) > 0 {
+				podLabels[e.Key] = e.Values[0]
+			}
+		case metav1.LabelSelectorOpExists:
+			podLabels[e.Key] = "probe"
+		}
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil || !selector.Matches(labels.Set(podLabels)) {
+		return nil, false
+	}
+	return podLabels, true
 }
 
 // probeNamespace returns the first existing, not terminating namespace

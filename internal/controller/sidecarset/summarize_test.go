@@ -32,12 +32,42 @@ func TestSummarizeInjectionPolicy(t *testing.T) {
 		"API not served":       {conds: policy(metav1.ConditionFalse, sidecarpolicyctrl.ReasonPolicyAPIUnavailable), state: conditions.Ready, reason: ReasonAllPodsUpdated},
 		"policy name taken":    {conds: policy(metav1.ConditionFalse, sidecarpolicyctrl.ReasonPolicyNameTaken), state: conditions.Stalled, reason: sidecarpolicyctrl.ReasonPolicyNameTaken},
 		"policy apply refused": {conds: policy(metav1.ConditionFalse, sidecarpolicyctrl.ReasonPolicyApplyFailed), state: conditions.Stalled, reason: sidecarpolicyctrl.ReasonPolicyApplyFailed},
+		"policy not loaded":    {conds: policy(metav1.ConditionFalse, sidecarpolicyctrl.ReasonPolicyNotYetInEffect), state: conditions.Reconciling, reason: sidecarpolicyctrl.ReasonPolicyNotYetInEffect},
 	} {
 		t.Run(name, func(t *testing.T) {
 			st := &deckhandv1alpha1.SidecarSetStatus{Conditions: tc.conds, MatchedPods: 2, ReadyPods: 2}
 			got := summarize(st, 0, false)
 			if got.State != tc.state || got.Reason != tc.reason {
 				t.Errorf("summarize = %v/%s, want %v/%s", got.State, got.Reason, tc.state, tc.reason)
+			}
+		})
+	}
+}
+
+// TestAwaitPolicy: in Policy mode, Ready waits for an InjectionPolicyReady
+// condition that speaks of the current generation.
+func TestAwaitPolicy(t *testing.T) {
+	ready := conditions.Summary{State: conditions.Ready, Reason: ReasonAllPodsUpdated}
+	stalled := conditions.Summary{State: conditions.Stalled, Reason: ReasonPodsNotInjected}
+	at := func(gen int64) []metav1.Condition {
+		return []metav1.Condition{{Type: deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition, Status: metav1.ConditionTrue,
+			Reason: sidecarpolicyctrl.ReasonPolicyInPlace, ObservedGeneration: gen}}
+	}
+	for name, tc := range map[string]struct {
+		conds  []metav1.Condition
+		sum    conditions.Summary
+		state  conditions.State
+		reason string
+	}{
+		"no condition yet":   {sum: ready, state: conditions.Reconciling, reason: ReasonPolicyPending},
+		"older generation":   {conds: at(1), sum: ready, state: conditions.Reconciling, reason: ReasonPolicyPending},
+		"current generation": {conds: at(2), sum: ready, state: conditions.Ready, reason: ReasonAllPodsUpdated},
+		"not ready anyway":   {sum: stalled, state: conditions.Stalled, reason: ReasonPodsNotInjected},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := awaitPolicy(&deckhandv1alpha1.SidecarSetStatus{Conditions: tc.conds}, 2, tc.sum)
+			if got.State != tc.state || got.Reason != tc.reason {
+				t.Errorf("awaitPolicy = %v/%s, want %v/%s", got.State, got.Reason, tc.state, tc.reason)
 			}
 		})
 	}
