@@ -294,7 +294,9 @@ func (r *Reconciler) setCondition(ctx context.Context, s *deckhandv1alpha1.Sidec
 		}
 		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
 			typ := corev1.EventTypeNormal
-			if c.Status != metav1.ConditionTrue {
+			// A policy not loaded yet is the normal first moment of
+			// every policy: no Warning.
+			if c.Status != metav1.ConditionTrue && c.Reason != ReasonPolicyNotYetInEffect {
 				typ = corev1.EventTypeWarning
 			}
 			r.Recorder.Eventf(s, nil, typ, c.Reason, "InjectionPolicy", "%s", c.Message)
