@@ -51,7 +51,7 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		// app containers with resources for resourcesPolicy
 		`{"metadata":{"name":"big","labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"2","memory":"1Gi"},"requests":{"cpu":"1"}}},{"name":"app-2","image":"y","resources":{"limits":{"cpu":"500m","memory":"2Gi"}}}]}}`,
 		// annotations patchPodMetadata retains, overwrites and merges into
-		`{"metadata":{"name":"annotated","labels":{"app":"web"},"annotations":{"example.com/r":"mine","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}","other.io/x":"y"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
+		`{"metadata":{"name":"annotated","labels":{"app":"web","example.com/l":"mine","example.com/w":"mine"},"annotations":{"example.com/r":"mine","example.com/j":"{\"a\":1,\"b\":{\"d\":2,\"f\":3}}","other.io/x":"y"}},"spec":{"containers":[{"name":"app","image":"x"}]}}`,
 		// escapes, and keys that differ only in case
 		`{"metadata":{"name":"u","labels":{"app":"web"}},"Spec":{"containers":[]},"spec":{"containers":[{"name":"app","image":"x","env":[{"name":"\u00e9\"\\","value":"\ud83d\ude00"},{"name":"TZ","value":"a\u2028b"}]}]}}`,
 	}
@@ -67,7 +67,7 @@ func FuzzFastPathMatchesTypedPatch(f *testing.F) {
 		// resourcesPolicy over the app containers' resources
 		`{"metadata":{"name":"sized"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"sized","image":"s:1","resourcesPolicy":{"targetContainerMode":"max","targetContainersNameRegex":"^app","resourceExpr":{"limits":{"cpu":"cpu * 0.5","memory":"max(memory * 0.25, quantity('64Mi'))"},"requests":{"cpu":"max(cpu * 0.1, quantity('10m'))"}}}}]}}`,
 		// patchPodMetadata, every policy, over annotations the pod has
-		`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"retained","team.io/over":"over"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written","example.com/o":"\u003c\"x"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"c\":1.50,\"d\":null},\"e\":[1]}"}}]}}`,
+		`{"metadata":{"name":"meta"},"spec":{"selector":{"matchLabels":{"app":"web"}},"containers":[{"name":"m","image":"m:1"}],"patchPodMetadata":[{"annotations":{"example.com/r":"retained","team.io/over":"over"},"labels":{"example.com/l":"retained","example.com/n":"new"}},{"patchPolicy":"Overwrite","labels":{"example.com/w":"written"}},{"patchPolicy":"Overwrite","annotations":{"team.io/over":"written","example.com/o":"\u003c\"x"}},{"patchPolicy":"MergePatchJson","annotations":{"example.com/j":"{\"b\":{\"c\":1.50,\"d\":null},\"e\":[1]}"}}]}}`,
 	}
 	for i, p := range pods {
 		f.Add([]byte(p), []byte(sets[i%len(sets)]), []byte(sets[(i+1)%len(sets)]))
@@ -117,7 +117,7 @@ func apiServerLike(raw []byte) bool {
 // if none), as the informer cache would hold them.
 func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	ss := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
-	v := &sidecarsetwebhook.Validator{MetadataAllowlist: fuzzMetadataAllowlist}
+	v := &sidecarsetwebhook.Validator{MetadataAllowlist: fuzzMetadataAllowlist, LabelAllowlist: fuzzMetadataAllowlist}
 	for i, raw := range raws {
 		s := &deckhandv1alpha1.SidecarSet{}
 		if json.Unmarshal(raw, s) != nil {
@@ -145,11 +145,13 @@ func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace, Labels: map[string]string{"env": "fuzz"}}})
 	l := sidecarcontrol.NewLister(ss, nsIdx)
 	l.SetPodMetadataAllowlist(fuzzMetadataAllowlist)
+	l.SetPodLabelAllowlist(fuzzMetadataAllowlist)
 	return l
 }
 
 // fuzzMetadataAllowlist allows the patchPodMetadata keys of the seeds but
-// not every key, so that filtering is exercised too.
+// not every key, so that filtering is exercised too; it serves as the label
+// allowlist as well.
 var fuzzMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
 	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*", "team.io/over"})
 	if err != nil {

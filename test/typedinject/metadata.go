@@ -39,6 +39,25 @@ func patchMetadata(annotations map[string]string, s *deckhandv1alpha1.SidecarSet
 	}
 }
 
+// patchLabels applies the labels of s's spec.patchPodMetadata to labels (the
+// pod's, as earlier SidecarSets left them), keeping only the keys allow
+// allows; MergePatchJson entries set no label.
+func patchLabels(labels map[string]string, s *deckhandv1alpha1.SidecarSet, allow sidecarcontrol.MetadataAllowlist) {
+	for _, e := range s.Spec.PatchPodMetadata {
+		if e.PatchPolicy == deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy {
+			continue
+		}
+		for k, v := range e.Labels {
+			if !allow.Allows(k) {
+				continue
+			}
+			if _, has := labels[k]; !has || e.PatchPolicy == deckhandv1alpha1.SidecarSetOverwritePatchPolicy {
+				labels[k] = v
+			}
+		}
+	}
+}
+
 // mergeJSON is RFC 7386 through evanphx/json-patch, normalised to compact
 // JSON with sorted keys; ok is false unless both are JSON objects.
 func mergeJSON(orig, patch string) (string, bool) {

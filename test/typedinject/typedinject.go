@@ -45,7 +45,7 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 	// A new pod's record is Deckhand's to write: what came with the pod is
 	// dropped, but for the entries of the SidecarSets injected by policy.
 	record, forged := sidecarcontrol.ReadPodRecord(pod.Annotations).Keep(func(name string) bool { return slices.Contains(byPolicy, name) })
-	in := injector{orig: pod.DeepCopy(), record: record, allow: l.PodMetadataAllowlist()}
+	in := injector{orig: pod.DeepCopy(), record: record, allow: l.PodMetadataAllowlist(), labelAllow: l.PodLabelAllowlist()}
 	for _, s := range sets {
 		in.add(s, l.Compiled(s))
 	}
@@ -55,6 +55,14 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 				pod.Annotations = map[string]string{}
 			}
 			pod.Annotations[k] = v
+		}
+	}
+	for k, v := range in.labels {
+		if old, ok := pod.Labels[k]; !ok || old != v {
+			if pod.Labels == nil {
+				pod.Labels = map[string]string{}
+			}
+			pod.Labels[k] = v
 		}
 	}
 	if forged && in.record.IsEmpty() {
@@ -97,6 +105,9 @@ type injector struct {
 	// a SidecarSet has some); allow is the manager's allowlist.
 	annotations map[string]string
 	allow       sidecarcontrol.MetadataAllowlist
+	// labels and labelAllow likewise for the pod's labels.
+	labels     map[string]string
+	labelAllow sidecarcontrol.MetadataAllowlist
 	// cur is the SidecarSet being added, compiled (its resourcesPolicy
 	// programs; the arithmetic has its own table test).
 	cur *sidecarcontrol.Compiled
@@ -173,6 +184,13 @@ func (in *injector) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compil
 			}
 		}
 		patchMetadata(in.annotations, s, in.allow)
+		if in.labels == nil {
+			in.labels = map[string]string{}
+			for k, v := range in.orig.Labels {
+				in.labels[k] = v
+			}
+		}
+		patchLabels(in.labels, s, in.labelAllow)
 	}
 }
 
