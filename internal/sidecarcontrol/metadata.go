@@ -170,7 +170,9 @@ func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist, la
 func (l *Lister) SetPodMetadataAllowlist(a MetadataAllowlist) { l.derived.allow.Annotations = a }
 
 // PodMetadataAllowlist returns what SetPodMetadataAllowlist set.
-func (l *Lister) PodMetadataAllowlist() MetadataAllowlist { return l.podMetadataAllowlists().Annotations }
+func (l *Lister) PodMetadataAllowlist() MetadataAllowlist {
+	return l.podMetadataAllowlists().Annotations
+}
 
 // SetPodLabelAllowlist sets the label keys spec.patchPodMetadata may set.
 // Call it before the manager starts; the webhooks only read it.
