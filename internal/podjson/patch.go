@@ -72,29 +72,29 @@ type patchWriter struct {
 	n   int
 }
 
-// begin opens an "add" operation at path; the caller writes the value and '}'.
-func (w *patchWriter) begin(path string) {
+// op opens an operation of kind op at path, after a separator.
+func (w *patchWriter) op(op, path string) {
 	if w.n == 0 {
 		w.buf = append(w.buf, '[')
 	} else {
 		w.buf = append(w.buf, ',')
 	}
 	w.n++
-	w.buf = append(w.buf, `{"op":"add","path":`...)
+	w.buf = append(w.buf, `{"op":"`...)
+	w.buf = append(w.buf, op...)
+	w.buf = append(w.buf, `","path":`...)
 	w.buf = appendString(w.buf, path)
+}
+
+// begin opens an "add" operation at path; the caller writes the value and '}'.
+func (w *patchWriter) begin(path string) {
+	w.op("add", path)
 	w.buf = append(w.buf, `,"value":`...)
 }
 
 // remove writes a "remove" operation at path.
 func (w *patchWriter) remove(path string) {
-	if w.n == 0 {
-		w.buf = append(w.buf, '[')
-	} else {
-		w.buf = append(w.buf, ',')
-	}
-	w.n++
-	w.buf = append(w.buf, `{"op":"remove","path":`...)
-	w.buf = appendString(w.buf, path)
+	w.op("remove", path)
 	w.buf = append(w.buf, '}')
 }
 
