@@ -1,0 +1,133 @@
+package layout
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+)
+
+// mapDoc is the document whose Layout section maps the tree.
+const mapDoc = "docs/development.md"
+
+// TestDevelopmentMapListsTheTree fails naming every Go package (of any
+// module in the repository) and every top-level folder that the Layout
+// section of docs/development.md does not list, and every folder it lists
+// that does not exist.
+func TestDevelopmentMapListsTheTree(t *testing.T) {
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapped, err := mappedFolders(filepath.Join(root, mapDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mapped) == 0 {
+		t.Fatalf("%s: no Layout section, or no folder lines in it", mapDoc)
+	}
+	ignored, err := ignoredFolders(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folders, err := treeFolders(root, ignored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range folders {
+		if !mapped[f] {
+			t.Errorf("%s/ is not in the Layout section of %s: add a line saying what it is for", f, mapDoc)
+		}
+	}
+	for f := range mapped {
+		if info, err := os.Stat(filepath.Join(root, f)); err != nil || !info.IsDir() {
+			t.Errorf("the Layout section of %s lists %s/, which is not a folder of the tree", mapDoc, f)
+		}
+	}
+}
+
+// mappedFolders reads the folder lines of the document's "## Layout"
+// section: in its fenced blocks, a line whose first word ends in a slash
+// names that folder.
+func mappedFolders(path string) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	mapped := map[string]bool{}
+	inLayout, inBlock := false, false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "## "):
+			inLayout = line == "## Layout"
+		case !inLayout:
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock
+		case inBlock:
+			fields := strings.Fields(line)
+			if len(fields) > 0 && strings.HasSuffix(fields[0], "/") && fields[0] == line[:len(fields[0])] {
+				mapped[strings.TrimSuffix(fields[0], "/")] = true
+			}
+		}
+	}
+	return mapped, sc.Err()
+}
+
+// ignoredFolders returns the folders .gitignore anchors to the root
+// ("/bin/"): build output and local state, never part of the map.
+func ignoredFolders(root string) (map[string]bool, error) {
+	data, err := os.ReadFile(filepath.Join(root, ".gitignore"))
+	if err != nil {
+		return nil, err
+	}
+	ignored := map[string]bool{".git": true}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "/") && strings.HasSuffix(line, "/") && !strings.ContainsAny(line, "*?[") {
+			ignored[strings.Trim(line, "/")] = true
+		}
+	}
+	return ignored, nil
+}
+
+// treeFolders lists the folders the map must name: every top-level folder
+// and every folder holding Go files, skipping what the go tool skips
+// (testdata, names starting with "." or "_") below the top level.
+func treeFolders(root string, ignored map[string]bool) ([]string, error) {
+	var folders []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			name := d.Name()
+			top := !strings.Contains(rel, "/")
+			if ignored[rel] || (!top && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"))) {
+				return filepath.SkipDir
+			}
+			if top {
+				folders = append(folders, rel)
+			}
+			return nil
+		}
+		if dir := filepath.ToSlash(filepath.Dir(rel)); strings.HasSuffix(rel, ".go") && dir != "." {
+			folders = append(folders, dir)
+		}
+		return nil
+	})
+	slices.Sort(folders)
+	return slices.Compact(folders), err
+}
