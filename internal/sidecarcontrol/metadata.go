@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // ReservedAnnotationDomain is the annotation key prefix (the DNS part

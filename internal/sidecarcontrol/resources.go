@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // The budget of a resourcesPolicy expression. A SidecarSet author is

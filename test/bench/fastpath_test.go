@@ -21,7 +21,7 @@ import (
 // volumes: the same pod, the same SidecarSet, the same resulting pod (each
 // benchmark checks that first). docs/sidecarset.md records the numbers.
 
-// BenchmarkPatchFastPath: the production handler (internal/podjson reads
+// BenchmarkPatchFastPath: the production handler (internal/inject/podjson reads
 // the pod, the patch is written from pre-encoded fragments).
 func BenchmarkPatchFastPath(b *testing.B) {
 	l := lister(b, sidecarSets(1))

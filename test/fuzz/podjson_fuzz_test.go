@@ -23,7 +23,7 @@ import (
 )
 
 // FuzzFastPathMatchesTypedPatch is the pod webhook's fast path (its own pod
-// JSON reader and patch writer, internal/podjson) against the ordinary way:
+// JSON reader and patch writer, internal/inject/podjson) against the ordinary way:
 // decode the pod into a corev1.Pod, apply the same injection with typed
 // code (test/typedinject), and let controller-runtime's
 // admission.PatchResponseFromRaw diff the result with the request. Both

@@ -9,11 +9,11 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	kjson "sigs.k8s.io/json"
 
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // FuzzReviewDecoderMatchesTypedDecoding holds the pod webhook's own
-// AdmissionReview reader (internal/podjson.DecodeReview, which the webhook
+// AdmissionReview reader (internal/inject/podjson.DecodeReview, which the webhook
 // serves with instead of controller-runtime's decoding) to the typed
 // decoding controller-runtime does: for every review the typed decoder
 // accepts, the fast reader accepts it too and reads the same fields.

@@ -1,6 +1,6 @@
 // Package typedinject is SidecarSet pod injection written the ordinary way:
 // on a decoded corev1.Pod, with typed code. It is the reference that the
-// webhook's hand-written JSON fast path (internal/podjson) is fuzzed
+// webhook's hand-written JSON fast path (internal/inject/podjson) is fuzzed
 // against (test/fuzz) and measured against (test/bench): decode, Inject,
 // encode and controller-runtime's JSON diff must come to the same pod as
 // the fast path's patch.
@@ -19,7 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 

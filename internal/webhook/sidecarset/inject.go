@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 

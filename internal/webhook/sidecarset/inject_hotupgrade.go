@@ -4,7 +4,7 @@ import (
 	"maps"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 

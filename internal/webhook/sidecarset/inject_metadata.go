@@ -3,7 +3,7 @@ package sidecarset
 import (
 	"fmt"
 
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 

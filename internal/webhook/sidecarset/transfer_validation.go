@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // validateTransferEnv checks a sidecar's transferEnv entries (exactly one
