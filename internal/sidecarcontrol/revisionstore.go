@@ -1,0 +1,386 @@
+package sidecarcontrol
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// revisionSelector selects SidecarSets' ControllerRevisions.
+var revisionSelector = func() labels.Selector {
+	req, err := labels.NewRequirement(deckhandv1alpha1.SidecarSetNameLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}()
+
+// WatchRevisions gives l the SidecarSets' ControllerRevisions: an informer
+// cache of its own, limited to RevisionNamespace and to the
+// apps.deckhand.dev/sidecarset label (the manager's cache keeps only
+// PodSets' ControllerRevisions, cluster-wide), added to mgr. Call it before
+// the manager starts; calling it again returns the same cache.
+func (l *Lister) WatchRevisions(mgr manager.Manager) (cache.Cache, error) {
+	if l.revisions != nil {
+		return l.revisions.cache, nil
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		HTTPClient:        mgr.GetHTTPClient(),
+		Scheme:            mgr.GetScheme(),
+		Mapper:            mgr.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{RevisionNamespace(): {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+		ByObject:          map[client.Object]cache.ByObject{&appsv1.ControllerRevision{}: {Label: revisionSelector}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the SidecarSet revision cache: %w", err)
+	}
+	// NOTE: a runnable that does not say otherwise runs only on the leader;
+	// every replica's pod webhook reads the revisions, so the cache runs on
+	// every replica, as the manager's own cache does.
+	if err := mgr.Add(everyReplica{c}); err != nil {
+		return nil, err
+	}
+	inf, err := c.GetInformer(context.Background(), &appsv1.ControllerRevision{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	st := &revisionStore{cache: c, bySet: map[string]map[string]*revision{}}
+	if _, err := inf.AddEventHandler(st); err != nil {
+		return nil, fmt.Errorf("watching SidecarSet revisions: %w", err)
+	}
+	l.revisions = st
+	synced := l.synced
+	l.synced = func() bool { return synced() && inf.HasSynced() }
+	return c, nil
+}
+
+// everyReplica runs a cache on every replica, leader or not.
+type everyReplica struct{ cache.Cache }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// revisionStore holds every SidecarSet ControllerRevision its informer has
+// shown, by SidecarSet (label value) and name, with what each decodes to.
+type revisionStore struct {
+	cache cache.Cache
+	mu    sync.RWMutex
+	bySet map[string]map[string]*revision
+}
+
+// revision is one ControllerRevision as the store holds it.
+type revision struct {
+	cr            *appsv1.ControllerRevision // shared with the cache
+	hash          string
+	customVersion string
+	owner         types.UID
+	// decoded is shared by every version of the same object (same UID): a
+	// ControllerRevision's data cannot change, only its labels and number.
+	decoded *decodedRevision
+}
+
+// decodedRevision is a ControllerRevision's data decoded once, and the
+// SidecarSet it implies for the generation that last pinned it.
+type decodedRevision struct {
+	once    sync.Once
+	spec    RevisionSpec
+	running RunningRevision
+	err     error
+	pinned  atomic.Pointer[pinnedForm]
+}
+
+// decode decodes r's data the first time it is asked for.
+func (r *revision) decode() *decodedRevision {
+	d := r.decoded
+	d.once.Do(func() {
+		d.spec, d.err = DecodeRevision(r.cr)
+		if d.err == nil {
+			spec := deckhandv1alpha1.SidecarSetSpec{InitContainers: d.spec.InitContainers, Containers: d.spec.Containers,
+				Volumes: d.spec.Volumes, ImagePullSecrets: d.spec.ImagePullSecrets}
+			d.running.Hash, d.running.WithoutImage = RunningHashes(&spec)
+		}
+	})
+	return d
+}
+
+// pinnedForm is a SidecarSet generation (key) with the injected parts of a
+// pinned revision, and its Compiled form.
+type pinnedForm struct {
+	key      derivedKey
+	set      *deckhandv1alpha1.SidecarSet
+	compiled *Compiled
+}
+
+var _ toolscache.ResourceEventHandler = &revisionStore{}
+
+func (st *revisionStore) OnAdd(obj any, _ bool) { st.put(obj) }
+
+func (st *revisionStore) OnUpdate(_, obj any) { st.put(obj) }
+
+func (st *revisionStore) OnDelete(obj any) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	cr, ok := obj.(*appsv1.ControllerRevision)
+	if !ok {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	set := cr.Labels[deckhandv1alpha1.SidecarSetNameLabel]
+	if r := st.bySet[set][cr.Name]; r != nil && r.cr.UID == cr.UID {
+		delete(st.bySet[set], cr.Name)
+		if len(st.bySet[set]) == 0 {
+			delete(st.bySet, set)
+		}
+	}
+}
+
+func (st *revisionStore) put(obj any) {
+	cr, ok := obj.(*appsv1.ControllerRevision)
+	if !ok {
+		return
+	}
+	r := &revision{
+		cr:            cr,
+		hash:          cr.Labels[deckhandv1alpha1.SidecarSetRevisionLabel],
+		customVersion: cr.Labels[deckhandv1alpha1.SidecarSetCustomVersionLabel],
+	}
+	if ref := metav1.GetControllerOfNoCopy(cr); ref != nil {
+		r.owner = ref.UID
+	}
+	set := cr.Labels[deckhandv1alpha1.SidecarSetNameLabel]
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for s, revs := range st.bySet {
+		// A relabelled object moves.
+		if old := revs[cr.Name]; old != nil && s != set {
+			delete(revs, cr.Name)
+		}
+	}
+	revs := st.bySet[set]
+	if revs == nil {
+		revs = map[string]*revision{}
+		st.bySet[set] = revs
+	}
+	if old := revs[cr.Name]; old != nil && old.cr.UID == cr.UID {
+		r.decoded = old.decoded
+	} else {
+		r.decoded = &decodedRevision{}
+	}
+	revs[cr.Name] = r
+}
+
+// owned returns the revisions s controls, unsorted.
+func (st *revisionStore) owned(s *deckhandv1alpha1.SidecarSet) []*revision {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	revs := st.bySet[NameLabelValue(s.Name)]
+	out := make([]*revision, 0, len(revs))
+	for _, r := range revs {
+		if r.owner == s.UID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// pinned returns the revision spec.injectionStrategy.revision of s names,
+// nil if none or if it names none s controls.
+func (st *revisionStore) pinned(s *deckhandv1alpha1.SidecarSet) *revision {
+	pin := s.Spec.InjectionStrategy.Revision
+	if pin == nil {
+		return nil
+	}
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	revs := st.bySet[NameLabelValue(s.Name)]
+	if pin.RevisionName != nil {
+		if r := revs[*pin.RevisionName]; r != nil && r.owner == s.UID {
+			return r
+		}
+		return nil
+	}
+	if pin.CustomVersion == nil {
+		return nil
+	}
+	var newest *revision
+	for _, r := range revs {
+		if r.owner == s.UID && r.customVersion == *pin.CustomVersion && (newest == nil || r.cr.Revision > newest.cr.Revision ||
+			r.cr.Revision == newest.cr.Revision && r.cr.Name > newest.cr.Name) {
+			newest = r
+		}
+	}
+	return newest
+}
+
+// form returns s with the injected parts of r, and its Compiled form,
+// computed once per generation of s (the pod webhook asks per pod).
+func (r *revision) form(s *deckhandv1alpha1.SidecarSet, allow PodMetadataAllowlists) (*deckhandv1alpha1.SidecarSet, *Compiled, error) {
+	d := r.decode()
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	k := keyOf(s)
+	if pf := d.pinned.Load(); pf != nil && pf.key == k && cacheable(k) {
+		return pf.set, pf.compiled, nil
+	}
+	cp := *s
+	cp.Spec.InitContainers, cp.Spec.Containers = d.spec.InitContainers, d.spec.Containers
+	cp.Spec.Volumes, cp.Spec.ImagePullSecrets = d.spec.Volumes, d.spec.ImagePullSecrets
+	pf := &pinnedForm{key: k, set: &cp, compiled: compile(&cp, allow)}
+	d.pinned.Store(pf)
+	return pf.set, pf.compiled, nil
+}
+
+// Revisions returns the ControllerRevisions s controls (shared with the
+// cache), oldest revision number first; nil without WatchRevisions.
+func (l *Lister) Revisions(s *deckhandv1alpha1.SidecarSet) []*appsv1.ControllerRevision {
+	if l.revisions == nil {
+		return nil
+	}
+	revs := l.revisions.owned(s)
+	out := make([]*appsv1.ControllerRevision, len(revs))
+	for i, r := range revs {
+		out[i] = r.cr
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Revision != out[j].Revision {
+			return out[i].Revision < out[j].Revision
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// RunningRevision is a revision's RunningHashes.
+type RunningRevision struct {
+	Hash, WithoutImage string
+}
+
+// RunningRevisions returns the RunningHashes of the revisions s controls,
+// by revision hash (the label value, which a pod's record names); nil
+// without WatchRevisions. Each ControllerRevision is decoded once. A hash
+// two revisions of different content carry (a collision) is left out: which
+// one a pod got is not known.
+func (l *Lister) RunningRevisions(s *deckhandv1alpha1.SidecarSet) map[string]RunningRevision {
+	if l.revisions == nil {
+		return nil
+	}
+	revs := l.revisions.owned(s)
+	out := make(map[string]RunningRevision, len(revs))
+	collided := map[string]bool{}
+	for _, r := range revs {
+		d := r.decode()
+		if d.err != nil || r.hash == "" || collided[r.hash] {
+			continue
+		}
+		if seen, ok := out[r.hash]; ok && seen != d.running {
+			delete(out, r.hash)
+			collided[r.hash] = true
+			continue
+		}
+		out[r.hash] = d.running
+	}
+	return out
+}
+
+// RevisionsWatched reports whether WatchRevisions gave l the revisions.
+func (l *Lister) RevisionsWatched() bool { return l.revisions != nil }
+
+// PinnedRevision returns the ControllerRevision that
+// spec.injectionStrategy.revision of s pins (shared with the cache), nil if
+// it pins none or the pinned one does not exist.
+func (l *Lister) PinnedRevision(s *deckhandv1alpha1.SidecarSet) *appsv1.ControllerRevision {
+	if l.revisions == nil {
+		return nil
+	}
+	if r := l.revisions.pinned(s); r != nil {
+		return r.cr
+	}
+	return nil
+}
+
+// Injection returns what the pod webhook injects for s (compiled as c)
+// into a new pod with podLabels: s itself, or, when
+// spec.injectionStrategy.revision pins an existing revision and the pin's
+// policy applies to the pod (UsePinned), s with that revision's injected
+// parts. A SidecarSet that pins nothing costs one nil check.
+func (l *Lister) Injection(s *deckhandv1alpha1.SidecarSet, c *Compiled, podLabels map[string]string) (*deckhandv1alpha1.SidecarSet, *Compiled) {
+	if s.Spec.InjectionStrategy.Revision == nil || l.revisions == nil {
+		return s, c
+	}
+	r := l.revisions.pinned(s)
+	if r == nil || r.hash == c.Hash || !UsePinned(s, c, podLabels) {
+		return s, c
+	}
+	ps, pc, err := r.form(s, l.podMetadataAllowlists())
+	if err != nil {
+		return s, c
+	}
+	return ps, pc
+}
+
+// PolicyInjection returns what the MutatingAdmissionPolicy of s injects:
+// s with the pinned revision's injected parts under policy Always (Partial
+// is refused for Policy mode at validation: which pods get the pinned
+// revision depends on the rollout's state), else s. found is false when a
+// pin of policy Always names no existing revision.
+func (l *Lister) PolicyInjection(s *deckhandv1alpha1.SidecarSet) (set *deckhandv1alpha1.SidecarSet, found bool) {
+	pin := s.Spec.InjectionStrategy.Revision
+	if pin == nil || pin.Policy == deckhandv1alpha1.PartialInjectRevision || l.revisions == nil {
+		return s, pin == nil || pin.Policy == deckhandv1alpha1.PartialInjectRevision
+	}
+	r := l.revisions.pinned(s)
+	if r == nil {
+		return s, false
+	}
+	ps, _, err := r.form(s, l.podMetadataAllowlists())
+	if err != nil {
+		return s, false
+	}
+	return ps, true
+}
+
+// UsePinned reports whether a new pod with podLabels gets the revision
+// spec.injectionStrategy.revision of s (compiled as c) pins rather than the
+// latest. Policy Always, or a paused rollout: always. Policy Partial: the
+// pods updateStrategy keeps back: those updateStrategy.selector does not
+// select; with a partition, a pod while fewer than partition pods carry
+// another revision than the latest (status.matchedPods -
+// status.updatedPods, counts that lag a burst of new pods; the rollout
+// moves any surplus); with neither, none.
+func UsePinned(s *deckhandv1alpha1.SidecarSet, c *Compiled, podLabels map[string]string) bool {
+	pin := s.Spec.InjectionStrategy.Revision
+	us := &s.Spec.UpdateStrategy
+	if pin.Policy != deckhandv1alpha1.PartialInjectRevision || us.Paused {
+		return true
+	}
+	if c.UpdateSelector != nil {
+		return !c.UpdateSelector.Matches(labels.Set(podLabels))
+	}
+	if us.Partition != nil {
+		matched := int(s.Status.MatchedPods)
+		keep, err := intstr.GetScaledValueFromIntOrPercent(us.Partition, matched, true)
+		if err != nil {
+			return false
+		}
+		return matched-int(s.Status.UpdatedPods) < keep
+	}
+	return false
+}
