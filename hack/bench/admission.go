@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 const admissionNode = "fake-node-0"
@@ -350,7 +350,7 @@ func setAdmissionVariant(ctx context.Context, e *env, v admVariant) error {
 	}
 	hooks := e.hooks
 	if v != admOne && v != admHundred {
-		hooks.Serves = func(path string) bool { return path != sidecarsetwebhook.PodWebhookPath }
+		hooks.Serves = func(path string) bool { return path != inject.PodWebhookPath }
 	}
 	if err := hooks.Install(ctx, e.cs); err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	webserverctrl "github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -164,6 +165,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		},
 		(&sidecarsetctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
 		func(mgr ctrl.Manager) error { return sidecarsetwebhook.SetupWebhookWithLister(mgr, sidecarSets) },
+		func(mgr ctrl.Manager) error { return inject.SetupWithManager(mgr, sidecarSets) },
 		(&sidecarpolicyctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
 	} {
 		if err := setup(mgr); err != nil {

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 	"github.com/deckhand-dev/deckhand/test/typedinject"
 )
 
@@ -25,7 +25,7 @@ import (
 // the pod, the patch is written from pre-encoded fragments).
 func BenchmarkPatchFastPath(b *testing.B) {
 	l := lister(b, sidecarSets(1))
-	h := &sidecarsetwebhook.PodInjector{Lister: l}
+	h := &inject.Handler{Lister: l}
 	req := podRequest(b)
 	ctx := context.Background()
 	checkSamePod(b, req.Object.Raw, h.Handle(ctx, req).Patch, l, typedPartialPatch)
@@ -53,7 +53,7 @@ type typedPatcher func(l *sidecarcontrol.Lister, ns string, raw []byte) ([]byte,
 func benchTyped(b *testing.B, patcher typedPatcher) {
 	l := lister(b, sidecarSets(1))
 	raw := podRequest(b).Object.Raw
-	fast := (&sidecarsetwebhook.PodInjector{Lister: l}).Handle(context.Background(), podRequest(b)).Patch
+	fast := (&inject.Handler{Lister: l}).Handle(context.Background(), podRequest(b)).Patch
 	checkSamePod(b, raw, fast, l, patcher)
 	measure(b, func() {
 		if p, err := patcher(l, "prod", raw); err != nil || len(p) == 0 {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -105,12 +106,12 @@ func cpuTime() time.Duration {
 // BenchmarkInject1of1: Deckhand's pod injection handler, one SidecarSet,
 // which matches the 10-container pod.
 func BenchmarkInject1of1(b *testing.B) {
-	benchHandler(b, &sidecarsetwebhook.PodInjector{Lister: lister(b, sidecarSets(1))}, true)
+	benchHandler(b, &inject.Handler{Lister: lister(b, sidecarSets(1))}, true)
 }
 
 // BenchmarkInject1of100: 100 SidecarSets, one of which matches.
 func BenchmarkInject1of100(b *testing.B) {
-	benchHandler(b, &sidecarsetwebhook.PodInjector{Lister: lister(b, sidecarSets(100))}, true)
+	benchHandler(b, &inject.Handler{Lister: lister(b, sidecarSets(100))}, true)
 }
 
 // BenchmarkInject1of1Hot: BenchmarkInject1of1 with the sidecar
@@ -120,7 +121,7 @@ func BenchmarkInject1of1Hot(b *testing.B) {
 	sets := sidecarSets(1)
 	sets[0].Spec.Containers[0].UpgradeStrategy = &deckhandv1alpha1.SidecarContainerUpgradeStrategy{
 		UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: "registry.example.com/logging/empty:1.0"}
-	benchHandler(b, &sidecarsetwebhook.PodInjector{Lister: lister(b, sets)}, true)
+	benchHandler(b, &inject.Handler{Lister: lister(b, sets)}, true)
 }
 
 // podAnnotator is the smallest useful typed defaulter: it adds one annotation.

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 )
 
 // The pod webhook served over HTTP, from the request body to the written
@@ -24,14 +24,14 @@ import (
 // controller-runtime's admission.Webhook wrapping the same Handle.
 // docs/sidecarset.md records the numbers.
 
-// BenchmarkServePodWebhook: PodInjector.ServeHTTP.
+// BenchmarkServePodWebhook: inject.Handler.ServeHTTP.
 func BenchmarkServePodWebhook(b *testing.B) {
-	benchServe(b, &sidecarsetwebhook.PodInjector{Lister: lister(b, sidecarSets(1))})
+	benchServe(b, &inject.Handler{Lister: lister(b, sidecarSets(1))})
 }
 
-// BenchmarkServePodWebhookControllerRuntime: admission.Webhook{Handler: PodInjector}.
+// BenchmarkServePodWebhookControllerRuntime: admission.Webhook{Handler: inject.Handler}.
 func BenchmarkServePodWebhookControllerRuntime(b *testing.B) {
-	benchServe(b, &admission.Webhook{Handler: &sidecarsetwebhook.PodInjector{Lister: lister(b, sidecarSets(1))}})
+	benchServe(b, &admission.Webhook{Handler: &inject.Handler{Lister: lister(b, sidecarSets(1))}})
 }
 
 func benchServe(b *testing.B, h http.Handler) {
@@ -40,7 +40,7 @@ func benchServe(b *testing.B, h http.Handler) {
 	body := reviewBody(b)
 	w := &discardWriter{header: http.Header{}}
 	serve := func() {
-		r, err := http.NewRequest(http.MethodPost, sidecarsetwebhook.PodWebhookPath, bytes.NewReader(body))
+		r, err := http.NewRequest(http.MethodPost, inject.PodWebhookPath, bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}

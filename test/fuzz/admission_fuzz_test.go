@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -36,7 +37,7 @@ var webhookPaths = []string{
 	"/validate-apps-deckhand-dev-v1alpha1-restartschedule",
 	"/validate-apps-deckhand-dev-v1alpha1-sidecarset",
 	"/mutate-apps-deckhand-dev-v1alpha1-sidecarset",
-	sidecarsetwebhook.PodWebhookPath,
+	inject.PodWebhookPath,
 }
 
 type admissionServer struct {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
@@ -24,7 +25,7 @@ const fuzzNamespace = "fz"
 
 // injectorFor returns the production pod injection handler over an
 // in-memory cache holding sets (and namespace fz labelled env=fuzz).
-func injectorFor(t testing.TB, sets ...*deckhandv1alpha1.SidecarSet) *sidecarsetwebhook.PodInjector {
+func injectorFor(t testing.TB, sets ...*deckhandv1alpha1.SidecarSet) *inject.Handler {
 	ss := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
 	for _, s := range sets {
 		if err := ss.Add(s); err != nil {
@@ -33,7 +34,7 @@ func injectorFor(t testing.TB, sets ...*deckhandv1alpha1.SidecarSet) *sidecarset
 	}
 	nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace, Labels: map[string]string{"env": "fuzz"}}})
-	return &sidecarsetwebhook.PodInjector{Lister: sidecarcontrol.NewLister(ss, nsIdx)}
+	return &inject.Handler{Lister: sidecarcontrol.NewLister(ss, nsIdx)}
 }
 
 func podCreate(raw []byte) admission.Request {

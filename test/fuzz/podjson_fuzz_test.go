@@ -17,6 +17,7 @@ import (
 	kjson "sigs.k8s.io/json"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 	"github.com/deckhand-dev/deckhand/test/typedinject"
@@ -162,7 +163,7 @@ var fuzzMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
 
 // fastPathPod is the pod the production handler's patch makes of raw.
 func fastPathPod(t *testing.T, l *sidecarcontrol.Lister, raw []byte) *corev1.Pod {
-	resp := (&sidecarsetwebhook.PodInjector{Lister: l}).Handle(context.Background(), podCreate(raw))
+	resp := (&inject.Handler{Lister: l}).Handle(context.Background(), podCreate(raw))
 	if !resp.Allowed {
 		t.Fatalf("a pod the API server could send was refused: %+v\npod: %s", resp.Result, raw)
 	}

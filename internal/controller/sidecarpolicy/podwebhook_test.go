@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 )
 
 // TestWithoutThePodWebhookOnlyPolicyModeInjects: a manager started with
@@ -29,12 +29,12 @@ func TestWithoutThePodWebhookOnlyPolicyModeInjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	req, err := http.NewRequest(http.MethodPost, sidecarsetwebhook.PodWebhookPath, nil)
+	req, err := http.NewRequest(http.MethodPost, inject.PodWebhookPath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, pattern := env.Manager().GetWebhookServer().WebhookMux().Handler(req); pattern != "" {
-		t.Errorf("the webhook server serves %s (pattern %q); want no pod webhook", sidecarsetwebhook.PodWebhookPath, pattern)
+		t.Errorf("the webhook server serves %s (pattern %q); want no pod webhook", inject.PodWebhookPath, pattern)
 	}
 
 	webhookMode := policySet("nohook-webhook-"+ns[len(ns)-5:], ns, "log:1")

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/sidecarpolicy"
@@ -71,7 +72,10 @@ func TestMain(m *testing.M) {
 					return err
 				}
 				lister.SetModes(sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode, PolicyServed: policyAPIServed.Load()})
-				return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
+				if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
+					return err
+				}
+				return inject.SetupWithManager(mgr, lister)
 			}
 			return operator.Setup(mgr, opts)
 		},

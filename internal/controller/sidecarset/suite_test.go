@@ -11,6 +11,7 @@ import (
 
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -69,7 +70,10 @@ func TestMain(m *testing.M) {
 			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
+			if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
+				return err
+			}
+			return inject.SetupWithManager(mgr, lister)
 		},
 	}))
 }

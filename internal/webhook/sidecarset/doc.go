@@ -1,4 +1,4 @@
-// Package sidecarset holds the SidecarSet admission webhooks: the pod
-// mutating webhook that injects sidecars when a pod is created, and the
-// SidecarSet defaulting and validating webhooks.
+// Package sidecarset holds the SidecarSet admission webhooks: defaulting
+// and validation (with the dry run of a synthetic pod). The pod webhook
+// that injects sidecars is internal/inject.
 package sidecarset

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -18,24 +17,16 @@ import (
 // +kubebuilder:webhook:path=/mutate-apps-deckhand-dev-v1alpha1-sidecarset,mutating=true,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=sidecarsets,verbs=create;update,versions=v1alpha1,name=msidecarset.apps.deckhand.dev,admissionReviewVersions=v1
 // +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-sidecarset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=sidecarsets,verbs=create;update,versions=v1alpha1,name=vsidecarset.apps.deckhand.dev,admissionReviewVersions=v1
 
-// The validator dry-runs pods; the injector reads SidecarSets and namespaces.
+// The validator dry-runs pods.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
-// The injector reads pinned revisions (ControllerRevisions in the manager's namespace).
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=list;watch
 
 // DryRunNamespace is the namespace the synthetic validation pods are
 // dry-run in; it exists in every cluster.
 const DryRunNamespace = "default"
 
-func init() {
-	metrics.Registry.MustRegister(podsInjected, podInjectionErrors)
-}
-
-// SetupWebhookWithManager registers the pod injection webhook and the
-// SidecarSet defaulting and validating webhooks with mgr, reading
-// SidecarSets through a Lister of their own.
+// SetupWebhookWithManager registers the SidecarSet defaulting and
+// validating webhooks with mgr, reading SidecarSets through a Lister of
+// their own. The pod injection webhook is internal/inject's.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
 	if err != nil {
@@ -48,11 +39,9 @@ func SetupWebhookWithManager(mgr ctrl.Manager) error {
 }
 
 // SetupWebhookWithLister registers the same webhooks reading SidecarSets
-// through lister, which the SidecarSet controller may share.
+// through lister, which the SidecarSet controller and the pod injection
+// webhook may share.
 func SetupWebhookWithLister(mgr ctrl.Manager, lister *sidecarcontrol.Lister) error {
-	if !lister.Modes().WithoutPodWebhook {
-		mgr.GetWebhookServer().Register(PodWebhookPath, &PodInjector{Lister: lister})
-	}
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.SidecarSet{}).
 		WithDefaulter(Defaulter{}).
 		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.SidecarSet]((&Validator{

@@ -16,6 +16,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
@@ -64,7 +65,10 @@ func TestMain(m *testing.M) {
 			if _, err := lister.WatchRevisions(mgr); err != nil {
 				return err
 			}
-			return sidecarsetwebhook.SetupWebhookWithLister(mgr, lister)
+			if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
+				return err
+			}
+			return inject.SetupWithManager(mgr, lister)
 		},
 	}))
 }

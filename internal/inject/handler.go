@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"bytes"
@@ -47,10 +47,10 @@ var podInjectionErrors = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Pod admission requests the SidecarSet webhook could not answer (the pod is admitted without sidecars: failurePolicy Ignore).",
 })
 
-// PodInjector is the pod mutating webhook: it injects the sidecars of every
+// Handler is the pod mutating webhook: it injects the sidecars of every
 // matching, unpaused SidecarSet into a pod being created. It reads
 // SidecarSets and namespaces from the informer cache only.
-type PodInjector struct {
+type Handler struct {
 	Lister *sidecarcontrol.Lister
 	// SyncTimeout bounds how long a request waits for the cache to sync
 	// right after the manager starts.
@@ -58,8 +58,8 @@ type PodInjector struct {
 }
 
 var (
-	_ admission.Handler = &PodInjector{}
-	_ http.Handler      = &PodInjector{}
+	_ admission.Handler = &Handler{}
+	_ http.Handler      = &Handler{}
 )
 
 // maxReviewSize bounds a request body: the webhook server's own bound
@@ -79,7 +79,7 @@ const maxReviewPrealloc = 64 << 10
 // per-request logger. NOTE: in a CPU profile of the manager injecting at
 // full speed, that decoding and logger were two thirds of the webhook's
 // time and Handle one sixth; docs/sidecarset.md records what this saves.
-func (p *PodInjector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (p *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var rev podjson.Review
 	resp := readReview(r, &rev)
 	if resp == nil {
@@ -156,7 +156,7 @@ func readReview(r *http.Request, rev *podjson.Review) *admission.Response {
 // handleRecovering is Handle, answering a panic with an error (the pod is
 // then admitted without sidecars: failurePolicy Ignore) instead of
 // dropping the connection.
-func (p *PodInjector) handleRecovering(ctx context.Context, req admission.Request) (resp *admission.Response) {
+func (p *Handler) handleRecovering(ctx context.Context, req admission.Request) (resp *admission.Response) {
 	defer func() {
 		if v := recover(); v != nil {
 			for _, fn := range utilruntime.PanicHandlers {
@@ -172,7 +172,7 @@ func (p *PodInjector) handleRecovering(ctx context.Context, req admission.Reques
 }
 
 // Handle implements admission.Handler.
-func (p *PodInjector) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (p *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create || req.SubResource != "" || req.Kind.Kind != "Pod" {
 		return admission.Allowed("")
 	}

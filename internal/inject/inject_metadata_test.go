@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"reflect"
@@ -130,29 +130,6 @@ func TestPatchPodMetadataCostsNothingUnused(t *testing.T) {
 		t.Fatalf("compiled metadata %v for a SidecarSet without patchPodMetadata", c.PodMetadata)
 	}
 	_ = corev1.Pod{}
-}
-
-// TestPatchPodMetadataRatchet: a key the old object already had stays
-// accepted when the allowlist no longer allows it (injection drops it), so
-// that narrowing the allowlist does not lock a SidecarSet against its
-// other changes; a new key outside it is refused.
-func TestPatchPodMetadataRatchet(t *testing.T) {
-	old := set("a", func(s *deckhandv1alpha1.SidecarSet) {
-		s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{"gone.io/k": "x"}}}
-	})
-	upd := old.DeepCopy()
-	upd.Spec.Containers[0].Image = "a:2"
-	if errs := validatePatchPodMetadata(old, upd, sidecarcontrol.MetadataAllowlist{}); len(errs) != 0 {
-		t.Errorf("an update keeping a formerly allowed key was refused: %v", errs)
-	}
-	upd.Spec.PatchPodMetadata[0].Annotations["gone.io/new"] = "y"
-	errs := validatePatchPodMetadata(old, upd, sidecarcontrol.MetadataAllowlist{})
-	if len(errs) != 1 || errs[0].Field != "spec.patchPodMetadata[0].annotations[gone.io/new]" {
-		t.Errorf("a new key outside the allowlist: %v", errs)
-	}
-	if errs := validatePatchPodMetadata(nil, old, sidecarcontrol.MetadataAllowlist{}); len(errs) != 1 {
-		t.Errorf("creating with a key outside the allowlist: %v", errs)
-	}
 }
 
 // withoutRecord is annotations without the injection record (nil if

@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"fmt"

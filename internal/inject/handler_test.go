@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 var generation int64
@@ -29,7 +30,7 @@ func testLister(t testing.TB, namespaces map[string]map[string]string, sets ...*
 	t.Helper()
 	ss := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
 	for _, s := range sets {
-		SetDefaults(s)
+		sidecarsetwebhook.SetDefaults(s)
 		s.UID = types.UID("uid-" + s.Name)
 		generation++ // the compiled-SidecarSet cache keys on UID and generation
 		s.Generation = generation
@@ -84,7 +85,7 @@ func podRequest(t testing.TB, ns string, pod *corev1.Pod) admission.Request {
 func admit(t testing.TB, l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) (*corev1.Pod, admission.Response) {
 	t.Helper()
 	req := podRequest(t, ns, pod)
-	resp := (&PodInjector{Lister: l}).Handle(context.Background(), req)
+	resp := (&Handler{Lister: l}).Handle(context.Background(), req)
 	if !resp.Allowed {
 		t.Fatalf("not allowed: %+v", resp.Result)
 	}
@@ -308,7 +309,7 @@ func TestPatchMatchesFullDiff(t *testing.T) {
 	m["spec"].(map[string]any)["futureField"] = map[string]any{"x": 1.0}
 	req.Object.Raw, _ = json.Marshal(m)
 
-	resp := (&PodInjector{Lister: l}).Handle(context.Background(), req)
+	resp := (&Handler{Lister: l}).Handle(context.Background(), req)
 	patch, err := jsonpatchapply.DecodePatch(resp.Patch)
 	if err != nil {
 		t.Fatal(err)
@@ -378,7 +379,7 @@ func BenchmarkInject(b *testing.B) {
 	)
 	l := testLister(b, map[string]map[string]string{"prod": {"env": "prod"}}, sets...)
 	req := podRequest(b, "prod", testutil.LargePod())
-	h := &PodInjector{Lister: l}
+	h := &Handler{Lister: l}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func TestServeHTTPAnswersAsControllerRuntime(t *testing.T) {
 	}
 	cases := []struct {
 		name        string
-		injector    *PodInjector
+		injector    *Handler
 		body        []byte
 		contentType string
 		noLength    bool // send without Content-Length
@@ -75,7 +75,7 @@ func TestServeHTTPAnswersAsControllerRuntime(t *testing.T) {
 		{name: "object without spec", body: review(func(r *admissionv1.AdmissionRequest) { r.Object.Raw = []byte(`{"metadata":{"name":"x"}}`) }, web)},
 		{name: "no object", body: review(func(r *admissionv1.AdmissionRequest) { r.Object.Raw = nil }, web)},
 		{name: "v1beta1 review", body: bytes.Replace(review(nil, web), []byte(`"admission.k8s.io/v1"`), []byte(`"admission.k8s.io/v1beta1"`), 1)},
-		{name: "handler panics", injector: &PodInjector{}, body: review(nil, web)},
+		{name: "handler panics", injector: &Handler{}, body: review(nil, web)},
 		{name: "malformed JSON", body: []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":`), decodeError: true},
 		{name: "empty body", body: nil, decodeError: true},
 		{name: "wrong content type", body: review(nil, web), contentType: "application/yaml", decodeError: true},
@@ -84,7 +84,7 @@ func TestServeHTTPAnswersAsControllerRuntime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			inj := tc.injector
 			if inj == nil {
-				inj = &PodInjector{Lister: l}
+				inj = &Handler{Lister: l}
 			}
 			serve := func(h http.Handler) (int, admissionv1.AdmissionReview) {
 				var body io.Reader = http.NoBody

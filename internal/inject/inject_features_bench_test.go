@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func BenchmarkInjectWithFeatures(b *testing.B) {
 		}
 	}
 	req := podRequest(b, "prod", pod)
-	h := &PodInjector{Lister: l}
+	h := &Handler{Lister: l}
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()

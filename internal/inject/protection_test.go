@@ -1,4 +1,4 @@
-package sidecarset
+package inject
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func admitAs(t *testing.T, l *sidecarcontrol.Lister, user string, p *corev1.Pod)
 		user, req.DryRun = u, ptr.To(true)
 	}
 	req.UserInfo.Username = user
-	resp := (&PodInjector{Lister: l}).Handle(context.Background(), req)
+	resp := (&Handler{Lister: l}).Handle(context.Background(), req)
 	if !resp.Allowed {
 		t.Fatalf("not allowed: %+v", resp.Result)
 	}
