@@ -347,26 +347,13 @@ func TestInstallerRulesFollowTheDefaultMode(t *testing.T) {
 // in config/default, as docs/install.md says, turns the flag on and grants
 // the permission on MutatingAdmissionPolicies with it, and nothing else.
 func TestPolicyInjectionComponent(t *testing.T) {
-	tmp := t.TempDir()
-	if out, err := exec.Command("cp", "-r", filepath.Join(repoRoot(t), "config"), tmp).CombinedOutput(); err != nil {
-		t.Fatalf("copy config/: %v\n%s", err, out)
-	}
-	k := filepath.Join(tmp, "config", "default", "kustomization.yaml")
-	data, err := os.ReadFile(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const line = "#- ../components/policy-injection\n"
-	if !bytes.Contains(data, []byte(line)) {
-		t.Fatalf("config/default/kustomization.yaml has no line %q to uncomment", line)
-	}
-	if err := os.WriteFile(k, bytes.Replace(data, []byte(line), []byte(line[1:]), 1), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(kubectl(t), "kustomize", filepath.Join(tmp, "config", "default")).Output()
-	if err != nil {
-		t.Fatalf("kubectl kustomize: %v", err)
-	}
+	out := renderEdited(t, "default", func(data []byte) []byte {
+		const line = "#- ../components/policy-injection\n"
+		if !bytes.Contains(data, []byte(line)) {
+			t.Fatalf("config/default/kustomization.yaml has no line %q to uncomment", line)
+		}
+		return bytes.Replace(data, []byte(line), []byte(line[1:]), 1)
+	})
 	ms := parse(t, out)
 	dm, ok := find(ms, "Deployment", "deckhand-controller-manager")
 	if !ok {
@@ -712,6 +699,20 @@ func parseGoMemLimit(v string) (int64, error) {
 // `make build-installer NAMESPACE=ns` does).
 func renderIn(t *testing.T, ns, dir string) string {
 	t.Helper()
+	return string(renderEdited(t, dir, func(data []byte) []byte {
+		line := regexp.MustCompile(`(?m)^namespace: .*$`)
+		if !line.Match(data) {
+			t.Fatal("config/default/kustomization.yaml has no namespace line")
+		}
+		return line.ReplaceAll(data, []byte("namespace: "+ns))
+	}))
+}
+
+// renderEdited renders the overlay dir of a copy of config/ in which edit
+// has rewritten config/default/kustomization.yaml, the file a user edits to
+// choose what the installation holds.
+func renderEdited(t *testing.T, dir string, edit func(kustomization []byte) []byte) []byte {
+	t.Helper()
 	tmp := t.TempDir()
 	if out, err := exec.Command("cp", "-r", filepath.Join(repoRoot(t), "config"), tmp).CombinedOutput(); err != nil {
 		t.Fatalf("copy config/: %v\n%s", err, out)
@@ -721,18 +722,14 @@ func renderIn(t *testing.T, ns, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := regexp.MustCompile(`(?m)^namespace: .*$`)
-	if !line.Match(data) {
-		t.Fatal("config/default/kustomization.yaml has no namespace line")
-	}
-	if err := os.WriteFile(k, line.ReplaceAll(data, []byte("namespace: "+ns)), 0o600); err != nil {
+	if err := os.WriteFile(k, edit(data), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(kubectl(t), "kustomize", filepath.Join(tmp, "config", dir)).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/%s: %v", dir, err)
 	}
-	return string(out)
+	return out
 }
 
 // TestInstallIntoAnotherNamespace: with config/default's namespace changed,
