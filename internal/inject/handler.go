@@ -55,6 +55,9 @@ type Handler struct {
 	// SyncTimeout bounds how long a request waits for the cache to sync
 	// right after the manager starts.
 	SyncTimeout time.Duration
+	// encoded holds each SidecarSet's injectable parts, encoded once per
+	// generation.
+	encoded encodings
 }
 
 var (
@@ -201,7 +204,7 @@ func (p *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if ns == "" {
 		ns = pod.Namespace
 	}
-	res, err := inject(p.Lister, ns, req.UserInfo.Username, req.DryRun != nil && *req.DryRun, &pod)
+	res, err := inject(p.Lister, &p.encoded, ns, req.UserInfo.Username, req.DryRun != nil && *req.DryRun, &pod)
 	if err != nil {
 		podInjectionErrors.Inc()
 		logf.FromContext(ctx).Error(err, "injecting sidecars", "namespace", ns, "name", podName(&pod))

@@ -23,7 +23,7 @@ type injection struct {
 // not: it selects the SidecarSets, resolves container name conflicts while
 // it chooses what each one adds, updates the pod's record and writes the
 // patch.
-func inject(l *sidecarcontrol.Lister, ns, user string, dryRun bool, pod *podjson.RawPod) (injection, error) {
+func inject(l *sidecarcontrol.Lister, encs *encodings, ns, user string, dryRun bool, pod *podjson.RawPod) (injection, error) {
 	var res injection
 	if l.SkipsAll(user, dryRun, pod.Annotations) {
 		return res, nil
@@ -45,7 +45,8 @@ func inject(l *sidecarcontrol.Lister, ns, user string, dryRun bool, pod *podjson
 	for _, s := range sets {
 		// The pinned revision's parts when injectionStrategy.revision says
 		// so for this pod (pinned.go); s itself otherwise.
-		p.add(l.Injection(s, l.Compiled(s), pod.Labels))
+		is, ic := l.Injection(s, l.Compiled(s), pod.Labels)
+		p.add(is, ic, encs.get(l, is, ic, is != s))
 	}
 	res.injected, res.warnings = p.injected, p.warnings
 	metadata := len(p.meta.keys)+len(p.labels.keys) > 0 && p.metadataChanged()
@@ -112,8 +113,8 @@ type planner struct {
 	apps []sidecarcontrol.NamedResources
 }
 
-// add plans the injection of s (compiled as c).
-func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled) {
+// add plans the injection of s (compiled as c, encoded as enc).
+func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, enc *encoded) {
 	// A SidecarSet is injected whole or not at all, and only where every
 	// container it names is its own: a container of the same name that the
 	// pod brought itself (or that a SidecarSet earlier in name order adds)
@@ -125,23 +126,23 @@ func (p *planner) add(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled
 		p.warnings = append(p.warnings, fmt.Sprintf("SidecarSet %s was not injected: the pod already has a container named %q", s.Name, name))
 		return
 	}
-	added := p.addContainers(s.Spec.InitContainers, c.Fragments.InitContainers, &p.additions.BeforeInit, &p.additions.AfterInit)
-	added = p.addContainers(c.Containers, c.Fragments.Containers, &p.additions.Before, &p.additions.After) || added
+	added := p.addContainers(s.Spec.InitContainers, enc.fragments.InitContainers, &p.additions.BeforeInit, &p.additions.AfterInit)
+	added = p.addContainers(c.Containers, enc.fragments.Containers, &p.additions.Before, &p.additions.After) || added
 	if c.Hot != nil {
-		p.addHotUpgrade(c)
+		p.addHotUpgrade(c, enc)
 	}
 	for i := range s.Spec.Volumes {
 		name := s.Spec.Volumes[i].Name
 		if !slices.Contains(p.pod.Volumes, name) && !slices.Contains(p.addedVolumes, name) {
 			p.addedVolumes = append(p.addedVolumes, name)
-			p.additions.Volumes = append(p.additions.Volumes, c.Fragments.Volumes[i])
+			p.additions.Volumes = append(p.additions.Volumes, enc.fragments.Volumes[i])
 			added = true
 		}
 	}
 	for i, ps := range s.Spec.ImagePullSecrets {
 		if !slices.Contains(p.pod.ImagePullSecrets, ps.Name) && !slices.Contains(p.addedSecrets, ps.Name) {
 			p.addedSecrets = append(p.addedSecrets, ps.Name)
-			p.additions.ImagePullSecrets = append(p.additions.ImagePullSecrets, c.Fragments.ImagePullSecrets[i])
+			p.additions.ImagePullSecrets = append(p.additions.ImagePullSecrets, enc.fragments.ImagePullSecrets[i])
 			added = true
 		}
 	}

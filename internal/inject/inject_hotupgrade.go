@@ -23,10 +23,10 @@ type hotAdditions struct {
 	versions []podjson.Annotation
 }
 
-// addHotUpgrade plans the annotations of c's HotUpgrade sidecars whose
+// addHotUpgrade plans the annotations of c's HotUpgrade sidecars (encoded as enc) whose
 // containers this admission adds. A pod that has them already (its record
 // gives them to the SidecarSet) keeps its working container and versions.
-func (p *planner) addHotUpgrade(c *sidecarcontrol.Compiled) {
+func (p *planner) addHotUpgrade(c *sidecarcontrol.Compiled, enc *encoded) {
 	all := true
 	for i := range c.Hot {
 		if p.pod.HasContainer(c.Hot[i].First) {
@@ -35,7 +35,7 @@ func (p *planner) addHotUpgrade(c *sidecarcontrol.Compiled) {
 	}
 	_, recorded := p.pod.Annotations[deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation]
 	if all && !recorded && p.hot.whole == nil && p.hot.working == nil {
-		p.hot.whole = c.HotAnnotations
+		p.hot.whole = enc.hotAnnotations
 		return
 	}
 	if p.hot.whole != nil {

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // Compiled is what one generation of a SidecarSet implies: parsed
-// selectors, revision hashes and the pre-encoded JSON the pod webhook
-// injects. It is shared and must not be modified.
+// selectors, revision hashes, the containers injected and the per-pod
+// policies compiled, as typed values; how a consumer encodes them is its
+// own business. It is shared and must not be modified.
 type Compiled struct {
 	key derivedKey
 
@@ -38,9 +38,6 @@ type Compiled struct {
 	// ContainerNames are the names of the containers and init containers
 	// the SidecarSet injects.
 	ContainerNames []string
-	// Fragments are the SidecarSet's injectable parts, JSON-encoded; its
-	// Containers are those of Containers below.
-	Fragments *podjson.Fragments
 	// Containers are the containers injected: spec.containers itself,
 	// unless a sidecar is HotUpgrade, which is injected as two containers
 	// (InjectedContainers).
@@ -48,10 +45,6 @@ type Compiled struct {
 	// Hot are the HotUpgrade sidecars, with the annotations injection
 	// writes for them; nil without any.
 	Hot []HotSidecar
-	// HotAnnotations are the annotations injecting all of Hot into a pod
-	// that records no working container yet writes, pre-rendered: the
-	// working-container map, then each sidecar's versions.
-	HotAnnotations []podjson.Annotation
 	// PodMetadata is spec.patchPodMetadata's annotations restricted to the
 	// allowed keys; nil (nothing to do per pod) when the SidecarSet patches
 	// none. PodLabels likewise for its labels.
@@ -67,16 +60,7 @@ type Compiled struct {
 func compile(s *deckhandv1alpha1.SidecarSet, allow PodMetadataAllowlists) *Compiled {
 	c := &Compiled{key: keyOf(s), Selector: labels.Nothing(), Containers: InjectedContainers(&s.Spec),
 		PodMetadata: compileMetadata(s, allow.Annotations, false), PodLabels: compileMetadata(s, allow.Labels, true)}
-	if c.Hot = HotSidecars(&s.Spec, s.Generation); c.Hot != nil {
-		// The fragments encode the expanded containers; every other part
-		// of the spec is shared.
-		spec := s.Spec
-		spec.Containers = c.Containers
-		c.Fragments = podjson.EncodeFragments(&spec)
-		c.HotAnnotations = hotAnnotations(c.Hot)
-	} else {
-		c.Fragments = podjson.EncodeFragments(&s.Spec)
-	}
+	c.Hot = HotSidecars(&s.Spec, s.Generation)
 	if sel := s.Spec.Selector; sel != nil && (len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0) {
 		if parsed, err := metav1.LabelSelectorAsSelector(sel); err == nil {
 			c.Selector = parsed

@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // The environment variables every container of a HotUpgrade sidecar gets,
@@ -105,22 +104,6 @@ func HotSidecars(spec *deckhandv1alpha1.SidecarSetSpec, gen int64) []HotSidecar 
 			{deckhandv1alpha1.SidecarSetVersionAnnotationPrefix + second, "0"},
 			{deckhandv1alpha1.SidecarSetVersionAltAnnotationPrefix + second, "0"},
 		}})
-	}
-	return out
-}
-
-// hotAnnotations renders what injecting every one of hot writes on a pod
-// that records no working container yet.
-func hotAnnotations(hot []HotSidecar) []podjson.Annotation {
-	working := make(map[string]string, len(hot))
-	for _, h := range hot {
-		working[h.Name] = h.First
-	}
-	out := []podjson.Annotation{{Key: deckhandv1alpha1.SidecarSetWorkingHotUpgradeContainerAnnotation, Value: RenderWorkingContainers(working)}}
-	for _, h := range hot {
-		for _, kv := range h.Versions {
-			out = append(out, podjson.Annotation{Key: kv[0], Value: kv[1]})
-		}
 	}
 	return out
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // ReservedAnnotationDomain is the annotation key prefix (the DNS part
@@ -105,7 +104,7 @@ func ApplyPodMetadata(patches []MetadataPatch, get func(key string) (string, boo
 					set(k, v)
 					continue
 				}
-				merged, ok := podjson.MergeJSONObject(cur, v)
+				merged, ok := MergeJSONObject(cur, v)
 				if !ok {
 					notMerged = append(notMerged, k)
 					continue

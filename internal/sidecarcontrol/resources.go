@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 )
 
 // The budget of a resourcesPolicy expression. A SidecarSet author is
@@ -301,11 +300,19 @@ func (rp *ResourcesProgram) eval(prgs []cel.Program, agg [2]float64, skip [2]boo
 	return out
 }
 
+// CPUMemory is a container's CPU and memory limits and requests as
+// numbers (cores and bytes), index 0 CPU and 1 memory: what a
+// resourcesPolicy reads, without a ResourceList map per container.
+type CPUMemory struct {
+	Limits, Requests     [2]float64
+	HasLimit, HasRequest [2]bool
+}
+
 // NamedResources is one of the pod's own containers: its name and its CPU
 // and memory.
 type NamedResources struct {
 	Name string
-	podjson.CPUMemory
+	CPUMemory
 }
 
 // NamedResourcesOf returns the container name's CPU and memory in r.

@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -306,7 +305,7 @@ func (in *injector) sourceName(t deckhandv1alpha1.TransferEnvVar) string {
 	if t.SourceContainerName != "" || t.SourceContainerNameFrom == nil || t.SourceContainerNameFrom.FieldRef == nil {
 		return t.SourceContainerName
 	}
-	kind, key, err := podjson.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
+	kind, key, err := sidecarcontrol.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
 	if err != nil {
 		return ""
 	}

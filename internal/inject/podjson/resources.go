@@ -7,15 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-)
 
-// CPUMemory is a container's CPU and memory limits and requests as
-// numbers (cores and bytes), index 0 CPU and 1 memory: what a
-// resourcesPolicy reads, without a ResourceList map per container.
-type CPUMemory struct {
-	Limits, Requests     [2]float64
-	HasLimit, HasRequest [2]bool
-}
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
 
 // cpuMemoryIndex is a resource name's index in CPUMemory, -1 for others.
 func cpuMemoryIndex(name []byte) int {
@@ -33,8 +27,8 @@ func cpuMemoryIndex(name []byte) int {
 // resourcesPolicy needs them, so the scanner keeps them raw and they are
 // read here, on demand, with the same scanner (a reflective decode would
 // cost more than the rest of the admission).
-func (p *RawPod) ContainerCPUMemory(i int) (CPUMemory, error) {
-	var r CPUMemory
+func (p *RawPod) ContainerCPUMemory(i int) (sidecarcontrol.CPUMemory, error) {
+	var r sidecarcontrol.CPUMemory
 	raw := p.Containers[i].resources
 	if len(raw) == 0 {
 		return r, nil

@@ -1,29 +1,9 @@
 package podjson
 
 import (
-	"fmt"
-	"strings"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
-
-// ParseMetadataFieldPath reads a transferEnv sourceContainerNameFrom field
-// path, metadata.labels['<key>'] or metadata.annotations['<key>'] (the
-// downward API's subscript form), into the map it names ("labels" or
-// "annotations") and the key.
-func ParseMetadataFieldPath(fp string) (kind, key string, err error) {
-	for _, k := range []string{"labels", "annotations"} {
-		prefix := "metadata." + k + "['"
-		if rest, ok := strings.CutPrefix(fp, prefix); ok {
-			key, ok := strings.CutSuffix(rest, "']")
-			if !ok || key == "" || strings.ContainsAny(key, "'[]") {
-				break
-			}
-			return k, key, nil
-		}
-	}
-	return "", "", fmt.Errorf("must be metadata.labels['<key>'] or metadata.annotations['<key>']")
-}
 
 // sourceContainer returns the name of the container t copies from: its
 // sourceContainerName, or the pod label or annotation its
@@ -32,7 +12,7 @@ func sourceContainer(t *deckhandv1alpha1.TransferEnvVar, labels, annotations map
 	if t.SourceContainerName != "" || t.SourceContainerNameFrom == nil || t.SourceContainerNameFrom.FieldRef == nil {
 		return t.SourceContainerName
 	}
-	kind, key, err := ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
+	kind, key, err := sidecarcontrol.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
 	if err != nil {
 		return ""
 	}

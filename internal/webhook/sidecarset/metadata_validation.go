@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -59,7 +58,7 @@ func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecar
 				errs = append(errs, field.Forbidden(kp, fmt.Sprintf("annotation key %q is not allowed by the manager's --sidecarset-pod-metadata-allowlist (%s): a platform administrator decides which pod annotations SidecarSets may set", k, allowlistText(allow))))
 			}
 			if e.PatchPolicy == deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy {
-				if _, ok := podjson.MergeJSONObject("{}", e.Annotations[k]); !ok {
+				if _, ok := sidecarcontrol.MergeJSONObject("{}", e.Annotations[k]); !ok {
 					errs = append(errs, field.Invalid(kp, e.Annotations[k], "patchPolicy MergePatchJson needs a JSON object value"))
 				}
 			}

@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
 // validateTransferEnv checks a sidecar's transferEnv entries (exactly one
@@ -23,7 +23,7 @@ func validateTransferEnv(c *deckhandv1alpha1.SidecarContainer, cp *field.Path) f
 			fp := tp.Child("sourceContainerNameFrom", "fieldRef")
 			if t.SourceContainerNameFrom.FieldRef == nil {
 				errs = append(errs, field.Required(fp, ""))
-			} else if _, _, err := podjson.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath); err != nil {
+			} else if _, _, err := sidecarcontrol.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath); err != nil {
 				errs = append(errs, field.Invalid(fp.Child("fieldPath"), t.SourceContainerNameFrom.FieldRef.FieldPath, err.Error()))
 			}
 		}

@@ -1,4 +1,4 @@
-package podjson
+package sidecarcontrol
 
 import (
 	"bytes"
