@@ -56,19 +56,19 @@ func wantInvalid(t *testing.T, what string, err error, path string) {
 // refusal is told on the workload, in an Event.
 func TestBoundsScheduleInterval(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	c := ctx(t, 2*time.Minute)
 
-	wantInvalid(t, "@every 1s", suite.client.Create(c, restartSchedule(ns, "fast", "@every 1s")), "spec.schedule")
-	wantInvalid(t, "@every 59s", suite.client.Create(c, restartSchedule(ns, "almost", "@every 59s")), "spec.schedule")
-	testutil.Create(c, t, suite.client, restartSchedule(ns, "minutely", "@every 1m"))
-	testutil.Create(c, t, suite.client, restartSchedule(ns, "cron", "* * * * *"))
+	wantInvalid(t, "@every 1s", suite.Client.Create(c, restartSchedule(ns, "fast", "@every 1s")), "spec.schedule")
+	wantInvalid(t, "@every 59s", suite.Client.Create(c, restartSchedule(ns, "almost", "@every 59s")), "spec.schedule")
+	testutil.Create(c, t, suite.Client, restartSchedule(ns, "minutely", "@every 1m"))
+	testutil.Create(c, t, suite.Client, restartSchedule(ns, "cron", "* * * * *"))
 
 	d := testutil.Deployment(ns, "web", 1, map[string]string{"app": "web"}, app)
 	d.Annotations = map[string]string{deckhandv1alpha1.RestartScheduleAnnotation: "@every 1s"}
-	testutil.Create(c, t, suite.client, d)
+	testutil.Create(c, t, suite.Client, d)
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		evs, err := suite.clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		evs, err := suite.Clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -81,7 +81,7 @@ func TestBoundsScheduleInterval(t *testing.T) {
 		return false, nil
 	}, "a Warning Event on the Deployment says its annotation's schedule was refused")
 	var list deckhandv1alpha1.RestartScheduleList
-	if err := suite.client.List(c, &list, client.InNamespace(ns), client.MatchingLabels{deckhandv1alpha1.RestartScheduleGeneratedLabel: "true"}); err != nil {
+	if err := suite.Client.List(c, &list, client.InNamespace(ns), client.MatchingLabels{deckhandv1alpha1.RestartScheduleGeneratedLabel: "true"}); err != nil {
 		t.Fatal(err)
 	}
 	if len(list.Items) != 0 {
@@ -94,15 +94,15 @@ func TestBoundsScheduleInterval(t *testing.T) {
 // Service), naming metadata.name.
 func TestBoundsNames(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	c := ctx(t, time.Minute)
 	labels := map[string]string{"app": "web"}
 	long := strings.Repeat("a", 70)
 
-	wantInvalid(t, "a PodSet named with 70 characters", suite.client.Create(c, testutil.PodSet(ns, long, 0, labels, app)), "metadata.name")
-	testutil.Create(c, t, suite.client, testutil.PodSet(ns, strings.Repeat("a", 63), 0, labels, app))
+	wantInvalid(t, "a PodSet named with 70 characters", suite.Client.Create(c, testutil.PodSet(ns, long, 0, labels, app)), "metadata.name")
+	testutil.Create(c, t, suite.Client, testutil.PodSet(ns, strings.Repeat("a", 63), 0, labels, app))
 	ws := &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: long}, Spec: deckhandv1alpha1.WebServerSpec{Image: "nginx"}}
-	wantInvalid(t, "a WebServer named with 70 characters", suite.client.Create(c, ws), "metadata.name")
+	wantInvalid(t, "a WebServer named with 70 characters", suite.Client.Create(c, ws), "metadata.name")
 }
 
 // Every number a tenant sets has a maximum, and a PodSet's replicas a
@@ -110,7 +110,7 @@ func TestBoundsNames(t *testing.T) {
 // scale subresource too.
 func TestBoundsNumbers(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	c := ctx(t, 2*time.Minute)
 	labels := map[string]string{"app": "web"}
 
@@ -152,19 +152,19 @@ func TestBoundsNumbers(t *testing.T) {
 	for i, tc := range cases {
 		// Names of their own: one accepted by mistake refuses no other.
 		tc.obj.SetName(fmt.Sprintf("n%d", i))
-		wantInvalid(t, tc.what, suite.client.Create(c, tc.obj), tc.path)
+		wantInvalid(t, tc.what, suite.Client.Create(c, tc.obj), tc.path)
 	}
 
 	// The scale subresource, as `kubectl scale` and the
 	// HorizontalPodAutoscaler write it.
-	testutil.Create(c, t, suite.client, testutil.PodSet(ns, "scaled", 0, labels, app))
-	testutil.Create(c, t, suite.client, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"},
+	testutil.Create(c, t, suite.Client, testutil.PodSet(ns, "scaled", 0, labels, app))
+	testutil.Create(c, t, suite.Client, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"},
 		Spec: deckhandv1alpha1.WebServerSpec{Image: "nginx", Replicas: ptr.To[int32](0)}})
 	for _, obj := range []client.Object{&deckhandv1alpha1.PodSet{}, &deckhandv1alpha1.WebServer{}} {
 		obj.SetNamespace(ns)
 		obj.SetName("scaled")
 		scale := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"}, Spec: autoscalingv1.ScaleSpec{Replicas: 10001}}
-		err := suite.client.SubResource("scale").Update(c, obj, client.WithSubResourceBody(scale))
+		err := suite.Client.SubResource("scale").Update(c, obj, client.WithSubResourceBody(scale))
 		wantInvalid(t, "scaling a "+typeName(obj)+" to 10001", err, "spec.replicas")
 	}
 }
@@ -185,7 +185,7 @@ func createAll(ctx context.Context, t *testing.T, n, workers int, build func(i i
 	t.Helper()
 	forAll(ctx, t, n, workers, func(ctx context.Context, i int) error {
 		obj := build(i)
-		if err := suite.client.Create(ctx, obj); err != nil {
+		if err := suite.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("creating %s: %w", obj.GetName(), err)
 		}
 		return nil
@@ -229,7 +229,7 @@ func rssPods() int {
 // selecting them counts them from the cache).
 func TestBoundsPodCacheAnnotations(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	n := rssPods()
 	c := ctx(t, 15*time.Minute)
 	id := utilrand.String(6)
@@ -241,12 +241,12 @@ func TestBoundsPodCacheAnnotations(t *testing.T) {
 			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: "registry.example/proxy:1"}}},
 		},
 	}
-	testutil.Create(c, t, suite.client, ss)
-	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), ss) })
+	testutil.Create(c, t, suite.Client, ss)
+	t.Cleanup(func() { _ = suite.Client.Delete(context.Background(), ss) })
 	matched := func(want int32) {
 		t.Helper()
 		testutil.Eventually(t, 5*time.Minute, func(ctx context.Context) (bool, error) {
-			err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
+			err := suite.Client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
 			return err == nil && ss.Status.ObservedGeneration == ss.Generation && ss.Status.MatchedPods == want, err
 		}, "the SidecarSet counts %d pods (it counts %v)", want, lazy(func() string { return fmt.Sprint(ss.Status.MatchedPods) }))
 	}
@@ -285,11 +285,11 @@ func TestBoundsPodCacheAnnotations(t *testing.T) {
 	// goes, so only the annotations can make a difference.
 	blob := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{"example.com/blob":%q}}}`, strings.Repeat("x", 200<<10)))
 	forAll(c, t, n, 16, func(ctx context.Context, i int) error {
-		return suite.client.Patch(ctx, pod(i), blob)
+		return suite.Client.Patch(ctx, pod(i), blob)
 	})
 	// One watch delivers the pods in order: once the SidecarSet counts a
 	// pod created after the last patch, the cache has seen every patch.
-	testutil.Create(c, t, suite.client, pod(n))
+	testutil.Create(c, t, suite.Client, pod(n))
 	matched(int32(n + 1))
 
 	// Within 10% of the plain pods' figure, or 16 MiB on a small one (the
@@ -310,7 +310,7 @@ func TestBoundsPodCacheAnnotations(t *testing.T) {
 	t.Logf("manager RSS with %d pods carrying 200 KiB annotations: %v MiB (without: %d MiB)", n, &annotated, plain>>20)
 	// Clean-up only: with 10,000 pods the API server answers its 60s
 	// timeout and goes on deleting.
-	if err := suite.client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
+	if err := suite.Client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace(ns), client.MatchingLabels(labels)); err != nil {
 		t.Logf("deleting the pods: %v", err)
 	}
 }
@@ -342,7 +342,7 @@ func abs(v int64) int64 {
 // resource, and what its 1.5 MiB limit applies to.
 func storedSize(ctx context.Context, t *testing.T, path string) int {
 	t.Helper()
-	raw, err := suite.clientset.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	raw, err := suite.Clientset.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("reading %s: %v", path, err)
 	}
@@ -359,7 +359,7 @@ const maxRestartScheduleStatus = 64 << 10
 // a message of at most 1 KiB: its status stays small enough to be written.
 func TestBoundsRestartScheduleStatus(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	const n = 10000
 	c := ctx(t, 5*time.Minute)
 	labels := map[string]string{"bounds-restart": "all"}
@@ -375,7 +375,7 @@ func TestBoundsRestartScheduleStatus(t *testing.T) {
 	})
 	t.Logf("created %d Deployments in %s", n, time.Since(start).Round(time.Second))
 	t.Cleanup(func() {
-		_ = suite.client.DeleteAllOf(context.Background(), &appsv1.Deployment{}, client.InNamespace(ns), client.MatchingLabels(labels))
+		_ = suite.Client.DeleteAllOf(context.Background(), &appsv1.Deployment{}, client.InNamespace(ns), client.MatchingLabels(labels))
 	})
 
 	// The manager's cache has every Deployment once it has the last one
@@ -384,9 +384,9 @@ func TestBoundsRestartScheduleStatus(t *testing.T) {
 	probe := restartSchedule(ns, "probe", "0 3 * * *")
 	probe.Spec.Target.TargetRef.Name = last
 	probe.Annotations = map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "1"}
-	testutil.Create(c, t, suite.client, probe)
+	testutil.Create(c, t, suite.Client, probe)
 	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		err := suite.client.Get(ctx, client.ObjectKeyFromObject(probe), probe)
+		err := suite.Client.Get(ctx, client.ObjectKeyFromObject(probe), probe)
 		return err == nil && len(probe.Status.Active) == 1, err
 	}, "the manager restarts Deployment %s", last)
 
@@ -394,10 +394,10 @@ func TestBoundsRestartScheduleStatus(t *testing.T) {
 	rs.Spec.Target = deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: labels}}
 	rs.Spec.FailurePolicy = deckhandv1alpha1.RestartFailureStop
 	rs.Annotations = map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "1"}
-	testutil.Create(c, t, suite.client, rs)
+	testutil.Create(c, t, suite.Client, rs)
 	path := "/apis/apps.deckhand.dev/v1alpha1/namespaces/" + ns + "/restartschedules/all"
 	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
+		err := suite.Client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
 		return err == nil && len(rs.Status.Active) == 1 && rs.Status.PendingCount == n-1, err
 	}, "the run restarts one Deployment and counts %d waiting (%v)", n-1, describeStatus{rs})
 	size := storedSize(c, t, path)
@@ -409,12 +409,12 @@ func TestBoundsRestartScheduleStatus(t *testing.T) {
 	// failurePolicy Stop: the restarted Deployment disappears, its restart
 	// fails, and the run stops with every other workload not started.
 	first := rs.Status.Active[0].Name
-	if err := suite.client.Delete(c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first}}); err != nil {
+	if err := suite.Client.Delete(c, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first}}); err != nil {
 		t.Fatal(err)
 	}
 	var stopped *metav1.Condition
 	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		err := suite.client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
+		err := suite.Client.Get(ctx, client.ObjectKeyFromObject(rs), rs)
 		stopped = meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleRunStoppedCondition)
 		return err == nil && stopped != nil && stopped.Status == metav1.ConditionTrue, err
 	}, "the run stops after Deployment %s was deleted", first)
@@ -430,7 +430,7 @@ func TestBoundsRestartScheduleStatus(t *testing.T) {
 		t.Errorf("the stopped schedule takes %d bytes; want at most %d", size, maxRestartScheduleStatus)
 	}
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		evs, err := suite.clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		evs, err := suite.Clientset.EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}

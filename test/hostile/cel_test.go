@@ -81,7 +81,7 @@ func TestResourcesPolicyExpressionUnderBudget(t *testing.T) {
 	// manager's memory is read, so that what is measured below is not the
 	// first use of its code.
 	documented := sidecarSetWithCPUExpr("max(cpu * 0.1, quantity('50m'))")
-	if err := suite.client.Create(ctx(t, time.Minute), documented, client.DryRunAll); err != nil {
+	if err := suite.Client.Create(ctx(t, time.Minute), documented, client.DryRunAll); err != nil {
 		t.Errorf("the documented expression is refused: %v", err)
 	}
 	code, body, err := postWebhook(t, path, bytes.NewReader(forgedReview(t, gvk, gvr, "", documented.Name, documented)), time.Minute)
@@ -93,13 +93,13 @@ func TestResourcesPolicyExpressionUnderBudget(t *testing.T) {
 	}
 	// And a refused one, through both ways, for the same reason.
 	refused := sidecarSetWithCPUExpr("cpu *")
-	_ = suite.client.Create(ctx(t, time.Minute), refused, client.DryRunAll)
+	_ = suite.Client.Create(ctx(t, time.Minute), refused, client.DryRunAll)
 	_, _, _ = postWebhook(t, path, bytes.NewReader(forgedReview(t, gvk, gvr, "", refused.Name, refused)), time.Minute)
 	before := managerRSS(t)
 
 	var apiErr error
 	took := fastest(3, func() {
-		apiErr = suite.client.Create(ctx(t, time.Minute), sidecarSetWithCPUExpr(expr), client.DryRunAll)
+		apiErr = suite.Client.Create(ctx(t, time.Minute), sidecarSetWithCPUExpr(expr), client.DryRunAll)
 	})
 	switch {
 	case apiErr == nil:

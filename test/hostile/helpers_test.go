@@ -18,7 +18,7 @@ import (
 // /proc: what an OOM killer and a container's memory limit count.
 func managerRSS(t *testing.T) int64 {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", suite.deckhand.Pid()))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", suite.Deckhand.Pid()))
 	if err != nil {
 		t.Fatalf("reading the manager's memory: %v", err)
 	}
@@ -33,7 +33,7 @@ func managerRSS(t *testing.T) int64 {
 			return kb << 10
 		}
 	}
-	t.Fatalf("no VmRSS in /proc/%d/status", suite.deckhand.Pid())
+	t.Fatalf("no VmRSS in /proc/%d/status", suite.Deckhand.Pid())
 	return 0
 }
 
@@ -54,7 +54,7 @@ func webhookClient(timeout time.Duration) *http.Client {
 // certificate and returns the status code and up to 64 KiB of the answer.
 func postWebhook(t *testing.T, path string, body io.Reader, timeout time.Duration) (int, []byte, error) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx(t, timeout), http.MethodPost, "https://127.0.0.1:"+strconv.Itoa(suite.port)+path, body)
+	req, err := http.NewRequestWithContext(ctx(t, timeout), http.MethodPost, "https://127.0.0.1:"+strconv.Itoa(suite.WebhookPort)+path, body)
 	if err != nil {
 		return 0, nil, err
 	}

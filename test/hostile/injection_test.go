@@ -34,8 +34,8 @@ func injectedSidecarSet(ns, label string, sidecar corev1.Container) *deckhandv1a
 // createSidecarSet creates s and deletes it when the test ends.
 func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
 	t.Helper()
-	testutil.Create(ctx(t, time.Minute), t, suite.client, s)
-	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), s) })
+	testutil.Create(ctx(t, time.Minute), t, suite.Client, s)
+	t.Cleanup(func() { _ = suite.Client.Delete(context.Background(), s) })
 }
 
 // labelledPod is a pod of namespace ns labelled inject=<label>.
@@ -53,7 +53,7 @@ func waitInjecting(t *testing.T, ns, label, sidecar string) {
 	t.Helper()
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		p := labelledPod(ns, "probe", label)
-		if err := suite.client.Create(ctx, p, client.DryRunAll); err != nil {
+		if err := suite.Client.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, err
 		}
 		return containerNamed(p.Spec.Containers, sidecar) != nil, nil
@@ -74,7 +74,7 @@ func containerNamed(cs []corev1.Container, name string) *corev1.Container {
 // honours it.
 func TestInjectionMandatorySidecar(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	mandatory, optional := "m-"+utilrand.String(5), "o-"+utilrand.String(5)
 	createSidecarSet(t, injectedSidecarSet(ns, mandatory, corev1.Container{Name: "audit", Image: "registry.example/audit:1"}))
 	opt := injectedSidecarSet(ns, optional, corev1.Container{Name: "helper", Image: "registry.example/helper:1"})
@@ -87,13 +87,13 @@ func TestInjectionMandatorySidecar(t *testing.T) {
 	skip := map[string]string{deckhandv1alpha1.SidecarSetSkipInjectionAnnotation: "true"}
 	p := labelledPod(ns, "opts-out-of-mandatory", mandatory)
 	p.Annotations = skip
-	testutil.Create(c, t, suite.client, p)
+	testutil.Create(c, t, suite.Client, p)
 	if containerNamed(p.Spec.Containers, "audit") == nil {
 		t.Errorf("a pod with %s=true was admitted without the mandatory sidecar: containers %v", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation, names(p.Spec.Containers))
 	}
 	q := labelledPod(ns, "opts-out-of-optional", optional)
 	q.Annotations = skip
-	testutil.Create(c, t, suite.client, q)
+	testutil.Create(c, t, suite.Client, q)
 	if containerNamed(q.Spec.Containers, "helper") != nil {
 		t.Errorf("a pod with %s=true got the sidecar of a SidecarSet with allowOptOut", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation)
 	}
@@ -102,10 +102,10 @@ func TestInjectionMandatorySidecar(t *testing.T) {
 	// tenant's template does not make them Deckhand's dry runs.
 	ps := testutil.PodSet(ns, "tenant", 1, map[string]string{"inject": mandatory}, app)
 	ps.Spec.Template.Annotations = skip
-	testutil.Create(c, t, suite.client, ps)
+	testutil.Create(c, t, suite.Client, ps)
 	var owned *corev1.Pod
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		pods, err := testutil.LivePods(ctx, suite.client, ns, map[string]string{"inject": mandatory})
+		pods, err := testutil.LivePods(ctx, suite.Client, ns, map[string]string{"inject": mandatory})
 		for i := range pods {
 			if len(pods[i].OwnerReferences) > 0 {
 				owned = &pods[i]
@@ -144,7 +144,7 @@ func TestInjectionOwnDryRunsSkipped(t *testing.T) {
 	// unlabelled pod of the namespace.
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe"}, Spec: corev1.PodSpec{Containers: []corev1.Container{app}}}
-		if err := suite.client.Create(ctx, p, client.DryRunAll); err != nil {
+		if err := suite.Client.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, err
 		}
 		return containerNamed(p.Spec.Containers, "grab") != nil, nil
@@ -152,10 +152,10 @@ func TestInjectionOwnDryRunsSkipped(t *testing.T) {
 
 	other := injectedSidecarSet("", "other-"+key, corev1.Container{Name: "other", Image: "registry.example/other:1",
 		Ports: []corev1.ContainerPort{{ContainerPort: port, HostPort: port}}})
-	if err := suite.client.Create(ctx(t, time.Minute), other); err != nil {
+	if err := suite.Client.Create(ctx(t, time.Minute), other); err != nil {
 		t.Fatalf("a valid SidecarSet was refused (its validation's dry-run pod was injected?): %v", err)
 	}
-	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), other) })
+	t.Cleanup(func() { _ = suite.Client.Delete(context.Background(), other) })
 }
 
 // A pod that comes with a forged injection record is not trusted as
@@ -165,13 +165,13 @@ func TestInjectionOwnDryRunsSkipped(t *testing.T) {
 // that names a sidecar the pod lacks does not count either.
 func TestInjectionForgedRecord(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	label := "f-" + utilrand.String(5)
 	s := injectedSidecarSet(ns, label, corev1.Container{Name: "guard", Image: "registry.example/guard:1"})
 	createSidecarSet(t, s)
 	waitInjecting(t, ns, label, "guard")
 	c := ctx(t, 2*time.Minute)
-	if err := suite.client.Get(c, client.ObjectKeyFromObject(s), s); err != nil {
+	if err := suite.Client.Get(c, client.ObjectKeyFromObject(s), s); err != nil {
 		t.Fatal(err)
 	}
 	hash, withoutImage := sidecarcontrol.Hashes(&s.Spec)
@@ -185,7 +185,7 @@ func TestInjectionForgedRecord(t *testing.T) {
 	fake := labelledPod(ns, "fake-guard", label)
 	fake.Annotations = forged
 	fake.Spec.Containers = append(fake.Spec.Containers, corev1.Container{Name: "guard", Image: "registry.example/not-the-guard:1"})
-	testutil.Create(c, t, suite.client, fake)
+	testutil.Create(c, t, suite.Client, fake)
 	if sidecarcontrol.ReadPodRecord(fake.Annotations).Has(s.Name) {
 		t.Errorf("the forged record was kept: %v", fake.Annotations)
 	}
@@ -193,7 +193,7 @@ func TestInjectionForgedRecord(t *testing.T) {
 	// The pod brings only the record: it gets the sidecar, recorded by Deckhand.
 	bare := labelledPod(ns, "record-only", label)
 	bare.Annotations = forged
-	testutil.Create(c, t, suite.client, bare)
+	testutil.Create(c, t, suite.Client, bare)
 	if g := containerNamed(bare.Spec.Containers, "guard"); g == nil || g.Image != "registry.example/guard:1" {
 		t.Errorf("a pod with a forged record was admitted without the sidecar: containers %v", names(bare.Spec.Containers))
 	}
@@ -201,16 +201,16 @@ func TestInjectionForgedRecord(t *testing.T) {
 	// A pod admitted without the sidecar (not selected then) whose record is
 	// written afterwards, naming the sidecar it lacks.
 	late := labelledPod(ns, "late-record", "none")
-	testutil.Create(c, t, suite.client, late)
+	testutil.Create(c, t, suite.Client, late)
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{"inject": label}, "annotations": forged}})
-	if err := suite.client.Patch(c, late, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+	if err := suite.Client.Patch(c, late, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		t.Fatal(err)
 	}
 
 	// bare is injected; fake and late are selected and not injected.
 	var last deckhandv1alpha1.SidecarSetStatus
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+		if err := suite.Client.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
 			return false, err
 		}
 		if st := s.Status; st.MatchedPods != last.MatchedPods || st.NotInjectedPods != last.NotInjectedPods {
@@ -226,7 +226,7 @@ func TestInjectionForgedRecord(t *testing.T) {
 // variables it expands.
 func TestInjectionSharedMounts(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	label := "v-" + utilrand.String(5)
 	s := injectedSidecarSet(ns, label, corev1.Container{Name: "reader", Image: "registry.example/reader:1",
 		VolumeMounts: []corev1.VolumeMount{{Name: "reader-conf", MountPath: "/etc/reader"}}})
@@ -245,7 +245,7 @@ func TestInjectionSharedMounts(t *testing.T) {
 		{Name: "evil", MountPath: "/etc//reader/reader.conf", SubPath: "conf"},
 		{Name: "logs", MountPath: "/var/log/app", SubPathExpr: "$(POD_NAME)"},
 	}
-	testutil.Create(ctx(t, time.Minute), t, suite.client, p)
+	testutil.Create(ctx(t, time.Minute), t, suite.Client, p)
 	r := containerNamed(p.Spec.Containers, "reader")
 	if r == nil {
 		t.Fatalf("not injected: containers %v", names(p.Spec.Containers))
@@ -277,13 +277,13 @@ func TestInjectionSharedMounts(t *testing.T) {
 // kube-public is protected by default: no SidecarSet reaches its pods.
 func TestInjectionKubePublicProtected(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	label := "p-" + utilrand.String(5)
 	s := injectedSidecarSet("", label, corev1.Container{Name: "everywhere", Image: "registry.example/everywhere:1"})
 	createSidecarSet(t, s)
 	waitInjecting(t, ns, label, "everywhere")
 	p := labelledPod(metav1.NamespacePublic, "public-"+label, label)
-	if err := suite.client.Create(ctx(t, time.Minute), p, client.DryRunAll); err != nil {
+	if err := suite.Client.Create(ctx(t, time.Minute), p, client.DryRunAll); err != nil {
 		t.Fatal(err)
 	}
 	if containerNamed(p.Spec.Containers, "everywhere") != nil {
@@ -298,14 +298,14 @@ func TestInjectionReservedAnnotationDomains(t *testing.T) {
 	for _, key := range []string{"apps.deckhand.dev/sidecarsets", "podset.apps.deckhand.dev/controller-uid", "version.sidecarset.apps.deckhand.dev/mesh"} {
 		s := injectedSidecarSet("", "meta-"+utilrand.String(5), corev1.Container{Name: "meta", Image: "registry.example/meta:1"})
 		s.Spec.PatchPodMetadata = []deckhandv1alpha1.SidecarSetPatchPodMetadata{{Annotations: map[string]string{key: "forged"}}}
-		err := suite.client.Create(ctx(t, time.Minute), s)
+		err := suite.Client.Create(ctx(t, time.Minute), s)
 		path := fmt.Sprintf("spec.patchPodMetadata[0].annotations[%s]", key)
 		wantInvalid(t, key, err, path)
 		if err != nil && !strings.Contains(err.Error(), "Deckhand's own") {
 			t.Errorf("%s: refused with %v, want it refused as Deckhand's own", key, err)
 		}
 		if err == nil {
-			_ = suite.client.Delete(context.Background(), s)
+			_ = suite.Client.Delete(context.Background(), s)
 		}
 	}
 }

@@ -30,7 +30,7 @@ const policyName = "deckhand-manager-writes"
 // a stolen token of its ServiceAccount can do.
 func managerClientset(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	id, err := suite.cluster.InstallManagerIdentity(ctx(t, time.Minute), suite.root)
+	id, err := suite.Cluster.InstallManagerIdentity(ctx(t, time.Minute), suite.root)
 	if err != nil {
 		t.Fatalf("manager identity: %v", err)
 	}
@@ -72,7 +72,7 @@ func mergePatch(t *testing.T, v any) []byte {
 // matched.
 func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	mgr := managerClientset(t)
 
 	// The API server enforces a policy once its informer has it: wait for
@@ -80,7 +80,7 @@ func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		_, err := mgr.CoreV1().Pods(ns).Create(ctx, barePod(ns, "bare"), metav1.CreateOptions{})
 		if err == nil {
-			return false, suite.clientset.CoreV1().Pods(ns).Delete(ctx, "bare", metav1.DeleteOptions{})
+			return false, suite.Clientset.CoreV1().Pods(ns).Delete(ctx, "bare", metav1.DeleteOptions{})
 		}
 		if refusedByPolicy(err) {
 			return true, nil
@@ -90,11 +90,11 @@ func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 
 	c := ctx(t, 2*time.Minute)
 	d := testutil.Deployment(ns, "app", 2, map[string]string{"app": "app"}, corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"})
-	if err := suite.client.Create(c, d); err != nil {
+	if err := suite.Client.Create(c, d); err != nil {
 		t.Fatal(err)
 	}
 	bystander := barePod(ns, "bystander")
-	if err := suite.client.Create(c, bystander); err != nil {
+	if err := suite.Client.Create(c, bystander); err != nil {
 		t.Fatal(err)
 	}
 
@@ -143,7 +143,7 @@ func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 	// template generation in an annotation of its own.
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
 		Selector: d.Spec.Selector, Template: d.Spec.Template}}
-	if err := suite.client.Create(c, ds); err != nil {
+	if err := suite.Client.Create(c, ds); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mgr.AppsV1().DaemonSets(ns).Patch(c, "agent", types.MergePatchType, mergePatch(t, map[string]any{
@@ -160,7 +160,7 @@ func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 		t.Errorf("creating a pod a PodSet controls: %v", err)
 	}
 	// The policy matches nobody else: an administrator may change the image.
-	if _, err := suite.clientset.AppsV1().Deployments(ns).Patch(c, "app", types.MergePatchType, mergePatch(t, map[string]any{
+	if _, err := suite.Clientset.AppsV1().Deployments(ns).Patch(c, "app", types.MergePatchType, mergePatch(t, map[string]any{
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
 			"containers": []any{map[string]any{"name": "app", "image": "registry.k8s.io/pause:3.9"}}}}}}), metav1.PatchOptions{}); err != nil {
 		t.Errorf("an administrator's image change was refused: %v", err)
@@ -173,21 +173,21 @@ func TestManagerServiceAccountIsConfinedToItsOwnWrites(t *testing.T) {
 // checked for the whole suite in TestMain too).
 func TestManagerWritesPassTheAdmissionPolicy(t *testing.T) {
 	ensureDeckhand(t)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	c := ctx(t, 2*time.Minute)
 
 	labels := map[string]string{"app": "web"}
 	ps := testutil.PodSet(ns, "web", 2, labels, corev1.Container{Name: "web", Image: "registry.k8s.io/pause:3.10"})
-	if err := suite.client.Create(c, ps); err != nil {
+	if err := suite.Client.Create(c, ps); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		pods, err := testutil.LivePods(ctx, suite.client, ns, labels)
+		pods, err := testutil.LivePods(ctx, suite.Client, ns, labels)
 		return len(pods) == 2, err
 	}, "the PodSet's two pods exist")
 
 	d := testutil.Deployment(ns, "restarted", 1, map[string]string{"app": "restarted"}, corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"})
-	if err := suite.client.Create(c, d); err != nil {
+	if err := suite.Client.Create(c, d); err != nil {
 		t.Fatal(err)
 	}
 	rs := &deckhandv1alpha1.RestartSchedule{
@@ -198,16 +198,16 @@ func TestManagerWritesPassTheAdmissionPolicy(t *testing.T) {
 			Target:   deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "restarted"}},
 		},
 	}
-	if err := suite.client.Create(c, rs); err != nil {
+	if err := suite.Client.Create(c, rs); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		var got appsv1.Deployment
-		err := suite.client.Get(ctx, client.ObjectKeyFromObject(d), &got)
+		err := suite.Client.Get(ctx, client.ObjectKeyFromObject(d), &got)
 		return got.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] != "", err
 	}, "the manager restarted the Deployment (its restart annotation is set)")
 
-	if lines := suite.cluster.ManagerRefusals(); len(lines) > 0 {
+	if lines := suite.Cluster.ManagerRefusals(); len(lines) > 0 {
 		t.Errorf("the manager was refused %d request(s):\n%s", len(lines), strings.Join(lines, "\n"))
 	}
 }

@@ -117,7 +117,7 @@ func webhookPaths(t *testing.T) []string {
 // the first failed write would never see that answer.
 func rawPost(t *testing.T, path string, size int64, chunked bool) (int, string) {
 	t.Helper()
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(suite.port)),
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(suite.WebhookPort)),
 		&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the caller is the attacker
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestWebhookServerRefusesOversizedBodies(t *testing.T) {
 // timeout has passed, not held open.
 func TestWebhookServerClosesSlowConnections(t *testing.T) {
 	ensureDeckhand(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(suite.port))
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(suite.WebhookPort))
 	bound := webhookserver.ReadHeaderTimeout + 3*time.Second
 	// waitClosed waits for the server to close c, at most bound after start.
 	waitClosed := func(what string, c net.Conn, start time.Time) {
@@ -244,7 +244,7 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 		{"--tls-cipher-suites", "TLS_RSA_WITH_RC4_128_SHA"},
 		{"--tls-cipher-suites", "TLS_NONE"},
 	} {
-		out, err := exec.CommandContext(ctx(t, 30*time.Second), suite.bin, tc.flag+"="+tc.value).CombinedOutput()
+		out, err := exec.CommandContext(ctx(t, 30*time.Second), suite.Binary, tc.flag+"="+tc.value).CombinedOutput()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), tc.flag) || !strings.Contains(string(out), tc.value) {
 			t.Errorf("%s=%s: exit %v, output %q; want exit status 2 naming the flag and the value", tc.flag, tc.value, err, out[:min(len(out), 300)])
@@ -256,8 +256,8 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second replica: it stands by for leadership and serves webhooks.
-	tls13, err := suite.cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
-		Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: "deckhand-tls13",
+	tls13, err := suite.Cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
+		Binary: suite.Binary, WebhookPort: port, CertDir: suite.CertDir, Name: "deckhand-tls13",
 		Args: []string{"--tls-min-version=VersionTLS13"},
 	})
 	if err != nil {
@@ -287,10 +287,10 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 		}
 	}
 	// The default (VersionTLS12) still accepts TLS 1.2.
-	if err := localcluster.WaitTLS(ctx(t, time.Minute), suite.port, 30*time.Second); err != nil {
+	if err := localcluster.WaitTLS(ctx(t, time.Minute), suite.WebhookPort, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	c, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(suite.port)), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}) //nolint:gosec // protocol negotiation is what is tested
+	c, err := tls.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(suite.WebhookPort)), &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}) //nolint:gosec // protocol negotiation is what is tested
 	if err != nil {
 		t.Errorf("the default manager refused TLS 1.2: %v", err)
 	} else {
@@ -303,19 +303,19 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 func restrictedNamespace(t *testing.T) string {
 	t.Helper()
 	c := ctx(t, time.Minute)
-	ns := testutil.Namespace(t, suite.client)
+	ns := testutil.Namespace(t, suite.Client)
 	var nsObj corev1.Namespace
-	if err := suite.client.Get(c, client.ObjectKey{Name: ns}, &nsObj); err != nil {
+	if err := suite.Client.Get(c, client.ObjectKey{Name: ns}, &nsObj); err != nil {
 		t.Fatal(err)
 	}
 	if nsObj.Labels == nil {
 		nsObj.Labels = map[string]string{}
 	}
 	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
-	if err := suite.client.Update(c, &nsObj); err != nil {
+	if err := suite.Client.Update(c, &nsObj); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Create(c, t, suite.client, &corev1.ResourceQuota{
+	testutil.Create(c, t, suite.Client, &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-pods"},
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}},
 	})
@@ -332,7 +332,7 @@ func restrictedNamespace(t *testing.T) string {
 // shipped manifests install it (config/manager/manager.yaml).
 func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
 	ensureDeckhand(t)
-	plain := testutil.Namespace(t, suite.client)
+	plain := testutil.Namespace(t, suite.Client)
 	restricted := restrictedNamespace(t)
 	missing := "no-such-namespace-" + utilrand.String(6)
 
@@ -342,8 +342,8 @@ func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second replica: it stands by for leadership and serves webhooks.
-	inOwn, err := suite.cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
-		Binary: suite.bin, WebhookPort: port, CertDir: suite.certDir, Name: "deckhand-own-namespace",
+	inOwn, err := suite.Cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
+		Binary: suite.Binary, WebhookPort: port, CertDir: suite.CertDir, Name: "deckhand-own-namespace",
 		Env: []string{"POD_NAMESPACE=" + own},
 	})
 	if err != nil {
@@ -356,7 +356,7 @@ func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
 	for _, m := range []struct {
 		name string
 		port int
-	}{{"dry run in default", suite.port}, {"dry run in its own restricted namespace", port}} {
+	}{{"dry run in default", suite.WebhookPort}, {"dry run in its own restricted namespace", port}} {
 		answer := func(ns string, container corev1.Container) *admissionv1.AdmissionResponse {
 			ps := testutil.PodSet(ns, "web", 1, map[string]string{"app": "web"}, container)
 			ps.TypeMeta = metav1.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
