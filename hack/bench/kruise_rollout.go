@@ -278,7 +278,8 @@ func rolloutReport(r *report, results []rolloutResult, n int, k *kruiseManager) 
 	}
 	secText := func(x float64) string { return fmt.Sprintf("%.2f s", x) }
 	dp, kp, ds, ks := spreadOf(d["pods_s"]), spreadOf(kr["pods_s"]), spreadOf(d["status_s"]), spreadOf(kr["status_s"])
-	podsRatio, statusRatio := dp.Median/kp.Median, ds.Median/ks.Median
+	podsFig, statusFig := ratioFigure(dp, kp), ratioFigure(ds, ks)
+	podsRatio, statusRatio := podsFig.Median, statusFig.Median
 	b.WriteString("\n| figure (median, min–max) | Deckhand | OpenKruise | Deckhand / OpenKruise |\n|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| every pod runs the new sidecar, Ready | %s | %s | %.2fx |\n", dp.format(secText), kp.format(secText), podsRatio)
 	fmt.Fprintf(&b, "| the SidecarSet's status says so | %s | %s | %.2fx |\n", ds.format(secText), ks.format(secText), statusRatio)
@@ -287,7 +288,7 @@ func rolloutReport(r *report, results []rolloutResult, n int, k *kruiseManager) 
 	}
 	r.section("7. In-place sidecar image rollout: Deckhand vs OpenKruise", b.String())
 	r.target("7", fmt.Sprintf("in-place sidecar image rollout, %d pods, maxUnavailable %s: time until every pod runs it, Deckhand / OpenKruise", n, rolloutMaxUnavailable.String()), "<= 1.0x",
-		fmt.Sprintf("%.2fx (Deckhand %s, Kruise %s)", podsRatio, dp.format(secText), kp.format(secText)), podsRatio <= 1.0)
+		atMost(1), podsFig, times, fmt.Sprintf("%.2fx (Deckhand %s, Kruise %s)", podsRatio, dp.format(secText), kp.format(secText)))
 	r.info("7", "the same until the SidecarSet's status says so, Deckhand / OpenKruise",
-		fmt.Sprintf("%.2fx (Deckhand %s, Kruise %s)", statusRatio, ds.format(secText), ks.format(secText)))
+		fmt.Sprintf("%.2fx (range %s; Deckhand %s, Kruise %s)", statusRatio, statusFig.rangeText(times), ds.format(secText), ks.format(secText)))
 }

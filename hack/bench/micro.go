@@ -93,9 +93,8 @@ func benchMicro(ctx context.Context, cfg *config, r *report) error {
 
 	inj := fig["BenchmarkInject1of1"]
 	us := func(v float64) string { return fmt.Sprintf("%.1f µs", v/1e3) }
-	r.target("1b", "injection handler CPU time per op (1 SidecarSet, 10-container pod), median", "<= 50 µs",
-		fmt.Sprintf("%s CPU (wall %s); %.3fx the CR defaulter's CPU (%s)", inj.CPUNs.format(us), inj.WallNs.format(us), inj.CPUNs.Median/base.CPUNs.Median, us(base.CPUNs.Median)),
-		inj.CPUNs.Median <= 50e3)
+	r.target("1b", "injection handler CPU time per op (1 SidecarSet, 10-container pod), median", "<= 50 µs", atMost(50e3), inj.CPUNs.figure(), us,
+		fmt.Sprintf("%s CPU (wall %s); %.3fx the CR defaulter's CPU (%s)", inj.CPUNs.format(us), inj.WallNs.format(us), inj.CPUNs.Median/base.CPUNs.Median, us(base.CPUNs.Median)))
 	worst, worstName := inj.Bytes, "BenchmarkInject1of1"
 	for _, k := range []string{"BenchmarkInject1of100", "BenchmarkInject"} {
 		if m, ok := fig[k]; ok && m.Bytes.Median > worst.Median {
@@ -103,6 +102,6 @@ func benchMicro(ctx context.Context, cfg *config, r *report) error {
 		}
 	}
 	kib := func(v float64) string { return fmt.Sprintf("%.1f KiB", v/1024) }
-	r.target("1b", "injection handler allocation per op (worst median of the three)", "<= 30 KiB", worst.format(kib)+" ("+worstName+")", worst.Median <= 30*1024)
+	r.target("1b", "injection handler allocation per op (worst median of the three)", "<= 30 KiB", atMost(30*1024), worst.figure(), kib, worst.format(kib)+" ("+worstName+")")
 	return nil
 }

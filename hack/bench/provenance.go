@@ -73,7 +73,10 @@ type rawRow struct {
 	What     string `json:"what"`
 	Target   string `json:"target"`
 	Measured string `json:"measured"`
-	Met      *bool  `json:"met"`
+	// Judged is the figure the verdict read (null for a row without a
+	// target); Verdict is met, missed or tie ("" without a target).
+	Judged  *figure `json:"judged"`
+	Verdict string  `json:"verdict"`
 }
 
 // dataPath is where the raw results of a report written to out go:
@@ -90,7 +93,7 @@ func (r *report) dataPath(out string) string {
 func (r *report) writeData(path string) error {
 	rows := make([]rawRow, 0, len(r.rows))
 	for _, x := range r.rows {
-		rows = append(rows, rawRow{x.item, x.what, x.target, x.measured, x.met})
+		rows = append(rows, rawRow{x.item, x.what, x.target, x.measured, x.judged, string(x.verdict)})
 	}
 	d := map[string]any{
 		"source": r.src, "quick": r.cfg.quick, "start": r.start.UTC(), "end": r.end.UTC(),

@@ -16,8 +16,11 @@ import (
 
 type row struct {
 	item, what, target, measured string
-	// met is nil for a row without a target: it is reported, not judged.
-	met *bool
+	// judged is the figure the verdict read (nil for a row without a
+	// target: it is reported, not judged), judgedText its range as printed.
+	judged     *figure
+	judgedText string
+	verdict    verdict
 }
 
 type report struct {
@@ -57,13 +60,17 @@ func (r *report) section(title, body string) {
 	r.sections = append(r.sections, "## "+title+"\n\n"+body)
 }
 
-func (r *report) target(item, what, target, measured string, met bool) {
-	r.rows = append(r.rows, row{item, what, target, measured, &met})
-	logf("TARGET %s %s: %s (target %s) met=%v", item, what, measured, target, met)
+// target records a figure with a target: target is the target as printed,
+// b the bound it states, f the figure judged (the median and the range of
+// the runs; judge has the rule) and unit prints f's values in the summary.
+func (r *report) target(item, what, target string, b bound, f figure, unit func(float64) string, measured string) {
+	v := judge(f, b)
+	r.rows = append(r.rows, row{item: item, what: what, target: target, measured: measured, judged: &f, judgedText: f.rangeText(unit), verdict: v})
+	logf("TARGET %s %s: %s (target %s) %s", item, what, measured, target, v)
 }
 
 // info records a figure that has no target: the summary prints "n/a" in
-// its met column.
+// its verdict column.
 func (r *report) info(item, what, measured string) {
 	r.rows = append(r.rows, row{item: item, what: what, target: "n/a", measured: measured})
 	logf("FIGURE %s %s: %s", item, what, measured)
@@ -133,18 +140,23 @@ func (r *report) markdown() string {
 		"next to a baseline measured in the same run on the same local control plane (`internal/test/localcluster`): " +
 		"ReplicaSets run by kube-controller-manager, a plain client, the API server without the webhook, controller-runtime's own defaulter. " +
 		"Absolute times on a shared machine are noise; the ratios are what count.\n\n")
-	b.WriteString("## Summary\n\n| item | measure | target | measured | met |\n|---|---|---|---|---|\n")
+	b.WriteString("## Summary\n\n| item | measure | target | measured | range judged | verdict |\n|---|---|---|---|---|---|\n")
 	for _, x := range r.rows {
-		met := "n/a"
-		switch {
-		case x.met == nil:
-		case *x.met:
-			met = "yes"
+		v, judged := "n/a", ""
+		switch x.verdict {
+		case "":
+		case verdictMissed:
+			v, judged = "**missed**", x.judgedText
 		default:
-			met = "**no**"
+			v, judged = string(x.verdict), x.judgedText
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", x.item, x.what, x.target, x.measured, met)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", x.item, x.what, x.target, x.measured, judged, v)
 	}
+	b.WriteString("\n*Verdict* (one rule for every row, `judge` in hack/bench/verdict.go): a figure measured more than once is judged on its median together with its *range judged*: " +
+		"for one side's figure, the smallest to the largest of its runs; for a ratio a / b, a's smallest run over b's largest to a's largest over b's smallest; " +
+		"for a difference a − b, a's smallest less b's largest to a's largest less b's smallest (every pairing of runs the two spreads allow). " +
+		"**met** when the whole range meets the target, **missed** when none of it does, **tie** when the range reaches across the target's bound: the median then says which side it leans to, the runs do not decide. " +
+		"A figure measured once (range —) is met or missed on its value.\n")
 	b.WriteString("\n## Method and machine\n\n")
 	fmt.Fprintf(&b, "- Run: %s, %s (%s).\n", r.start.UTC().Format(time.RFC3339), r.end.Sub(r.start).Round(time.Second), mode)
 	fmt.Fprintf(&b, "- Source: `git describe --always --dirty` = `%s`, commit `%s`.", r.src.Describe, r.src.Commit)
@@ -158,7 +170,8 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- Machine: %s. Load average (1/5/15 min) at start %s, at end %s.\n", r.machine(), r.load0, r.load1)
 	fmt.Fprintf(&b, "- Control plane (`bin/k8s/.versions`): %s. Deckhand built with %s.\n", r.versions(), runtime.Version())
 	b.WriteString("- Statistics: a figure measured more than once is given as its median with the smallest and largest value and the number of repeats, `median (min–max, n=N)`, and judged on the median. " +
-		"Compared workloads run interleaved (A B B A ...), each repeat in a fresh namespace, so that a drift of the machine's load falls on both sides.\n")
+		"Compared workloads run interleaved (A B B A ...), each repeat in a fresh namespace, so that a drift of the machine's load falls on both sides. " +
+		"A ratio is the ratio of the two medians; the summary's verdict column says how targets are judged.\n")
 	b.WriteString("- **etcd runs with `--unsafe-no-fsync`** in every benchmark cluster (`localcluster`'s default): on these machines a disk sync costs about 20 ms a write and would hide every CPU cost. The data is throw-away.\n")
 	b.WriteString("- The Deckhand manager runs as a process (`bin/deckhand`, all controllers and webhooks, `--leader-elect=false`), started by `localcluster.StartDeckhand`. " +
 		"Its metrics are read over plain HTTP on loopback (`--metrics-secure=false`); RSS from `/proc/<pid>/status` (VmRSS), heap from `go_memstats_heap_inuse_bytes`.\n")

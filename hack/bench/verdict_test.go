@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+func TestJudge(t *testing.T) {
+	for name, tc := range map[string]struct {
+		f    figure
+		b    bound
+		want verdict
+	}{
+		"at most, every run below":            {figure{0.45, 0.40, 0.48}, atMost(0.5), verdictMet},
+		"at most, every run above":            {figure{0.60, 0.55, 0.70}, atMost(0.5), verdictMissed},
+		"at most, median below, a run above":  {figure{0.49, 0.42, 0.51}, atMost(0.5), verdictTie},
+		"at most, median above, a run below":  {figure{0.52, 0.47, 0.60}, atMost(0.5), verdictTie},
+		"at most, highest run on the bound":   {figure{0.45, 0.40, 0.50}, atMost(0.5), verdictMet},
+		"at least, every run above":           {figure{1.7, 1.6, 2.0}, atLeast(1.5), verdictMet},
+		"at least, every run below":           {figure{1.2, 1.1, 1.4}, atLeast(1.5), verdictMissed},
+		"at least, median above, a run below": {figure{1.67, 1.22, 2.07}, atLeast(1.5), verdictTie},
+		"once, met":                           {single(4), atMost(5), verdictMet},
+		"once, missed":                        {single(6), atMost(5), verdictMissed},
+		"no upper end":                        {figure{0.3, 0.2, math.Inf(1)}, atMost(0.5), verdictTie},
+	} {
+		if got := judge(tc.f, tc.b); got != tc.want {
+			t.Errorf("%s: judge(%+v, %+v) = %s, want %s", name, tc.f, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestRatioAndDiffFigures(t *testing.T) {
+	d, k := spreadOf([]float64{802, 931, 1083, 900}), spreadOf([]float64{523, 558, 657, 560})
+	r := ratioFigure(d, k)
+	if math.Abs(r.Median-d.Median/k.Median) > 1e-9 || math.Abs(r.Lo-802.0/657) > 1e-9 || math.Abs(r.Hi-1083.0/523) > 1e-9 {
+		t.Errorf("ratioFigure = %+v, want median %v, range %v–%v", r, d.Median/k.Median, 802.0/657, 1083.0/523)
+	}
+	if r := ratioFigure(d, spreadOf([]float64{0, 1})); !math.IsInf(r.Hi, 1) {
+		t.Errorf("ratio over a spread reaching zero has upper end %v, want +Inf", r.Hi)
+	}
+	x := diffFigure(spreadOf([]float64{5, 6, 7}), spreadOf([]float64{4, 4.5, 5}))
+	if x.Median != 1.5 || x.Lo != 0 || x.Hi != 3 {
+		t.Errorf("diffFigure = %+v, want median 1.5, range 0–3", x)
+	}
+}
+
+func TestFigureJSON(t *testing.T) {
+	b, err := json.Marshal(figure{Median: 0.3, Lo: 0.2, Hi: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"hi":null,"lo":0.2,"median":0.3}`; got != want {
+		t.Errorf("figure JSON %s, want %s", got, want)
+	}
+}
