@@ -124,8 +124,8 @@ type RestartWindow struct {
 	End string `json:"end"`
 }
 
-// RestartTrigger says what started a run.
-// +kubebuilder:validation:Enum=Schedule;RunNow
+// RestartTrigger says what started a run or a pod's replacement.
+// +kubebuilder:validation:Enum=Schedule;RunNow;PodAge
 type RestartTrigger string
 
 const (
@@ -133,7 +133,74 @@ const (
 	RestartTriggerSchedule RestartTrigger = "Schedule"
 	// RestartTriggerRunNow: a new token in RestartScheduleRunNowAnnotation.
 	RestartTriggerRunNow RestartTrigger = "RunNow"
+	// RestartTriggerPodAge: a pod older than a podAge trigger's maxAge.
+	RestartTriggerPodAge RestartTrigger = "PodAge"
 )
+
+// RestartNeedTrigger is one condition under which a pod of a target
+// workload needs replacing, whatever the schedule: exactly one member is
+// set.
+// +kubebuilder:validation:XValidation:rule="[has(self.podAge)].filter(x, x).size() == 1",message="exactly one kind of trigger (podAge) must be set"
+type RestartNeedTrigger struct {
+	// podAge replaces a pod once it is older than maxAge.
+	// +optional
+	PodAge *RestartPodAgeTrigger `json:"podAge,omitempty"`
+}
+
+// RestartPodAgeTrigger replaces pods older than maxAge.
+type RestartPodAgeTrigger struct {
+	// maxAge is the age (since the pod's creation) past which a pod is
+	// replaced. At least 1s, at most 8760h (a year).
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('8760h')",message="must be between 1s and 8760h"
+	// +required
+	MaxAge metav1.Duration `json:"maxAge"`
+}
+
+// RestartActionScope says what a trigger replaces.
+// +kubebuilder:validation:Enum=Pod
+type RestartActionScope string
+
+const (
+	// RestartScopePod evicts only the pods a trigger names, through the
+	// Eviction API: PodDisruptionBudgets are honoured, a refused eviction
+	// waits, and no pod is ever deleted by force.
+	RestartScopePod RestartActionScope = "Pod"
+)
+
+// RestartAction says how the pods spec.triggers name are replaced. The
+// defaults suit a workload that cannot surge (a full GPU pool): one pod at
+// a time, through the Eviction API, so that the workload is never short of
+// more than one pod and its PodDisruptionBudgets are honoured.
+type RestartAction struct {
+	// scope: Pod (the default, and the only scope so far) evicts the pods
+	// the triggers name.
+	// +kubebuilder:default=Pod
+	// +optional
+	Scope RestartActionScope `json:"scope,omitempty"`
+	// maxConcurrent is how many pods of one workload may be unavailable
+	// (terminating, or not Ready) when a pod of it is evicted: with the
+	// default 1, a pod is evicted only when every other pod of its workload
+	// is Ready, so pods are replaced one at a time.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	MaxConcurrent int32 `json:"maxConcurrent,omitempty"`
+	// minPodAge: a pod younger than this is never replaced, whatever the
+	// triggers say. It is also the cooldown of a pod: its replacement, even
+	// one that reuses its name (a StatefulSet pod), is not replaced before it
+	// is this old. At most 168h.
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be between 0s and 168h"
+	// +optional
+	MinPodAge *metav1.Duration `json:"minPodAge,omitempty"`
+	// cooldown is the least time between two replacements in one workload
+	// (two evictions). At most 168h.
+	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('168h')",message="must be between 0s and 168h"
+	// +optional
+	Cooldown *metav1.Duration `json:"cooldown,omitempty"`
+}
 
 // RestartResult is the outcome of one restart of one workload.
 // +kubebuilder:validation:Enum=Succeeded;Failed;Skipped;Missed
@@ -170,6 +237,10 @@ const (
 	// halted the last run after a failed restart; the message names the
 	// workload. It turns False when the next run starts.
 	RestartScheduleRunStoppedCondition = "RunStopped"
+	// RestartScheduleTriggeredCondition is True while spec.triggers name
+	// pods that need replacing; the message counts them and says what holds
+	// them back. Unset when there are no triggers.
+	RestartScheduleTriggeredCondition = "Triggered"
 )
 
 // RestartWorkloadReference names a workload in the RestartSchedule's namespace.
@@ -200,15 +271,37 @@ type RestartTarget struct {
 }
 
 // RestartScheduleSpec is the desired schedule of rolling restarts.
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) || (has(self.triggers) && size(self.triggers) > 0)",message="schedule is required unless triggers are set",fieldPath=".schedule"
 type RestartScheduleSpec struct {
 	// schedule is a standard 5-field cron expression ("0 3 * * *") or a
 	// descriptor: @yearly, @monthly, @weekly, @daily, @midnight, @hourly or
 	// "@every <duration>" ("@every 6h"). Evaluated in timeZone.
 	// A schedule that never fires (such as "0 0 31 2 *") is rejected.
+	// Optional when triggers are set: the workloads are then restarted on
+	// need only.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
-	// +required
-	Schedule string `json:"schedule"`
+	// +optional
+	Schedule string `json:"schedule,omitempty"`
+
+	// triggers replace pods of the target workloads when they need it,
+	// between and without scheduled runs: a pod any trigger names is a
+	// candidate, replaced as action says, only while windows and
+	// blackoutDates let restarts start and never while suspended.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	Triggers []RestartNeedTrigger `json:"triggers,omitempty"`
+
+	// action says how the pods triggers name are replaced.
+	// +kubebuilder:default={}
+	// +optional
+	Action RestartAction `json:"action,omitempty"`
+
+	// dryRun lists the pods triggers name in status.candidates, with
+	// Events, and replaces none of them. Scheduled runs are not affected.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
 
 	// timeZone is the IANA time zone name the schedule is evaluated in
 	// ("Europe/Paris"). Unknown zones are rejected.
@@ -378,6 +471,14 @@ type RestartRecord struct {
 	// was chosen).
 	// +optional
 	Workload string `json:"workload,omitempty"`
+	// pod is the name of the pod a trigger replaced (action scope Pod).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// value is what the trigger observed ("26h0m0s old").
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Value string `json:"value,omitempty"`
 	// startTime is when the workload was patched.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
@@ -391,6 +492,44 @@ type RestartRecord struct {
 	// the status unwritable.)
 	// +optional
 	Message string `json:"message,omitempty"`
+}
+
+// RestartCandidate is a pod that spec.triggers name.
+type RestartCandidate struct {
+	// pod is the pod's name.
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod"`
+	// workload is "Kind/name" of the pod's workload.
+	// +kubebuilder:validation:MaxLength=300
+	Workload string `json:"workload"`
+	// trigger is the trigger that names it.
+	Trigger RestartTrigger `json:"trigger"`
+	// value is what the trigger observed ("26h0m0s old").
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Value string `json:"value,omitempty"`
+	// limit is the trigger's threshold ("24h0m0s").
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Limit string `json:"limit,omitempty"`
+	// since is when the pod first crossed the threshold.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// heldBy says what keeps the pod from being replaced now (minPodAge,
+	// maxConcurrent, cooldown, a window, a PodDisruptionBudget, dryRun);
+	// empty when it is being replaced.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	HeldBy string `json:"heldBy,omitempty"`
+}
+
+// RestartCooldown is the last triggered replacement in one workload.
+type RestartCooldown struct {
+	// workload is "Kind/name".
+	// +kubebuilder:validation:MaxLength=300
+	Workload string `json:"workload"`
+	// time of the replacement.
+	Time metav1.Time `json:"time"`
 }
 
 // RestartScheduleStatus is the observed state of a RestartSchedule.
@@ -464,8 +603,26 @@ type RestartScheduleStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	History []RestartRecord `json:"history,omitempty"`
-	// conditions: Ready, Suspended, InvalidSchedule, RunStopped, and
-	// Stalled while the schedule cannot be used.
+	// candidates are the pods spec.triggers name, worst first, at most 100;
+	// candidateCount counts them all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Candidates []RestartCandidate `json:"candidates,omitempty"`
+	// candidateCount is how many pods spec.triggers name.
+	// +optional
+	CandidateCount int32 `json:"candidateCount,omitempty"`
+	// lastTriggered is, per workload, the time of the last triggered
+	// replacement while it may still hold the next one back
+	// (spec.action.cooldown), at most 100 workloads: past that, no workload
+	// is replaced until an entry expires.
+	// +optional
+	// +listType=map
+	// +listMapKey=workload
+	// +kubebuilder:validation:MaxItems=100
+	LastTriggered []RestartCooldown `json:"lastTriggered,omitempty"`
+	// conditions: Ready, Suspended, InvalidSchedule, RunStopped, Triggered,
+	// and Stalled while the schedule cannot be used.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

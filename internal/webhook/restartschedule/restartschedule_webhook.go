@@ -1,7 +1,8 @@
 // Package restartschedule validates RestartSchedules at admission: cron
 // syntax and schedules that never fire (with the cron parser's message),
-// schedules that fire more often than the manager allows,
-// IANA time zones, the target, maintenance windows and blackout dates, and
+// schedules that fire more often than the manager allows (a schedule is
+// required unless triggers are set), IANA time zones, the target,
+// maintenance windows and blackout dates, triggers and their action, and
 // positive durations and limits. Defaults
 // come from the CRD schema, so there is no mutating webhook.
 package restartschedule
@@ -93,7 +94,12 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 	spec := field.NewPath("spec")
 	s := rs.Spec
 
-	if old == nil || old.Spec.Schedule != s.Schedule {
+	switch {
+	case s.Schedule == "" && len(s.Triggers) == 0:
+		errs = append(errs, field.Required(spec.Child("schedule"), "a schedule is required unless triggers are set"))
+	case s.Schedule == "":
+		// Restarts on need only.
+	case old == nil || old.Spec.Schedule != s.Schedule:
 		sched, err := cronschedule.ParseSchedule(s.Schedule, v.now())
 		if err == nil {
 			err = cronschedule.CheckInterval(sched, v.minInterval())
@@ -146,6 +152,7 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 		errs = append(errs, field.NotSupported(spec.Child("concurrencyPolicy"), p, []string{string(deckhandv1alpha1.RestartForbid), string(deckhandv1alpha1.RestartReplace)}))
 	}
 	errs = append(errs, validateCalendar(spec, s)...)
+	errs = append(errs, validateTriggers(spec, s)...)
 	// An empty policy is the default (the CRD schema fills it in).
 	if p := s.FailurePolicy; p != "" && p != deckhandv1alpha1.RestartFailureContinue && p != deckhandv1alpha1.RestartFailureStop {
 		errs = append(errs, field.NotSupported(spec.Child("failurePolicy"), p, []string{string(deckhandv1alpha1.RestartFailureContinue), string(deckhandv1alpha1.RestartFailureStop)}))
@@ -170,7 +177,53 @@ const (
 	maxMaxConcurrent = 100
 	// maxRolloutTimeout is a week.
 	maxRolloutTimeout = 7 * 24 * time.Hour
+	// maxTriggers bounds spec.triggers.
+	maxTriggers = 8
+	// maxPodAge bounds a podAge trigger's maxAge: a year.
+	maxPodAge = 365 * 24 * time.Hour
+	// maxActionDuration bounds spec.action.minPodAge and cooldown: a week.
+	maxActionDuration = 7 * 24 * time.Hour
+	// maxPodsUnavailable bounds spec.action.maxConcurrent.
+	maxPodsUnavailable = 100
 )
+
+// validateTriggers checks spec.triggers and spec.action, naming the
+// trigger and field at fault.
+func validateTriggers(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) field.ErrorList {
+	var errs field.ErrorList
+	tp := spec.Child("triggers")
+	if len(s.Triggers) > maxTriggers {
+		errs = append(errs, field.TooMany(tp, len(s.Triggers), maxTriggers))
+	}
+	for i, t := range s.Triggers {
+		p := tp.Index(i)
+		if t.PodAge == nil {
+			errs = append(errs, field.Required(p, "exactly one kind of trigger (podAge) must be set"))
+			continue
+		}
+		if d := t.PodAge.MaxAge.Duration; d < time.Second || d > maxPodAge {
+			errs = append(errs, field.Invalid(p.Child("podAge", "maxAge"), d.String(), "must be between 1s and 8760h"))
+		}
+	}
+	ap := spec.Child("action")
+	a := s.Action
+	// Empty values are the defaults (the CRD schema fills them in).
+	if a.Scope != "" && a.Scope != deckhandv1alpha1.RestartScopePod {
+		errs = append(errs, field.NotSupported(ap.Child("scope"), a.Scope, []string{string(deckhandv1alpha1.RestartScopePod)}))
+	}
+	if a.MaxConcurrent < 0 || a.MaxConcurrent > maxPodsUnavailable {
+		errs = append(errs, field.Invalid(ap.Child("maxConcurrent"), a.MaxConcurrent, fmt.Sprintf("must be between 1 and %d", maxPodsUnavailable)))
+	}
+	for _, d := range []struct {
+		name string
+		d    *metav1.Duration
+	}{{"minPodAge", a.MinPodAge}, {"cooldown", a.Cooldown}} {
+		if d.d != nil && (d.d.Duration < 0 || d.d.Duration > maxActionDuration) {
+			errs = append(errs, field.Invalid(ap.Child(d.name), d.d.Duration.String(), "must be between 0s and 168h"))
+		}
+	}
+	return errs
+}
 
 // validateCalendar checks spec.windows, spec.blackoutDates and
 // spec.outsideWindowPolicy, naming the element and part at fault.

@@ -79,6 +79,29 @@ func TestValidate(t *testing.T) {
 		"outside policy": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.OutsideWindowPolicy = "Wait" }, "spec.outsideWindowPolicy"},
 		"failure policy": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.FailurePolicy = "Abort" }, "spec.failurePolicy"},
 		"jitter":         {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Jitter = &metav1.Duration{Duration: 25 * time.Hour} }, "spec.jitter"},
+		"no schedule, no trigger": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Schedule = "" },
+			"spec.schedule: Required value: a schedule is required unless triggers are set"},
+		"triggers without schedule": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Schedule = ""
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: 24 * time.Hour}}}}
+			r.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{Duration: 10 * time.Minute}}
+		}, ""},
+		"empty trigger": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{}}
+		}, "spec.triggers[0]: Required value: exactly one kind of trigger (podAge) must be set"},
+		"pod age zero": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{}}}
+		}, `spec.triggers[0].podAge.maxAge: Invalid value: "0s": must be between 1s and 8760h`},
+		"action scope":          {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.Scope = "Node" }, "spec.action.scope: Unsupported value"},
+		"action max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.MaxConcurrent = 101 }, "spec.action.maxConcurrent"},
+		"action min pod age": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Action.MinPodAge = &metav1.Duration{Duration: -time.Second}
+		},
+			`spec.action.minPodAge: Invalid value: "-1s"`},
+		"action cooldown": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Action.Cooldown = &metav1.Duration{Duration: 169 * time.Hour}
+		},
+			`spec.action.cooldown: Invalid value: "169h0m0s"`},
 	}
 	v := &Validator{}
 	for name, tc := range cases {
