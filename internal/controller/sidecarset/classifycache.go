@@ -1,44 +1,15 @@
 package sidecarset
 
 import (
-	"sync"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
-	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
-// classifyCaches holds a classifyCache per SidecarSet, by name.
-type classifyCaches struct{ byName sync.Map }
-
-// forSet returns the cache of s, emptied if s's spec changed since it was
-// filled; nil for a SidecarSet without a UID or generation (not read from
-// an API server), whose pods are classified afresh every time.
-//
-// NOTE: reconciles of one SidecarSet never overlap (the work queue hands a
-// key to one worker at a time), so a cache needs no lock of its own.
-func (cs *classifyCaches) forSet(s *deckhandv1alpha1.SidecarSet) *classifyCache {
-	if s.UID == "" || s.Generation == 0 {
-		return nil
-	}
-	v, _ := cs.byName.LoadOrStore(s.Name, &classifyCache{})
-	c := v.(*classifyCache)
-	if c.uid != s.UID || c.generation != s.Generation {
-		c.uid, c.generation = s.UID, s.Generation
-		c.byPod = map[*corev1.Pod]*cachedPodState{}
-	}
-	return c
-}
-
-func (cs *classifyCaches) forget(name string) { cs.byName.Delete(name) }
-
-// classifyCache keeps one SidecarSet's podStates from its last reconcile,
-// by the cached pod they were computed from. The informer cache replaces a
+// classifyCache keeps one SidecarSet's podStates from its last reconcile
+// (setMemory.classified), by the cached pod they were computed from. The informer cache replaces a
 // Pod object when the pod changes and never changes one in place, so an
 // entry found under the same object is for an unchanged pod. A podState is
-// a function of the pod and of the SidecarSet's spec (its UID and
-// generation key the cache), except while a resize is under way, which
+// a function of the pod and of the SidecarSet's spec (its UID keys the
+// SidecarSet's memory, its generation the cache), except while a resize is under way, which
 // reads the clock and the refused resizes: so a reconcile classifies again
 // only the pods that changed since the last one, and the ones resizing.
 //
@@ -49,7 +20,6 @@ func (cs *classifyCaches) forget(name string) { cs.byName.Delete(name) }
 // caches. Keyed by the object, an unchanged pod costs one map lookup of a
 // pointer, without reading the pod at all.
 type classifyCache struct {
-	uid        types.UID
 	generation int64
 	// epoch counts reconciles; an entry not seen in the current one is for
 	// a pod that changed or left the selection.
@@ -84,7 +54,7 @@ func (c *classifyCache) classifyPods(in classifyInput, pods []*corev1.Pod) []*po
 			e = &cachedPodState{}
 			c.byPod[p] = e
 			classify(in, p, &e.state)
-		case !reuse || e.state.resizeOwned:
+		case !reuse || e.state.resize != resizeNone:
 			classify(in, p, &e.state)
 		default:
 			e.state.pending = false

@@ -31,7 +31,7 @@ func newCacheFixture(generation int64) cacheFixture {
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}},
 		},
 	}
-	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil).Compiled(s)
+	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{}).Compiled(s)
 	return cacheFixture{set: s, in: classifyInput{set: s, compiled: c, now: time.Now(), deferredTimeout: time.Minute}}
 }
 
@@ -66,10 +66,10 @@ func (f cacheFixture) pod(uid, rv string, ready bool) *corev1.Pod {
 // never does and only a reused state misreads.
 func TestClassifyCache(t *testing.T) {
 	f := newCacheFixture(1)
-	var caches classifyCaches
+	var caches memory
 	a, b := f.pod("a", "1", true), f.pod("b", "1", true)
-	first := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
-	if !first[0].ready || !first[1].ready || !first[0].updated {
+	first := caches.of(f.set).classifyCache(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
+	if !first[0].ready || !first[1].ready || first[0].stage != stageUpdated {
 		t.Fatalf("first classification: %+v %+v", *first[0], *first[1])
 	}
 	first[0].pending, first[0].conditionSynced = true, true
@@ -77,14 +77,14 @@ func TestClassifyCache(t *testing.T) {
 
 	t.Run("same object: state reused, pending cleared, condition check kept", func(t *testing.T) {
 		notReady(a)
-		got := caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
+		got := caches.of(f.set).classifyCache(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
 		if !got[0].ready || got[0].pending || !got[0].conditionSynced {
 			t.Errorf("reused state: ready %v (want true, from the cache), pending %v, conditionSynced %v", got[0].ready, got[0].pending, got[0].conditionSynced)
 		}
 	})
 	t.Run("a new object: classified again, the old one forgotten", func(t *testing.T) {
 		a = f.pod("a", "2", false)
-		c := caches.forSet(f.set)
+		c := caches.of(f.set).classifyCache(f.set)
 		got := c.classifyPods(f.in, []*corev1.Pod{a, b})
 		if got[0].ready || got[0].conditionSynced || got[0].pod != a {
 			t.Errorf("a changed pod: ready %v conditionSynced %v, want both false; state of the new object %v", got[0].ready, got[0].conditionSynced, got[0].pod == a)
@@ -95,19 +95,19 @@ func TestClassifyCache(t *testing.T) {
 	})
 	t.Run("spec change: every pod classified again", func(t *testing.T) {
 		g2 := newCacheFixture(2)
-		got := caches.forSet(g2.set).classifyPods(g2.in, []*corev1.Pod{a, b})
-		if got[1].revisionCurrent {
-			t.Error("after a new generation: revisionCurrent true, want false (the pod is at the old revision)")
+		got := caches.of(g2.set).classifyCache(g2.set).classifyPods(g2.in, []*corev1.Pod{a, b})
+		if got[1].atLatest() {
+			t.Error("after a new generation: at the latest revision, want not (the pod is at the old revision)")
 		}
 		// Back to the first spec under a new generation, as the rest expects.
 		f.set.Generation = 3
-		caches.forSet(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
+		caches.of(f.set).classifyCache(f.set).classifyPods(f.in, []*corev1.Pod{a, b})
 	})
 	t.Run("a refused resize: every pod classified again", func(t *testing.T) {
 		notReady(b)
 		in := f.in
 		in.resizeRefused = map[string]bool{"other/hash": true}
-		got := caches.forSet(f.set).classifyPods(in, []*corev1.Pod{a, b})
+		got := caches.of(f.set).classifyCache(f.set).classifyPods(in, []*corev1.Pod{a, b})
 		if got[1].ready {
 			t.Error("with a refused resize the cached state was reused")
 		}
@@ -115,9 +115,9 @@ func TestClassifyCache(t *testing.T) {
 	t.Run("a pod in a resize: classified again", func(t *testing.T) {
 		r := f.pod("r", "1", true)
 		withResizeAnnotation(r, f.set.Name, f.in.compiled.Hash)
-		c := caches.forSet(f.set)
-		if got := c.classifyPods(f.in, []*corev1.Pod{r}); !got[0].resizeOwned {
-			t.Fatalf("resizeOwned = false; want a pod in a resize")
+		c := caches.of(f.set).classifyCache(f.set)
+		if got := c.classifyPods(f.in, []*corev1.Pod{r}); got[0].resize == resizeNone {
+			t.Fatalf("resize = resizeNone; want a pod in a resize")
 		}
 		notReady(r)
 		if got := c.classifyPods(f.in, []*corev1.Pod{r}); got[0].ready {
@@ -125,7 +125,7 @@ func TestClassifyCache(t *testing.T) {
 		}
 	})
 	t.Run("pods gone are forgotten", func(t *testing.T) {
-		c := caches.forSet(f.set)
+		c := caches.of(f.set).classifyCache(f.set)
 		last := f.pod("c", "1", true)
 		c.classifyPods(f.in, []*corev1.Pod{a, b, last})
 		c.classifyPods(f.in, []*corev1.Pod{last})
@@ -136,7 +136,7 @@ func TestClassifyCache(t *testing.T) {
 	t.Run("a SidecarSet not from an API server is not cached", func(t *testing.T) {
 		s := f.set.DeepCopy()
 		s.UID, s.Name = "", "local"
-		if c := caches.forSet(s); c != nil {
+		if c := caches.of(s).classifyCache(s); c != nil {
 			t.Errorf("cache for a SidecarSet without a UID: %v", c)
 		}
 		got := (*classifyCache)(nil).classifyPods(f.in, []*corev1.Pod{f.pod("a", "1", true)})
@@ -146,7 +146,7 @@ func TestClassifyCache(t *testing.T) {
 	})
 	t.Run("a deleted SidecarSet's cache is dropped", func(t *testing.T) {
 		caches.forget(f.set.Name)
-		if _, ok := caches.byName.Load(f.set.Name); ok {
+		if _, ok := caches.sets[f.set.Name]; ok {
 			t.Error("cache kept after forget")
 		}
 	})
@@ -167,8 +167,8 @@ func BenchmarkClassifyPods(b *testing.B) {
 		}
 	})
 	b.Run("unchanged", func(b *testing.B) {
-		var caches classifyCaches
-		c := caches.forSet(f.set)
+		var caches memory
+		c := caches.of(f.set).classifyCache(f.set)
 		c.classifyPods(f.in, pods)
 		for b.Loop() {
 			c.classifyPods(f.in, pods)

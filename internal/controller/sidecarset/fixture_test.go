@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -232,14 +233,7 @@ func listPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
 	return list.Items, err
 }
 
-func containerImage(p *corev1.Pod, name string) string {
-	for _, c := range p.Spec.Containers {
-		if c.Name == name {
-			return c.Image
-		}
-	}
-	return ""
-}
+func containerImage(p *corev1.Pod, name string) string { return imageOf(p.Spec.Containers, name) }
 
 func containerStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
 	for i := range statuses {
@@ -250,11 +244,12 @@ func containerStatus(statuses []corev1.ContainerStatus, name string) *corev1.Con
 	return nil
 }
 
-func initImage(p *corev1.Pod, name string) string {
-	for _, c := range p.Spec.InitContainers {
-		if c.Name == name {
-			return c.Image
-		}
+func initImage(p *corev1.Pod, name string) string { return imageOf(p.Spec.InitContainers, name) }
+
+// imageOf is the image of the container called name in list, "" if none.
+func imageOf(list []corev1.Container, name string) string {
+	if c := podutil.FindContainer(list, name); c != nil {
+		return c.Image
 	}
 	return ""
 }

@@ -2,7 +2,6 @@ package sidecarset
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,22 +38,6 @@ const (
 	maxPodEventDelay   = 10 * time.Second
 )
 
-// reconcileCosts remembers how long each SidecarSet's last reconcile took.
-type reconcileCosts struct{ last sync.Map }
-
-func (c *reconcileCosts) observe(name string, d time.Duration) { c.last.Store(name, d) }
-
-func (c *reconcileCosts) forget(name string) { c.last.Delete(name) }
-
-// delay is how long a pod event of SidecarSet name waits, at least base.
-func (c *reconcileCosts) delay(name string, base time.Duration) time.Duration {
-	v, ok := c.last.Load(name)
-	if !ok {
-		return base
-	}
-	return max(base, min(maxPodEventDelay, podEventCostFactor*v.(time.Duration)))
-}
-
 // podEventHandler enqueues the SidecarSets a pod event concerns after
 // PodEventDelay; the queue keeps one entry per SidecarSet, so a burst of pod
 // events becomes one reconcile per SidecarSet per delay.
@@ -68,7 +51,7 @@ func (r *Reconciler) podEventHandler() handler.EventHandler {
 		for _, pod := range pods {
 			for _, req := range r.podToSidecarSets(ctx, pod) {
 				if after > 0 {
-					q.AddAfter(req, r.costs.delay(req.Name, after))
+					q.AddAfter(req, r.memory.podEventDelay(req.Name, after))
 				} else {
 					q.Add(req)
 				}

@@ -3,6 +3,10 @@ package sidecarset
 import (
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 func TestPodEventDelayFollowsReconcileCost(t *testing.T) {
@@ -18,18 +22,19 @@ func TestPodEventDelayFollowsReconcileCost(t *testing.T) {
 		{name: "capped", last: 5 * time.Second, want: maxPodEventDelay},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var c reconcileCosts
+			var m memory
+			m.of(&deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}})
 			if tc.last > 0 {
-				c.observe("s", tc.last)
+				m.observeCost("s", tc.last)
 			}
-			if got := c.delay("s", time.Second); got != tc.want {
+			if got := m.podEventDelay("s", time.Second); got != tc.want {
 				t.Errorf("delay = %s, want %s", got, tc.want)
 			}
-			if got := c.delay("other", time.Second); got != time.Second {
+			if got := m.podEventDelay("other", time.Second); got != time.Second {
 				t.Errorf("another SidecarSet's delay = %s, want the base", got)
 			}
-			c.forget("s")
-			if got := c.delay("s", time.Second); got != time.Second {
+			m.forget("s")
+			if got := m.podEventDelay("s", time.Second); got != time.Second {
 				t.Errorf("after forget: delay = %s, want the base", got)
 			}
 		})

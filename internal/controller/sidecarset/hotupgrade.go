@@ -83,7 +83,7 @@ func planHotUpgrade(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) []hotStep {
 			working = sidecarcontrol.WorkingContainers(pod.Annotations)
 		}
 		work, idle := sidecarcontrol.HotUpgradeSlotsOf(sc.Name, working)
-		w, d := findContainer(pod.Spec.Containers, work), findContainer(pod.Spec.Containers, idle)
+		w, d := podutil.FindContainer(pod.Spec.Containers, work), podutil.FindContainer(pod.Spec.Containers, idle)
 		if w == nil || d == nil {
 			continue
 		}
@@ -96,7 +96,7 @@ func planHotUpgrade(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) []hotStep {
 			st.action = hotReset
 		case d.Image != sc.Image:
 			st.action = hotStart
-		case runsReady(pod, idle, sc.Image):
+		case podutil.RunsReady(pod.Status.ContainerStatuses, idle, sc.Image):
 			st.action = hotSwitch
 		default:
 			st.action = hotWait
@@ -104,17 +104,6 @@ func planHotUpgrade(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) []hotStep {
 		steps = append(steps, st)
 	}
 	return steps
-}
-
-// runsReady reports whether the pod's container called name reports image
-// and is ready (for a hot-upgrade container: its postStart hook is done).
-func runsReady(pod *corev1.Pod, name, image string) bool {
-	for i := range pod.Status.ContainerStatuses {
-		if st := pod.Status.ContainerStatuses[i]; st.Name == name {
-			return st.Ready && podutil.ImageMatches(image, st)
-		}
-	}
-	return false
 }
 
 // hotStepDue reports whether some HotUpgrade sidecar of s in pod has a
@@ -134,8 +123,8 @@ func hotStepDue(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
 // worked before is still being reset.
 func hotWorkingRunsLatest(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
 	for _, st := range planHotUpgrade(s, pod) {
-		w := findContainer(pod.Spec.Containers, st.work)
-		if w.Image != st.sidecar.Image || !runsReady(pod, st.work, st.sidecar.Image) {
+		w := podutil.FindContainer(pod.Spec.Containers, st.work)
+		if w.Image != st.sidecar.Image || !podutil.RunsReady(pod.Status.ContainerStatuses, st.work, st.sidecar.Image) {
 			return false
 		}
 	}
@@ -147,7 +136,7 @@ func hotWorkingRunsLatest(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool 
 // not run the empty image.
 func hotUpgrading(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
 	for _, st := range planHotUpgrade(s, pod) {
-		if findContainer(pod.Spec.Containers, st.idle).Image != st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage {
+		if podutil.FindContainer(pod.Spec.Containers, st.idle).Image != st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage {
 			return true
 		}
 	}
@@ -167,17 +156,17 @@ func applyHotUpgrade(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod, steps []ho
 	for _, st := range steps {
 		switch st.action {
 		case hotStart:
-			findContainer(pod.Spec.Containers, st.idle).Image = st.sidecar.Image
+			podutil.FindContainer(pod.Spec.Containers, st.idle).Image = st.sidecar.Image
 			ann[version(st.idle)], ann[alt(st.idle)], ann[alt(st.work)] = gen, versionOr0(ann[version(st.work)]), gen
 		case hotSwitch:
 			if working == nil {
 				working = sidecarcontrol.WorkingContainers(ann)
 			}
 			working[st.sidecar.Name] = st.idle
-			findContainer(pod.Spec.Containers, st.work).Image = st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage
+			podutil.FindContainer(pod.Spec.Containers, st.work).Image = st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage
 			ann[version(st.work)], ann[alt(st.work)], ann[alt(st.idle)] = "0", "0", "0"
 		case hotReset:
-			findContainer(pod.Spec.Containers, st.idle).Image = st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage
+			podutil.FindContainer(pod.Spec.Containers, st.idle).Image = st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage
 			ann[version(st.idle)], ann[alt(st.idle)], ann[alt(st.work)] = "0", "0", "0"
 		default:
 			continue

@@ -100,15 +100,16 @@ func TestClassifyRunOnceInitContainers(t *testing.T) {
 			}
 			s := initSet()
 			tc.edit(s)
-			c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil).Compiled(s)
+			c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{}).Compiled(s)
 			st := &podState{}
 			classify(classifyInput{set: s, compiled: c, now: time.Now(), deferredTimeout: time.Minute, running: running}, pod, st)
-			if st.revisionCurrent != tc.current || st.updated != tc.updated || st.upgradable != tc.upgradable {
-				t.Errorf("podState: current %v updated %v upgradable %v; want %v %v %v",
-					st.revisionCurrent, st.updated, st.upgradable, tc.current, tc.updated, tc.upgradable)
+			current, updated, upgradable := st.atLatest(), st.stage == stageUpdated, st.injected() && !st.notUpdatable()
+			if current != tc.current || updated != tc.updated || upgradable != tc.upgradable {
+				t.Errorf("podState: stage %d: current %v updated %v upgradable %v; want %v %v %v",
+					st.stage, current, updated, upgradable, tc.current, tc.updated, tc.upgradable)
 			}
-			if st.revisionCurrent && !st.unavailable() != st.updated {
-				t.Errorf("a current pod is unavailable %v, updated %v", st.unavailable(), st.updated)
+			if current && !st.unavailable() != updated {
+				t.Errorf("a current pod is unavailable %v, updated %v", st.unavailable(), updated)
 			}
 		})
 	}

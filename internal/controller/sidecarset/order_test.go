@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -25,11 +24,9 @@ func TestPlanRolloutOrder(t *testing.T) {
 				l[k] = v
 			}
 		}
-		return &podState{
-			pod:      &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}},
-			injected: true, ready: strings.ContainsRune(flags, 'r'), upgradable: !strings.ContainsRune(flags, 'x'),
-			inScope: true, controlled: true,
-		}
+		st := podWith(name, flags)
+		st.pod.Labels = l
+		return st
 	}
 	weights := &deckhandv1alpha1.UpdatePriorityStrategy{WeightPriority: []deckhandv1alpha1.UpdatePriorityWeightTerm{
 		{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "canary"}}},

@@ -1,104 +1,13 @@
 package sidecarset
 
 import (
-	"encoding/json"
 	"sort"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
-	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/updateorder"
 )
-
-// podState is what the controller knows about one pod the SidecarSet selects.
-type podState struct {
-	pod *corev1.Pod
-	// injected: the pod's annotations record this SidecarSet.
-	injected bool
-	// ready: the pod's Ready condition is True.
-	ready bool
-	// revision: the revision hash the pod's annotations record for this
-	// SidecarSet, "" if none.
-	revision string
-	// revisionCurrent: the pod's annotations carry the latest revision.
-	revisionCurrent bool
-	// updated: revisionCurrent, and every sidecar container reports the
-	// latest image and is ready.
-	updated bool
-	// upgradable: the pod's revision differs from the latest in images at
-	// most, so an in-place update can bring it to the latest.
-	upgradable bool
-	// inScope: updateStrategy.selector (if any) selects the pod.
-	inScope bool
-	// pending: the controller updated the pod and its cache has not caught up.
-	pending bool
-	// clash, for a pod not injected: the name of a container the pod already
-	// had under one of the SidecarSet's container names, which kept the pod
-	// webhook from injecting it.
-	clash string
-	// optedOut, for a pod not injected: a new pod would not be injected
-	// either (the pod carries the skip-injection annotation, or the
-	// SidecarSet's injection is paused), so recreating it is pointless.
-	optedOut bool
-
-	// resize: not revisionCurrent, and reaching the latest revision takes a
-	// change of sidecar CPU or memory resources (the pod resize subresource)
-	// besides any image. upgradable is true.
-	resize bool
-	// resizeOwned: revisionCurrent, reached through a resize (the pod's
-	// resize annotation names the latest revision), so the controller keeps
-	// the sidecars' resources at the SidecarSet's.
-	resizeOwned bool
-	// resizeDue: resizeOwned, and the spec resources of a sidecar are not
-	// the SidecarSet's yet (a resize request is still to be made).
-	resizeDue bool
-	// resizing: resizeOwned, and the kubelet has not reported the new
-	// resources yet.
-	resizing bool
-	// resizeFailed: resizeOwned, and the resize is Infeasible, Deferred for
-	// longer than the controller waits, or was refused: only recreating the
-	// pod brings it to the latest revision.
-	resizeFailed bool
-	// controlled: the pod has a controller owner that recreates an evicted
-	// pod (anything but a Job).
-	controlled bool
-
-	// hotStepDue: revisionCurrent, and a HotUpgrade sidecar has a step to
-	// take (a switch to its new container, or a reset to the empty image).
-	hotStepDue bool
-	// hotUpgrading: a HotUpgrade sidecar's idle container does not run the
-	// empty image (a hot upgrade is under way).
-	hotUpgrading bool
-
-	// conditionSynced: a reconcile found the pod's SidecarSetsUpdatable
-	// condition as it should be. Kept with the state while neither the pod
-	// nor the SidecarSet's spec changes (classifyCache), so the next
-	// reconciles need not look again.
-	conditionSynced bool
-}
-
-// needsRecreate reports whether only recreating the pod brings it to the
-// latest revision: not injected (unless a new pod would not be injected
-// either: a container name clash, the skip-injection annotation, paused
-// injection), behind in more than images and resources, or a resize that
-// failed.
-func (p *podState) needsRecreate() bool {
-	if !p.injected {
-		return p.clash == "" && !p.optedOut
-	}
-	return !p.upgradable || p.resizeFailed
-}
-
-// unavailable reports whether the pod counts against maxUnavailable: not
-// ready, or in the middle of an update.
-func (p *podState) unavailable() bool {
-	return !p.ready || p.pending || (p.revisionCurrent && !p.updated)
-}
 
 // rolloutInput is what planRollout decides from.
 type rolloutInput struct {
@@ -134,6 +43,38 @@ type rolloutPlan struct {
 	hotUpgrade []*podState
 }
 
+// rolloutInput resolves the strategy against the pods the scope observed.
+func (sc *scope) rolloutInput() rolloutInput {
+	us := sc.set.Spec.UpdateStrategy
+	evict := us.Recreate == deckhandv1alpha1.RecreateEvict
+	total := int(sc.status.MatchedPods)
+	if evict {
+		total = sc.rolloutPopulation()
+	}
+	maxUnavailable := scaled(us.MaxUnavailable, total, 1)
+	if maxUnavailable < 1 {
+		maxUnavailable = 1
+	}
+	return rolloutInput{
+		pods: sc.pods, gone: sc.observed.gone, evict: evict,
+		maxUnavailable: maxUnavailable, partition: scaled(us.Partition, total, 0),
+		order: sc.updateOrder(),
+	}
+}
+
+// rolloutPopulation is the number of pods a rollout under Evict covers:
+// the injected ones and those that missed injection for a reason a new pod
+// would not hit again (needsRecreate).
+func (sc *scope) rolloutPopulation() int {
+	n := 0
+	for _, p := range sc.pods {
+		if p.injected() || p.needsRecreate() {
+			n++
+		}
+	}
+	return n
+}
+
 // planUpdates chooses the injected pods to update in place now, in order:
 // planRollout without evictions.
 func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
@@ -158,11 +99,11 @@ func planRollout(in rolloutInput) rolloutPlan {
 	}
 	var candidates []*podState
 	for _, p := range in.pods {
-		if !p.injected && (!in.evict || !p.needsRecreate()) {
+		if !p.injected() && (!in.evict || p.stage != stageNotInjected) {
 			continue
 		}
 		total++
-		if p.revisionCurrent || p.pending {
+		if p.atLatest() || p.pending {
 			atLatest++
 		}
 		if p.unavailable() {
@@ -171,28 +112,29 @@ func planRollout(in rolloutInput) rolloutPlan {
 		if p.pending || !p.inScope {
 			continue
 		}
-		switch {
-		case p.revisionCurrent:
-			// Already counted at the latest revision and unavailable while
-			// its resize lasts: finishing it needs no budget.
-			if p.resizeFailed && in.evict {
-				if p.controlled {
-					out.evict = append(out.evict, p)
-				} else {
-					out.unmanaged = append(out.unmanaged, p)
-				}
-			} else if p.resizeDue && !p.resizeFailed {
+		// Pods at the latest revision are already counted there, and
+		// unavailable while a resize or hot upgrade lasts: finishing it
+		// needs no budget.
+		switch p.stage {
+		case stageResizeFailed:
+			if in.evict {
+				out.recreate(p)
+			}
+		case stageRollingOut:
+			if p.resize == resizeDue {
 				out.resize = append(out.resize, p)
 			}
-			if p.hotStepDue {
-				out.hotUpgrade = append(out.hotUpgrade, p)
+		case stageImagesBehind, stageResourcesBehind:
+			candidates = append(candidates, p)
+		case stageNotInjected, stageSpecBehind:
+			if in.evict && !p.controlled {
+				out.unmanaged = append(out.unmanaged, p)
+			} else if in.evict {
+				candidates = append(candidates, p)
 			}
-		case !p.needsRecreate():
-			candidates = append(candidates, p)
-		case in.evict && !p.controlled:
-			out.unmanaged = append(out.unmanaged, p)
-		case in.evict:
-			candidates = append(candidates, p)
+		}
+		if p.hotStepDue {
+			out.hotUpgrade = append(out.hotUpgrade, p)
 		}
 	}
 	allowed := total - in.partition - atLatest
@@ -218,6 +160,16 @@ func planRollout(in rolloutInput) rolloutPlan {
 		allowed--
 	}
 	return out
+}
+
+// recreate puts p among the pods evicted for their controllers to recreate
+// them, or, without a controller, among those reported.
+func (out *rolloutPlan) recreate(p *podState) {
+	if p.controlled {
+		out.evict = append(out.evict, p)
+	} else {
+		out.unmanaged = append(out.unmanaged, p)
+	}
 }
 
 // defaultOrder sorts candidates not ready first, then by namespace and name.
@@ -246,218 +198,32 @@ func scaled(v *intstr.IntOrString, total, def int) int {
 	return n
 }
 
-// classifyInput is what classify needs besides the pod.
-type classifyInput struct {
-	set      *deckhandv1alpha1.SidecarSet
-	compiled *sidecarcontrol.Compiled
-	// now and deferredTimeout decide when a Deferred resize has waited too long.
-	now             time.Time
-	deferredTimeout time.Duration
-	// resizeRefused holds the pods the API server refused to resize to the
-	// latest revision, by resizeKey.
-	resizeRefused map[string]bool
-	// running holds the RunningHashes of the SidecarSet's revisions, by
-	// revision hash (sidecarcontrol.Lister.RunningRevisions).
-	running map[string]sidecarcontrol.RunningRevision
+// updateOrder compiles the SidecarSet's priority and scatter strategies for
+// one rollout pass. A strategy the webhook would refuse (stored before the
+// rule existed) is ignored, and the rollout keeps its default order rather
+// than stopping.
+func (sc *scope) updateOrder() *updateorder.Order {
+	us := &sc.set.Spec.UpdateStrategy
+	if us.PriorityStrategy == nil && len(us.ScatterStrategy) == 0 {
+		return nil
+	}
+	o, err := updateorder.Compile(us.PriorityStrategy, us.ScatterStrategy)
+	if err != nil {
+		return nil
+	}
+	return o
 }
 
-// classify computes the podState of pod into st, which the caller
-// allocates: one array for all of a reconcile's pods, where a state each
-// was 50,000 allocations a reconcile at 50,000 pods.
-func classify(in classifyInput, pod *corev1.Pod, st *podState) {
-	s, c := in.set, in.compiled
-	*st = podState{pod: pod, ready: podutil.IsPodReady(pod), inScope: true, controlled: recreatedByController(pod)}
-	if c.UpdateSelector != nil {
-		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
-	}
-	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
-	st.injected = rec.Has(s.Name) && hasContainers(pod, rec.Containers(s.Name))
-	if !st.injected {
-		st.clash = clashingContainer(c.ContainerNames, pod)
-		st.optedOut = sidecarcontrol.OptedOut(s, pod.Annotations) || s.Spec.InjectionStrategy.Paused
-		return
-	}
-	if c.Hot != nil {
-		st.hotUpgrading = hotUpgrading(s, pod)
-	}
-	hash, withoutImage := rec.Revisions(s.Name)
-	st.revision = hash
-	// NOTE: the key is built only when there are refusals: a string per pod
-	// and reconcile was an eighth of a reconcile's CPU at 50,000 pods.
-	refused := len(in.resizeRefused) > 0 && in.resizeRefused[resizeKey(pod, c.Hash)]
-	// A revision that differs from the latest only in run-once init
-	// containers is current: nothing left in the pod could change
-	// (sidecarcontrol.RunningHashes). Without the pod's ControllerRevision
-	// (deleted, or never written because the spec changed again before a
-	// reconcile) the full hashes decide.
-	running, known := in.running[hash]
-	st.revisionCurrent = hash == c.Hash || known && running.Hash == c.RunningHash
-	st.upgradable = st.revisionCurrent || withoutImage == c.HashWithoutImage || known && running.WithoutImage == c.RunningHashWithoutImage
-	if !st.upgradable && !refused && sidecarcontrol.ResizeOnly(&s.Spec, pod, withoutImage, running.WithoutImage) {
-		st.upgradable, st.resize = true, true
-	}
-	if !st.revisionCurrent {
-		return
-	}
-	st.updated = sidecarsRunLatest(s, pod)
-	if c.Hot != nil {
-		st.updated = st.updated && hotWorkingRunsLatest(s, pod)
-		st.hotStepDue = hotStepDue(s, pod)
-	}
-	// The resize annotation names the revision the pod was updated to,
-	// which is current without being the latest hash when the SidecarSet
-	// changed since only in run-once init containers.
-	if resizedTo(pod, s.Name) != hash {
-		return
-	}
-	st.resizeOwned = true
-	st.resizeDue = !sidecarResourcesMatch(s, pod)
-	state, since := podutil.PodResizeState(pod, rec.Containers(s.Name))
-	switch {
-	case refused && st.resizeDue:
-		st.resizeFailed = true
-	case state == podutil.ResizeInfeasible:
-		st.resizeFailed = true
-	case state == podutil.ResizeDeferred && in.now.Sub(since) >= in.deferredTimeout:
-		st.resizeFailed = true
-	}
-	st.resizing = st.resizeDue || state != podutil.ResizeDone
-	st.updated = st.updated && !st.resizing
+// sortCandidates puts the pods a rollout may update in the order it
+// updates them. The default order is: not ready first (updating a pod that
+// is already not ready costs no availability and uses no maxUnavailable
+// budget), then namespace and name. A priority strategy overrides it (the
+// default order breaks ties between pods of equal priority), and the
+// scatter strategy then spreads the pods of each priority level.
+//
+// Note: the budget loop stops at the first ready pod the budget has no
+// room for, so a pod never overtakes one ordered before it.
+func sortCandidates(candidates []*podState, order *updateorder.Order) {
+	defaultOrder(candidates)
+	updateorder.Sort(order, candidates, func(p *podState) map[string]string { return p.pod.Labels })
 }
-
-// hasContainers reports whether pod has every container (or init
-// container) named in names. A record that names a sidecar the pod does not
-// have does not make the pod injected: the record may have come with the
-// pod, or the container may have been dropped since.
-func hasContainers(pod *corev1.Pod, names []string) bool {
-	for _, n := range names {
-		if !hasContainer(pod, n) {
-			return false
-		}
-	}
-	return true
-}
-
-// resizeKey identifies a resize of pod to revision hash.
-func resizeKey(pod *corev1.Pod, hash string) string { return string(pod.UID) + "/" + hash }
-
-// recreatedByController reports whether pod has a controller owner that
-// creates a new pod when this one is evicted. A Job counts an evicted pod
-// as a failure, so its pods are not.
-func recreatedByController(pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.Kind != "Job"
-}
-
-// resizedTo returns the revision that the pod's resize annotation records
-// for the SidecarSet called name, "" if none.
-func resizedTo(pod *corev1.Pod, name string) string {
-	raw := pod.Annotations[deckhandv1alpha1.SidecarSetResizeAnnotation]
-	if raw == "" {
-		return ""
-	}
-	m := map[string]string{}
-	if json.Unmarshal([]byte(raw), &m) != nil {
-		return ""
-	}
-	return m[name]
-}
-
-// sidecarResourcesMatch reports whether every sidecar container and native
-// sidecar of s in pod asks for the SidecarSet's CPU and memory.
-func sidecarResourcesMatch(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	for i := range s.Spec.Containers {
-		if c := findContainer(pod.Spec.Containers, s.Spec.Containers[i].Name); c != nil && !podutil.SameCPUMemory(&c.Resources, &s.Spec.Containers[i].Resources) {
-			return false
-		}
-	}
-	for i := range s.Spec.InitContainers {
-		sc := &s.Spec.InitContainers[i]
-		if !podutil.IsNativeSidecar(&sc.Container) {
-			continue
-		}
-		if c := findContainer(pod.Spec.InitContainers, sc.Name); c != nil && !podutil.SameCPUMemory(&c.Resources, &sc.Resources) {
-			return false
-		}
-	}
-	return true
-}
-
-func findContainer(list []corev1.Container, name string) *corev1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
-// clashingContainer returns the first of the names a SidecarSet injects
-// (its compiled ContainerNames: a HotUpgrade sidecar's two containers) that
-// pod already has as a container or init container, "" if none.
-func clashingContainer(names []string, pod *corev1.Pod) string {
-	for _, n := range names {
-		if hasContainer(pod, n) {
-			return n
-		}
-	}
-	return ""
-}
-
-func hasContainer(pod *corev1.Pod, name string) bool {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return true
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// sidecarsRunLatest reports whether every sidecar container of s in pod (and
-// every native sidecar init container) has the SidecarSet's image in its
-// spec and reports it, ready, in its status. Regular init containers have
-// already run and are not checked.
-func sidecarsRunLatest(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	for i := range s.Spec.Containers {
-		if !containerRuns(&s.Spec.Containers[i], pod.Spec.Containers, pod.Status.ContainerStatuses) {
-			return false
-		}
-	}
-	for i := range s.Spec.InitContainers {
-		sc := &s.Spec.InitContainers[i]
-		if podutil.IsNativeSidecar(&sc.Container) && !containerRuns(sc, pod.Spec.InitContainers, pod.Status.InitContainerStatuses) {
-			return false
-		}
-	}
-	return true
-}
-
-func containerRuns(sc *deckhandv1alpha1.SidecarContainer, specs []corev1.Container, statuses []corev1.ContainerStatus) bool {
-	found := false
-	for i := range specs {
-		if specs[i].Name == sc.Name {
-			if specs[i].Image != sc.Image {
-				return false
-			}
-			found = true
-			break
-		}
-	}
-	if !found {
-		return true // the pod does not have it: nothing to roll
-	}
-	for i := range statuses {
-		if statuses[i].Name == sc.Name {
-			return statuses[i].Ready && podutil.ImageMatches(sc.Image, statuses[i])
-		}
-	}
-	return false
-}
-
-// podActive reports whether pod counts for a SidecarSet at all.
-func podActive(pod *corev1.Pod) bool { return podutil.IsPodActive(pod) }

@@ -2,7 +2,6 @@ package sidecarset
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,17 +11,7 @@ import (
 )
 
 func TestPlanUpdates(t *testing.T) {
-	// p builds an injected pod: r ready, c on the latest revision, u updated,
-	// p with an update pending, x not upgradable, s out of the update
-	// selector's scope; without a flag, the opposite.
-	p := func(name, flags string) *podState {
-		has := func(flag rune) bool { return strings.ContainsRune(flags, flag) }
-		return &podState{
-			pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, injected: true,
-			ready: has('r'), revisionCurrent: has('c'), updated: has('u'),
-			upgradable: !has('x'), inScope: !has('s'), pending: has('p'),
-		}
-	}
+	p := podWith // an injected pod; the flags are podWith's
 	cases := map[string]struct {
 		pods           []*podState
 		maxUnavailable int

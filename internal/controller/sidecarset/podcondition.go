@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -47,19 +46,18 @@ func (r *Reconciler) writePods(ctx context.Context, sc *scope) (ctrl.Result, err
 // status.notUpdatablePods counts. The text has no "; " (the entry
 // separator of the condition's message).
 func notUpdatableReason(sc *scope, p *podState) string {
-	if !p.injected {
+	if !p.injected() {
 		return ""
 	}
 	evict := ""
 	if sc.set.Spec.UpdateStrategy.Recreate == deckhandv1alpha1.RecreateEvict {
 		evict = " (updateStrategy.recreate is Evict: the pod is evicted for its controller to recreate it)"
 	}
-	switch {
-	case !p.upgradable:
-		hash, _ := sidecarcontrol.ReadPodRecord(p.pod.Annotations).Revisions(sc.set.Name)
+	switch p.stage {
+	case stageSpecBehind:
 		return fmt.Sprintf("revision %s differs from the pod's %s in more than images and CPU or memory resources, so only recreating the pod brings its sidecars up to date%s",
-			sc.compiled.Hash, hash, evict)
-	case p.resizeFailed:
+			sc.compiled.Hash, p.revision, evict)
+	case stageResizeFailed:
 		return fmt.Sprintf("the in-place resize of the sidecars to revision %s was infeasible, refused or deferred too long, so only recreating the pod brings its sidecars up to date%s",
 			sc.compiled.Hash, evict)
 	}
@@ -75,7 +73,7 @@ func notUpdatableReason(sc *scope, p *podState) string {
 func (r *Reconciler) syncPodConditions(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	w := podConditionWriter{r: r, set: sc.set.Name}
 	for _, p := range sc.pods {
-		if p.pending || !p.injected || p.conditionSynced {
+		if p.pending || !p.injected() || p.conditionSynced {
 			continue
 		}
 		if want, ok := nextPodCondition(p.pod, sc.set.Name, notUpdatableReason(sc, p), sc.now); ok {
@@ -112,10 +110,9 @@ func (r *Reconciler) dropDeletedFromPodConditions(ctx context.Context, name stri
 // other errors joined. A failed write of one pod does not keep the others
 // from being written.
 type podConditionWriter struct {
-	r       *Reconciler
-	set     string
-	requeue time.Duration
-	errs    []error
+	r   *Reconciler
+	set string
+	outcome
 }
 
 func (w *podConditionWriter) write(ctx context.Context, pod *corev1.Pod, want corev1.PodCondition) {
@@ -128,16 +125,12 @@ func (w *podConditionWriter) write(ctx context.Context, pod *corev1.Pod, want co
 		// The cache is behind the pod (it was just updated, or another
 		// SidecarSet wrote its part of the condition): try again from a
 		// fresher copy.
-		w.requeue = minRequeue(w.requeue, time.Second)
+		w.retryAfter(time.Second)
 	case apierrors.IsNotFound(err):
 	default:
 		podConditionWrites.WithLabelValues(w.set, "error").Inc()
-		w.errs = append(w.errs, err)
+		w.fail(err)
 	}
-}
-
-func (w *podConditionWriter) result() (ctrl.Result, error) {
-	return ctrl.Result{RequeueAfter: w.requeue}, errors.Join(w.errs...)
 }
 
 // nextPodCondition returns the condition pod should carry once the entry

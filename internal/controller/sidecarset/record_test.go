@@ -64,11 +64,11 @@ func TestClassifyInjected(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := mk(tc.allowOptOut)
-			c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil).Compiled(s)
+			c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{}).Compiled(s)
 			st := &podState{}
 			classify(classifyInput{set: s, compiled: c, now: time.Now(), deferredTimeout: time.Minute}, tc.pod, st)
-			if st.injected != tc.injected || st.optedOut != tc.optedOut {
-				t.Errorf("injected %v optedOut %v, want %v %v", st.injected, st.optedOut, tc.injected, tc.optedOut)
+			if st.injected() != tc.injected || (st.stage == stageOptedOut) != tc.optedOut {
+				t.Errorf("stage %d: injected %v optedOut %v, want %v %v", st.stage, st.injected(), st.stage == stageOptedOut, tc.injected, tc.optedOut)
 			}
 			if !tc.injected && st.needsRecreate() != tc.recreate {
 				t.Errorf("needsRecreate %v, want %v", st.needsRecreate(), tc.recreate)

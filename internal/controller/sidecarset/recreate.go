@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,81 +34,51 @@ type evictionRecord struct {
 }
 
 // recreateState is what the controller remembers between reconciles about
-// the pods it recreates and resizes. Losing it (a restart) is safe: a pod
-// evicted earlier is terminating (counted from the cache) or already
-// replaced (the replacement counts while it is not Ready); a pod is never
-// evicted twice because every eviction carries the UID and resourceVersion
-// the cache showed, and a pod already being deleted is not a candidate.
-// What a restart forgets is a pod that has finished terminating and whose
-// controller has not created its replacement yet (a ReplicaSet replaces a
-// pod as soon as it starts terminating; a StatefulSet once it is gone):
-// for that moment the pod is not counted.
+// the pods one SidecarSet recreates and resizes (setMemory.recreates).
+// Losing it (a restart) is safe: a pod evicted earlier is terminating
+// (counted from the cache) or already replaced (the replacement counts
+// while it is not Ready); a pod is never evicted twice because every
+// eviction carries the UID and resourceVersion the cache showed, and a pod
+// already being deleted is not a candidate. What a restart forgets is a pod
+// that has finished terminating and whose controller has not created its
+// replacement yet (a ReplicaSet replaces a pod as soon as it starts
+// terminating; a StatefulSet once it is gone): for that moment the pod is
+// not counted.
 type recreateState struct {
-	mu sync.Mutex
-	// evicted, by SidecarSet name and pod UID.
-	evicted map[string]map[types.UID]*evictionRecord
+	// evicted, by pod UID.
+	evicted map[types.UID]*evictionRecord
 	// blocked: pods whose last eviction a PodDisruptionBudget refused, by
-	// SidecarSet name and pod UID, with when.
-	blocked map[string]map[types.UID]time.Time
-	// resizeRefused: resizes the API server refused, by SidecarSet name and
-	// resizeKey.
-	resizeRefused map[string]map[string]bool
+	// pod UID, with when.
+	blocked map[types.UID]time.Time
+	// resizeRefused: resizes the API server refused, by resizeKey.
+	resizeRefused map[string]bool
 	// reported: pods already announced by an Event (unmanaged, refused
-	// resize), by SidecarSet name and pod UID and reason.
-	reported map[string]map[string]bool
+	// resize), by reason and pod UID.
+	reported map[string]bool
 }
 
-func newRecreateState() *recreateState {
-	return &recreateState{
-		evicted:       map[string]map[types.UID]*evictionRecord{},
-		blocked:       map[string]map[types.UID]time.Time{},
-		resizeRefused: map[string]map[string]bool{},
-		reported:      map[string]map[string]bool{},
+func newRecreateState() recreateState {
+	return recreateState{
+		evicted:       map[types.UID]*evictionRecord{},
+		blocked:       map[types.UID]time.Time{},
+		resizeRefused: map[string]bool{},
+		reported:      map[string]bool{},
 	}
 }
 
-// forget drops everything about a deleted SidecarSet.
-func (rs *recreateState) forget(set string) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	delete(rs.evicted, set)
-	delete(rs.blocked, set)
-	delete(rs.resizeRefused, set)
-	delete(rs.reported, set)
-}
+// refusedResizes returns the refused resizes. The map is the state's own:
+// classify only reads it.
+func (rs *recreateState) refusedResizes() map[string]bool { return rs.resizeRefused }
 
-// refusedResizes returns a copy of the refused resizes of set.
-func (rs *recreateState) refusedResizes(set string) map[string]bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	out := make(map[string]bool, len(rs.resizeRefused[set]))
-	for k := range rs.resizeRefused[set] {
-		out[k] = true
-	}
-	return out
-}
-
-func (rs *recreateState) refuseResize(set, key string) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.resizeRefused[set] == nil {
-		rs.resizeRefused[set] = map[string]bool{}
-	}
-	rs.resizeRefused[set][key] = true
-}
+func (rs *recreateState) refuseResize(key string) { rs.resizeRefused[key] = true }
 
 // firstReport reports whether what (a reason and a pod UID) has not been
-// announced for set yet, and remembers that it now has.
-func (rs *recreateState) firstReport(set, what string) bool {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.reported[set] == nil {
-		rs.reported[set] = map[string]bool{}
-	}
-	if rs.reported[set][what] {
+// announced yet, and remembers that it now has.
+func (rs *recreateState) firstReport(what string) bool {
+	if rs.reported[what] {
 		return false
 	}
-	rs.reported[set][what] = true
+	rs.reported[what] = true
 	return true
 }
 
@@ -131,16 +100,15 @@ type observation struct {
 	blocked int
 }
 
-// observe matches the evictions remembered for set against the active and
-// terminating pods the SidecarSet selects, forgets those whose pods were
-// replaced or that are older than evictionReplaceTimeout, and the refusals
-// of pods no longer active, and counts the rest.
-func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, now time.Time) observation {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
+// observe matches the remembered evictions against the active and
+// terminating pods the SidecarSet selects, forgets what the expiry rule
+// (memory) lets go: evictions whose pods were replaced or that are older
+// than evictionReplaceTimeout, and the refusals and reports of pods no
+// longer active; and counts the rest.
+func (rs *recreateState) observe(active, terminating []*corev1.Pod, now time.Time) observation {
 	obs := observation{gone: len(terminating)}
-	evicted := rs.evicted[set]
-	if len(evicted) == 0 && len(rs.blocked[set]) == 0 && len(rs.resizeRefused[set]) == 0 && len(rs.reported[set]) == 0 {
+	evicted := rs.evicted
+	if len(evicted) == 0 && len(rs.blocked) == 0 && len(rs.resizeRefused) == 0 && len(rs.reported) == 0 {
 		// NOTE: nothing remembered, nothing to match: the maps below over
 		// every active pod were a tenth of a reconcile's CPU at 50,000 pods.
 		return obs
@@ -172,7 +140,7 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 		case now.Sub(rec.at) > evictionReplaceTimeout:
 			// Whatever became of it, it stops counting: a lost event or a
 			// controller that never replaces it cannot hold the rollout.
-			delete(rs.evicted[set], uid)
+			delete(evicted, uid)
 		case activeUIDs[uid]:
 			if obs.lagging == nil {
 				obs.lagging = map[types.UID]bool{}
@@ -184,29 +152,27 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 			// replaced: the replacement counts too while it is not Ready.
 			obs.evicting++
 		case replaced:
-			delete(rs.evicted[set], uid)
+			delete(evicted, uid)
 		default:
 			obs.evicting++
 			obs.gone++
 		}
 	}
-	for uid := range rs.blocked[set] {
+	for uid := range rs.blocked {
 		if activeUIDs[uid] {
 			obs.blocked++
 		} else {
-			delete(rs.blocked[set], uid)
+			delete(rs.blocked, uid)
 		}
 	}
-	// What is remembered about a pod goes with it, so that pod churn does
-	// not grow these maps.
-	for key := range rs.resizeRefused[set] {
+	for key := range rs.resizeRefused {
 		if !activeUIDs[types.UID(strings.SplitN(key, "/", 2)[0])] {
-			delete(rs.resizeRefused[set], key)
+			delete(rs.resizeRefused, key)
 		}
 	}
-	for key := range rs.reported[set] {
+	for key := range rs.reported {
 		if parts := strings.SplitN(key, "/", 3); len(parts) < 2 || !activeUIDs[types.UID(parts[1])] {
-			delete(rs.reported[set], key)
+			delete(rs.reported, key)
 		}
 	}
 	return obs
@@ -214,7 +180,7 @@ func (rs *recreateState) observe(set string, active, terminating []*corev1.Pod, 
 
 // evictionStarted records that pod, one of active (the SidecarSet's active
 // pods), is being evicted.
-func (rs *recreateState) evictionStarted(set string, pod *corev1.Pod, active []*podState, now time.Time) {
+func (rs *recreateState) evictionStarted(pod *corev1.Pod, active []*podState, now time.Time) {
 	rec := &evictionRecord{namespace: pod.Namespace, name: pod.Name, at: now, siblings: map[types.UID]bool{}}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		rec.owner = ref.UID
@@ -224,46 +190,32 @@ func (rs *recreateState) evictionStarted(set string, pod *corev1.Pod, active []*
 			}
 		}
 	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.evicted[set] == nil {
-		rs.evicted[set] = map[types.UID]*evictionRecord{}
-	}
-	rs.evicted[set][pod.UID] = rec
-	if rs.blocked[set] != nil {
-		delete(rs.blocked[set], pod.UID)
-	}
+	rs.evicted[pod.UID] = rec
+	delete(rs.blocked, pod.UID)
 }
 
 // evictionFailed forgets the record of an eviction that did not happen;
 // blocked says a PodDisruptionBudget refused it.
-func (rs *recreateState) evictionFailed(set string, uid types.UID, blocked bool, now time.Time) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.evicted[set] != nil {
-		delete(rs.evicted[set], uid)
-	}
+func (rs *recreateState) evictionFailed(uid types.UID, blocked bool, now time.Time) {
+	delete(rs.evicted, uid)
 	if blocked {
-		if rs.blocked[set] == nil {
-			rs.blocked[set] = map[types.UID]time.Time{}
-		}
-		rs.blocked[set][uid] = now
+		rs.blocked[uid] = now
 	}
 }
 
 // evictPods evicts the planned pods and the failed resizes, and reports
 // the pods that need recreating but have no controller to do it.
-func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan) (requeue time.Duration, errs []error) {
-	s := sc.set
+func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan, out *outcome) {
+	s, rs := sc.set, &sc.memory.recreates
 	for _, p := range plan.unmanaged {
-		if r.recreates.firstReport(s.Name, "unmanaged/"+string(p.pod.UID)) {
+		if rs.firstReport("unmanaged/" + string(p.pod.UID)) {
 			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonPodNotRecreatable, "EvictPod",
 				"pod %s/%s needs recreating to get revision %s but has no controller owner that would recreate it: it is not evicted; recreate it by hand",
 				p.pod.Namespace, p.pod.Name, sc.compiled.Hash)
 		}
 	}
 	for _, p := range plan.evict {
-		r.recreates.evictionStarted(s.Name, p.pod, sc.pods, sc.now)
+		rs.evictionStarted(p.pod, sc.pods, sc.now)
 		// NOTE: the resourceVersion precondition is what keeps a pod from
 		// being evicted twice: once evicted it carries a deletionTimestamp.
 		res, err := podutil.Evict(ctx, r.Client, p.pod, true)
@@ -271,48 +223,40 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan)
 		switch res {
 		case podutil.Evicted:
 			why := "its sidecars differ from the latest revision in more than images and resources"
-			if !p.injected {
+			if !p.injected() {
 				why = "it does not carry the SidecarSet's sidecars"
-			} else if p.resizeFailed {
+			} else if p.stage == stageResizeFailed {
 				why = "its in-place resize did not complete"
 			}
 			r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonEvictingPod, "EvictPod",
 				"evicted pod %s/%s so that its controller recreates it with revision %s: %s", p.pod.Namespace, p.pod.Name, sc.compiled.Hash, why)
-			requeue = minRequeue(requeue, time.Second)
+			out.retryAfter(time.Second)
 		case podutil.EvictionBlocked:
-			r.recreates.evictionFailed(s.Name, p.pod.UID, true, sc.now)
+			rs.evictionFailed(p.pod.UID, true, sc.now)
 			// Once per pod and revision: the refusal repeats every few
 			// seconds while the budget is used up; the status counts it.
-			if r.recreates.firstReport(s.Name, "blocked/"+string(p.pod.UID)+"/"+sc.compiled.Hash) {
+			if rs.firstReport("blocked/" + string(p.pod.UID) + "/" + sc.compiled.Hash) {
 				r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonEvictionBlocked, "EvictPod",
 					"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
 			}
-			requeue = minRequeue(requeue, evictionRetryDelay)
+			out.retryAfter(evictionRetryDelay)
 		case podutil.EvictionStale:
 			// Nothing was done; the next pass sees the pod as it is now.
 			logf.FromContext(ctx).Info("evicting a pod: the cached copy is out of date", "pod", klog.KObj(p.pod), "error", err.Error())
-			r.recreates.evictionFailed(s.Name, p.pod.UID, false, sc.now)
-			requeue = minRequeue(requeue, time.Second)
+			rs.evictionFailed(p.pod.UID, false, sc.now)
+			out.retryAfter(time.Second)
 		default:
-			r.recreates.evictionFailed(s.Name, p.pod.UID, false, sc.now)
+			rs.evictionFailed(p.pod.UID, false, sc.now)
 			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonEvictionFailed, "EvictPod",
 				"evicting pod %s/%s: %v", p.pod.Namespace, p.pod.Name, err)
-			errs = append(errs, err)
+			out.fail(err)
 		}
 	}
-	return requeue, errs
 }
 
 // evictionRetryDelay is how soon an eviction a PodDisruptionBudget refused
 // is tried again (a pod event may bring it sooner).
 const evictionRetryDelay = 5 * time.Second
-
-func minRequeue(a, b time.Duration) time.Duration {
-	if a == 0 || b < a {
-		return b
-	}
-	return a
-}
 
 // terminatingPod reports a pod being deleted that has not finished: it is
 // not available, and its controller may not have replaced it yet.

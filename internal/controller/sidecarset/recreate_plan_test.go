@@ -2,7 +2,6 @@ package sidecarset
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,24 +20,7 @@ import (
 // maxUnavailable (pods terminating or evicted and not yet replaced count),
 // partition and the update selector.
 func TestPlanRollout(t *testing.T) {
-	// p builds a pod: r ready, c on the latest revision, u updated, p pending,
-	// x not upgradable in place, z upgradable through a resize, s out of the
-	// update selector's scope, n not injected, k not injected because of a
-	// container name clash, o without a controller owner, d resize due, f
-	// resize failed.
-	p := func(name, flags string) *podState {
-		has := func(flag rune) bool { return strings.ContainsRune(flags, flag) }
-		st := &podState{
-			pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}, injected: !has('n') && !has('k'),
-			ready: has('r'), revisionCurrent: has('c'), updated: has('u'),
-			upgradable: !has('x'), resize: has('z'), inScope: !has('s'), pending: has('p'),
-			controlled: !has('o'), resizeDue: has('d'), resizeFailed: has('f'), resizeOwned: has('d') || has('f'),
-		}
-		if has('k') {
-			st.clash = "proxy"
-		}
-		return st
-	}
+	p := podWith // the flags are podWith's
 	type want struct{ inPlace, evict, resize, unmanaged []string }
 	cases := map[string]struct {
 		pods           []*podState
@@ -59,7 +41,7 @@ func TestPlanRollout(t *testing.T) {
 		"evict: not injected pods are recreated": {pods: []*podState{p("a", "rn"), p("b", "rcu")}, maxUnavailable: 1, evict: true,
 			want: want{evict: []string{"a"}}},
 		"evict: a name clash is never recreated":     {pods: []*podState{p("a", "rk"), p("b", "rcu")}, maxUnavailable: 1, evict: true},
-		"evict: an opted-out pod is never recreated": {pods: []*podState{func() *podState { s := p("a", "rn"); s.optedOut = true; return s }(), p("b", "rcu")}, maxUnavailable: 1, evict: true},
+		"evict: an opted-out pod is never recreated": {pods: []*podState{func() *podState { s := p("a", "rn"); s.stage = stageOptedOut; return s }(), p("b", "rcu")}, maxUnavailable: 1, evict: true},
 		"evict: no controller, reported": {pods: []*podState{p("a", "rxo"), p("b", "rx")}, maxUnavailable: 1, evict: true,
 			want: want{evict: []string{"b"}, unmanaged: []string{"a"}}},
 		"evict: in place and evictions share the budget": {pods: []*podState{p("a", "r"), p("b", "rx"), p("c", "rx")}, maxUnavailable: 2, evict: true,
@@ -114,7 +96,7 @@ func TestRecreateStateObserve(t *testing.T) {
 	}
 	a, b, c := pod("a", false), pod("b", false), pod("c", false)
 	rs := newRecreateState()
-	rs.evictionStarted("s", a, []*podState{{pod: a}, {pod: b}, {pod: c}}, now)
+	rs.evictionStarted(a, []*podState{{pod: a}, {pod: b}, {pod: c}}, now)
 
 	check := func(what string, obs observation, evicting, gone int, lagging bool) {
 		t.Helper()
@@ -122,18 +104,18 @@ func TestRecreateStateObserve(t *testing.T) {
 			t.Errorf("%s: observation %+v, want evicting %d gone %d lagging %v", what, obs, evicting, gone, lagging)
 		}
 	}
-	check("cache still shows it active", rs.observe("s", []*corev1.Pod{a, b, c}, nil, now), 1, 0, true)
-	check("terminating", rs.observe("s", []*corev1.Pod{b, c}, []*corev1.Pod{pod("a", true)}, now), 1, 1, false)
-	check("gone, not replaced", rs.observe("s", []*corev1.Pod{b, c}, nil, now), 1, 1, false)
-	check("terminating with its replacement", rs.observe("s", []*corev1.Pod{b, c, pod("d", false)}, []*corev1.Pod{pod("a", true)}, now), 1, 1, false)
-	check("gone and replaced", rs.observe("s", []*corev1.Pod{b, c, pod("d", false)}, nil, now), 0, 0, false)
+	check("cache still shows it active", rs.observe([]*corev1.Pod{a, b, c}, nil, now), 1, 0, true)
+	check("terminating", rs.observe([]*corev1.Pod{b, c}, []*corev1.Pod{pod("a", true)}, now), 1, 1, false)
+	check("gone, not replaced", rs.observe([]*corev1.Pod{b, c}, nil, now), 1, 1, false)
+	check("terminating with its replacement", rs.observe([]*corev1.Pod{b, c, pod("d", false)}, []*corev1.Pod{pod("a", true)}, now), 1, 1, false)
+	check("gone and replaced", rs.observe([]*corev1.Pod{b, c, pod("d", false)}, nil, now), 0, 0, false)
 
-	rs.evictionStarted("s", b, []*podState{{pod: b}, {pod: c}}, now)
-	check("gone past the timeout", rs.observe("s", []*corev1.Pod{c}, nil, now.Add(evictionReplaceTimeout+time.Second)), 0, 0, false)
+	rs.evictionStarted(b, []*podState{{pod: b}, {pod: c}}, now)
+	check("gone past the timeout", rs.observe([]*corev1.Pod{c}, nil, now.Add(evictionReplaceTimeout+time.Second)), 0, 0, false)
 
 	// A terminating pod nobody remembers (a restarted manager) still counts.
 	fresh := newRecreateState()
-	if obs := fresh.observe("s", []*corev1.Pod{b}, []*corev1.Pod{pod("x", true)}, now); obs.gone != 1 {
+	if obs := fresh.observe([]*corev1.Pod{b}, []*corev1.Pod{pod("x", true)}, now); obs.gone != 1 {
 		t.Errorf("a terminating pod after a restart: gone %d, want 1", obs.gone)
 	}
 }
@@ -150,7 +132,7 @@ func TestClassifyResize(t *testing.T) {
 		Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: "proxy:1",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}},
 	}}
-	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil).Compiled(s)
+	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{}).Compiled(s)
 	pod := func(specCPU, statusCPU string, conds ...corev1.PodCondition) *corev1.Pod {
 		rec := sidecarcontrol.PodRecord{}
 		rec.Set("s", c.Hash, c.HashWithoutImage, []string{"proxy"})
@@ -193,9 +175,10 @@ func TestClassifyResize(t *testing.T) {
 			}
 			st := &podState{}
 			classify(classifyInput{set: s, compiled: c, now: now, deferredTimeout: 2 * time.Minute, resizeRefused: refused}, tc.pod, st)
-			if !st.revisionCurrent || !st.resizeOwned || st.resizeDue != tc.due || st.resizing != tc.resizing || st.resizeFailed != tc.failed || st.updated != tc.done {
-				t.Errorf("podState: current %v owned %v due %v resizing %v failed %v updated %v; want due %v resizing %v failed %v updated %v",
-					st.revisionCurrent, st.resizeOwned, st.resizeDue, st.resizing, st.resizeFailed, st.updated, tc.due, tc.resizing, tc.failed, tc.done)
+			due, failed, done := st.resize == resizeDue, st.stage == stageResizeFailed, st.stage == stageUpdated
+			if !st.atLatest() || st.resize == resizeNone || due != tc.due || st.resizing() != tc.resizing || failed != tc.failed || done != tc.done {
+				t.Errorf("podState: stage %d resize %d: due %v resizing %v failed %v updated %v; want due %v resizing %v failed %v updated %v",
+					st.stage, st.resize, due, st.resizing(), failed, done, tc.due, tc.resizing, tc.failed, tc.done)
 			}
 		})
 	}

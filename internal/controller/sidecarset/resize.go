@@ -21,8 +21,9 @@ import (
 // index, so a pod whose containers moved is refused rather than resized
 // wrongly. With dryRun the API server only validates it (a resize that
 // would change the pod's QoS class, for example, is refused).
-func (r *Reconciler) resizePod(ctx context.Context, sc *scope, pod *corev1.Pod, dryRun bool) error {
-	ops, err := resizeOps(sc.set, pod, ownedContainers(sc.set.Name, pod))
+func (r *Reconciler) resizePod(ctx context.Context, sc *scope, p *podState, dryRun bool) error {
+	pod := p.pod
+	ops, err := resizeOps(sc.set, pod, p.record.Containers(sc.set.Name))
 	if err != nil || len(ops) == 0 {
 		return err
 	}
@@ -103,10 +104,8 @@ func withCPUMemory(have, want corev1.ResourceList) corev1.ResourceList {
 }
 
 func sidecarOf(list []deckhandv1alpha1.SidecarContainer, name string) *deckhandv1alpha1.SidecarContainer {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
+	if i := slices.IndexFunc(list, func(c deckhandv1alpha1.SidecarContainer) bool { return c.Name == name }); i >= 0 {
+		return &list[i]
 	}
 	return nil
 }

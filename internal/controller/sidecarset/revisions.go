@@ -112,7 +112,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.Sid
 	for _, cr := range revs {
 		highest = max(highest, cr.Revision)
 	}
-	number := r.revisionNumbers.Max(s.Name, s.UID, name, highest) + 1
+	number := r.memory.revisionNumbers.Max(s.Name, s.UID, name, highest) + 1
 	lbls := map[string]string{
 		deckhandv1alpha1.SidecarSetNameLabel:     sidecarcontrol.NameLabelValue(s.Name),
 		deckhandv1alpha1.SidecarSetRevisionLabel: hash,
@@ -136,7 +136,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.Sid
 	}
 	err := r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
 	if err == nil {
-		r.revisionNumbers.Record(s.Name, s.UID, name, number)
+		r.memory.revisionNumbers.Record(s.Name, s.UID, name, number)
 		return cr, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
@@ -151,7 +151,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.Sid
 	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.UID {
 		return nil, nil
 	}
-	r.revisionNumbers.Record(s.Name, s.UID, name, got.Revision)
+	r.memory.revisionNumbers.Record(s.Name, s.UID, name, got.Revision)
 	return got, nil
 }
 
@@ -166,7 +166,7 @@ func (r *Reconciler) touchLatest(ctx context.Context, s *deckhandv1alpha1.Sideca
 			others = max(others, cr.Revision)
 		}
 	}
-	others = r.revisionNumbers.Max(s.Name, s.UID, cur.Name, others)
+	others = r.memory.revisionNumbers.Max(s.Name, s.UID, cur.Name, others)
 	var parts []string
 	number := cur.Revision
 	if cur.Revision <= others {
@@ -183,7 +183,7 @@ func (r *Reconciler) touchLatest(ctx context.Context, s *deckhandv1alpha1.Sideca
 	if err := r.Client.Patch(ctx, cur.DeepCopy(), client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("updating ControllerRevision %s: %w", cur.Name, err)
 	}
-	r.revisionNumbers.Record(s.Name, s.UID, cur.Name, number)
+	r.memory.revisionNumbers.Record(s.Name, s.UID, cur.Name, number)
 	return nil
 }
 

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -22,7 +21,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
-	"github.com/deckhand-dev/deckhand/internal/revisionhistory"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -74,26 +72,19 @@ type Reconciler struct {
 	// ready and on the old revision in the cache, and the next pass would
 	// update more pods than maxUnavailable allows. An update never observed
 	// stops counting after the TTL, so a lost event delays a rollout but
-	// cannot hold it. Created by SetupWithManager if nil.
+	// cannot hold it. Created by SetupWithManager if nil; the reconciler's
+	// memory holds it from then on.
 	Expectations *expectations.Expectations
 
 	// ResizeDeferredTimeout is how long a Deferred in-place resize is waited
 	// for (default DefaultResizeDeferredTimeout).
 	ResizeDeferredTimeout time.Duration
 
-	// recreates remembers evictions, PodDisruptionBudget refusals and
-	// refused resizes between reconciles.
-	recreates *recreateState
-
 	// APIReader reads past the cache (a ControllerRevision the cache has
 	// not shown yet); the manager's API reader if nil.
 	APIReader client.Reader
-	// revisionNumbers remembers the revision numbers this process gave.
-	revisionNumbers revisionhistory.Counter
-	// costs remembers how long reconciles take, for the pod-event delay.
-	costs reconcileCosts
-	// classified keeps each SidecarSet's pod states between reconciles.
-	classified classifyCaches
+	// memory is everything kept between reconciles, with one expiry rule.
+	memory memory
 
 	// Lister reads SidecarSets and their compiled form from the cache. Give
 	// the controller the pod webhook's Lister so that a process compiles
@@ -129,9 +120,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ResizeDeferredTimeout <= 0 {
 		r.ResizeDeferredTimeout = DefaultResizeDeferredTimeout
 	}
-	r.recreates = newRecreateState()
+	r.memory.updates = r.Expectations
 	if r.Lister == nil {
-		lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+		lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{})
 		if err != nil {
 			return err
 		}
@@ -164,8 +155,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 type scope struct {
 	set      *deckhandv1alpha1.SidecarSet
 	compiled *sidecarcontrol.Compiled
-	pods     []*podState
-	status   deckhandv1alpha1.SidecarSetStatus
+	// memory is what the reconciler keeps about the SidecarSet.
+	memory *setMemory
+	pods   []*podState
+	status deckhandv1alpha1.SidecarSetStatus
 	// now is when the reconcile started, the time of condition transitions.
 	now time.Time
 	// pending is the number of pods updated (or evicted) whose change the
@@ -180,23 +173,13 @@ type scope struct {
 // event woke it: it lists the pods, computes status, updates what the
 // strategy allows, and writes status once at the end if it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	start, gone := time.Now(), false
-	defer func() {
-		if gone {
-			r.costs.forget(req.Name)
-		} else {
-			r.costs.observe(req.Name, time.Since(start))
-		}
-	}()
+	start := time.Now()
+	defer func() { r.memory.observeCost(req.Name, time.Since(start)) }()
 	log := logf.FromContext(ctx)
 	set := &deckhandv1alpha1.SidecarSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Expectations.Delete(req.Name)
-			r.recreates.forget(req.Name)
-			r.revisionNumbers.Forget(req.Name)
-			r.classified.forget(req.Name)
-			gone = true
+			r.memory.forget(req.Name)
 			res, err := r.dropDeletedFromPodConditions(ctx, req.Name)
 			if err == nil && res.IsZero() {
 				forgetMetrics(req.Name)
@@ -210,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log = log.WithValues("sidecarset", klog.KObj(set))
 	ctx = logf.IntoContext(ctx, log)
-	sc := &scope{set: set, compiled: r.Lister.Compiled(set), now: r.Clock.Now()}
+	sc := &scope{set: set, compiled: r.Lister.Compiled(set), now: r.Clock.Now(), memory: r.memory.of(set)}
 
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.
@@ -224,79 +207,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return res, err
 }
-
-// observePods lists the active pods the SidecarSet selects from the cache
-// and classifies them.
-func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	s, c := sc.set, sc.compiled
-	if c.Selector.Empty() {
-		return ctrl.Result{}, nil
-	}
-	lister := r.Pods
-	if lister == nil { // a Reconciler without SetupWithManager (unit tests)
-		lister = podcache.ListerFromReader(r.Client)
-	}
-	selected, err := lister.Select(ctx, s.Spec.Namespace, c.Selector)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	pods := make([]*corev1.Pod, 0, len(selected))
-	var terminating []*corev1.Pod
-	for _, p := range selected {
-		if !c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
-			continue
-		}
-		switch {
-		case podActive(p):
-			pods = append(pods, p)
-		case terminatingPod(p):
-			terminating = append(terminating, p)
-		}
-	}
-	pending := r.observeUpdates(s.Name, pods)
-	sc.observed = r.recreates.observe(s.Name, pods, terminating, sc.now)
-	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: r.recreates.refusedResizes(s.Name),
-		running: r.Lister.RunningRevisions(s)}
-	sc.pods = r.classified.forSet(s).classifyPods(in, pods)
-	if len(pending) > 0 || len(sc.observed.lagging) > 0 {
-		for _, st := range sc.pods {
-			_, updating := pending[string(st.pod.UID)]
-			if updating || sc.observed.lagging[st.pod.UID] {
-				st.pending = true
-				sc.pending++
-			}
-		}
-	}
-	if sc.pending > 0 {
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	return ctrl.Result{}, nil
-}
-
-// observeUpdates lowers the SidecarSet's update expectations by what the
-// cached pods show (a pod that is gone or no longer active will never show
-// it) and returns the UIDs of the pods still expected at a new revision.
-func (r *Reconciler) observeUpdates(name string, pods []*corev1.Pod) map[string]string {
-	want := r.Expectations.PendingUpdates(name)
-	if len(want) == 0 {
-		return nil
-	}
-	for _, p := range pods {
-		key := string(p.UID)
-		if _, ok := want[key]; !ok {
-			continue
-		}
-		delete(want, key)
-		hash, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name)
-		r.Expectations.UpdateObserved(name, key, hash)
-	}
-	for key := range want {
-		r.Expectations.UpdateAbandoned(name, key)
-	}
-	return r.Expectations.PendingUpdates(name)
-}
-
-func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
 
 // policyConditionChanged passes updates that change the status, reason or
 // observed generation of a SidecarSet's InjectionPolicyReady condition.

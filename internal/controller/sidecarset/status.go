@@ -68,9 +68,9 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		if evict && p.inScope && p.needsRecreate() && !p.controlled {
 			st.UnmanagedPods++
 		}
-		if !p.injected {
+		if !p.injected() {
 			st.NotInjectedPods++
-			if p.clash != "" {
+			if p.stage == stageNameClash {
 				clashes++
 				if clash == nil || podKey(p.pod) < podKey(clash.pod) {
 					clash = p
@@ -82,16 +82,16 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		if p.ready {
 			st.ReadyPods++
 		}
-		if p.updated && !p.pending {
+		if p.stage == stageUpdated && !p.pending {
 			st.UpdatedPods++
 			if p.ready {
 				st.UpdatedReadyPods++
 			}
 		}
-		if !p.upgradable || p.resizeFailed {
+		if p.notUpdatable() {
 			st.NotUpdatablePods++
 		}
-		if p.resizing {
+		if p.resizing() {
 			st.ResizingPods++
 		}
 		if p.hotUpgrading {
@@ -255,20 +255,24 @@ func blockedPods(sc *scope, matched int) int {
 	evict := sc.set.Spec.UpdateStrategy.Recreate == deckhandv1alpha1.RecreateEvict
 	behind, blocked := 0, 0
 	for _, p := range sc.pods {
-		if !p.injected || p.pending {
+		if !p.injected() || p.pending {
 			continue
 		}
-		if p.revisionCurrent {
+		stuck := p.inScope && (!evict || !p.controlled)
+		switch p.stage {
+		case stageResizeFailed:
 			// A failed resize leaves a pod at the latest revision that only
 			// recreating it can finish.
-			if p.resizeFailed && p.inScope && (!evict || !p.controlled) {
+			if stuck {
 				blocked++
 			}
-			continue
-		}
-		behind++
-		if p.needsRecreate() && p.inScope && (!evict || !p.controlled) {
-			blocked++
+		case stageSpecBehind:
+			behind++
+			if stuck {
+				blocked++
+			}
+		case stageImagesBehind, stageResourcesBehind:
+			behind++
 		}
 	}
 	if behind <= scaled(sc.set.Spec.UpdateStrategy.Partition, matched, 0) {
@@ -284,15 +288,15 @@ func rolloutHeld(sc *scope, matched int) bool {
 	evict := sc.set.Spec.UpdateStrategy.Recreate == deckhandv1alpha1.RecreateEvict
 	atLatest, movable := 0, 0
 	for _, p := range sc.pods {
-		if !p.injected {
+		if !p.injected() {
 			continue
 		}
-		if p.revisionCurrent || p.pending {
+		if p.atLatest() || p.pending {
 			atLatest++
-			if p.resizeFailed && !p.pending && (!evict || !p.controlled) {
+			if p.stage == stageResizeFailed && !p.pending && (!evict || !p.controlled) {
 				continue // stuck: only recreating it finishes it
 			}
-			if !p.updated || p.pending {
+			if p.stage != stageUpdated || p.pending {
 				return false // an update is in flight
 			}
 			continue

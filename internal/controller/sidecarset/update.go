@@ -15,125 +15,115 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
-// updatePods moves the pods the strategy allows towards the latest
-// revision: images patched and resources resized in place, and, under
-// recreate: Evict, the rest evicted for their controllers to recreate.
+// updatePods is one rollout pass: it plans what the strategy allows now
+// (planRollout) and acts on the plan in this order: in-place updates,
+// hot-upgrade steps, resize requests still to make, and, under recreate:
+// Evict, evictions.
 func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	s, c := sc.set, sc.compiled
-	us := s.Spec.UpdateStrategy
+	us := sc.set.Spec.UpdateStrategy
 	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || sc.pending > 0 {
 		return ctrl.Result{}, nil
 	}
 	plan := planRollout(sc.rolloutInput())
-	var errs []error
-	var requeue time.Duration
+	var out outcome
 	for _, p := range plan.inPlace {
-		if p.resize {
-			// A resize the API server would refuse (the pod's QoS class would
-			// change, or it has no resize subresource) is found out before the
-			// pod is moved to the new revision; the pod is then recreated.
-			if err := r.resizePod(ctx, sc, p.pod, true); err != nil {
-				if resizeRefused(err) {
-					r.refuseResize(sc, p.pod, err)
-					requeue = minRequeue(requeue, time.Second)
-					continue
-				}
-				errs = append(errs, err)
-				continue
-			}
-		}
-		if err := r.updatePod(ctx, sc, p.pod, p.resize); err != nil {
-			podUpdates.WithLabelValues(s.Name, "error").Inc()
-			r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdatePod",
-				"updating the sidecars of pod %s/%s to revision %s: %v", p.pod.Namespace, p.pod.Name, c.Hash, err)
-			errs = append(errs, err)
-			continue
-		}
-		podUpdates.WithLabelValues(s.Name, "success").Inc()
-		what := "images"
-		if p.resize {
-			what = "images and resources"
-			// The pod now records the new revision and the resize annotation:
-			// if this resize request is lost, the next pass makes it again.
-			if err := r.resizePod(ctx, sc, p.pod, false); err != nil && resizeRefused(err) {
-				r.refuseResize(sc, p.pod, err)
-			}
-		}
-		r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonUpdatingPod, "UpdatePod",
-			"updating the sidecar %s of pod %s/%s to revision %s", what, p.pod.Namespace, p.pod.Name, c.Hash)
-		requeue = minRequeue(requeue, time.Second)
+		r.updateInPlace(ctx, sc, p, &out)
 	}
 	for _, p := range plan.hotUpgrade {
-		if err := r.hotUpgradePod(ctx, sc, p.pod); err != nil {
-			errs = append(errs, err)
-		}
-		requeue = minRequeue(requeue, time.Second)
+		out.fail(r.hotUpgradePod(ctx, sc, p.pod))
+		out.retryAfter(time.Second)
 	}
 	for _, p := range plan.resize {
-		if err := r.resizePod(ctx, sc, p.pod, false); err != nil {
-			if resizeRefused(err) {
-				r.refuseResize(sc, p.pod, err)
-			} else {
-				errs = append(errs, err)
-			}
+		if err := r.resizePod(ctx, sc, p, false); resizeRefused(err) {
+			r.refuseResize(sc, p.pod, err)
+		} else {
+			out.fail(err)
 		}
-		requeue = minRequeue(requeue, time.Second)
+		out.retryAfter(time.Second)
 	}
 	if us.Recreate == deckhandv1alpha1.RecreateEvict {
-		after, evictErrs := r.evictPods(ctx, sc, plan)
-		errs = append(errs, evictErrs...)
-		if after > 0 {
-			requeue = minRequeue(requeue, after)
+		r.evictPods(ctx, sc, plan, &out)
+	}
+	return out.result()
+}
+
+// updateInPlace brings pod p to the latest revision in place: its images
+// patched and, for a pod behind in resources too, a resize requested.
+func (r *Reconciler) updateInPlace(ctx context.Context, sc *scope, p *podState, out *outcome) {
+	s, c := sc.set, sc.compiled
+	resize := p.stage == stageResourcesBehind
+	if resize {
+		// A resize the API server would refuse (the pod's QoS class would
+		// change, or it has no resize subresource) is found out before the
+		// pod is moved to the new revision; the pod is then recreated.
+		if err := r.resizePod(ctx, sc, p, true); err != nil {
+			if resizeRefused(err) {
+				r.refuseResize(sc, p.pod, err)
+				out.retryAfter(time.Second)
+				return
+			}
+			out.fail(err)
+			return
 		}
 	}
-	return ctrl.Result{RequeueAfter: requeue}, errors.Join(errs...)
+	if err := r.updatePod(ctx, sc, p, resize); err != nil {
+		podUpdates.WithLabelValues(s.Name, "error").Inc()
+		r.Recorder.Eventf(s, p.pod, corev1.EventTypeWarning, ReasonUpdateFailed, "UpdatePod",
+			"updating the sidecars of pod %s/%s to revision %s: %v", p.pod.Namespace, p.pod.Name, c.Hash, err)
+		out.fail(err)
+		return
+	}
+	podUpdates.WithLabelValues(s.Name, "success").Inc()
+	what := "images"
+	if resize {
+		what = "images and resources"
+		// The pod now records the new revision and the resize annotation:
+		// if this resize request is lost, the next pass makes it again.
+		if err := r.resizePod(ctx, sc, p, false); resizeRefused(err) {
+			r.refuseResize(sc, p.pod, err)
+		}
+	}
+	r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonUpdatingPod, "UpdatePod",
+		"updating the sidecar %s of pod %s/%s to revision %s", what, p.pod.Namespace, p.pod.Name, c.Hash)
+	out.retryAfter(time.Second)
+}
+
+// outcome collects what a pass over pods returns: the soonest retry and
+// the errors, joined. A failed write to one pod does not keep the pass from
+// writing the others.
+type outcome struct {
+	requeue time.Duration
+	errs    []error
+}
+
+// retryAfter asks for another pass within d (0: no need).
+func (o *outcome) retryAfter(d time.Duration) {
+	if d > 0 && (o.requeue == 0 || d < o.requeue) {
+		o.requeue = d
+	}
+}
+
+// fail records err, if any.
+func (o *outcome) fail(err error) {
+	if err != nil {
+		o.errs = append(o.errs, err)
+	}
+}
+
+func (o *outcome) result() (ctrl.Result, error) {
+	return ctrl.Result{RequeueAfter: o.requeue}, errors.Join(o.errs...)
 }
 
 // refuseResize remembers that the API server refused to resize pod to the
 // latest revision, so that the pod is recreated instead (or reported).
 func (r *Reconciler) refuseResize(sc *scope, pod *corev1.Pod, err error) {
-	r.recreates.refuseResize(sc.set.Name, resizeKey(pod, sc.compiled.Hash))
-	if r.recreates.firstReport(sc.set.Name, "resize/"+resizeKey(pod, sc.compiled.Hash)) {
+	rs := &sc.memory.recreates
+	rs.refuseResize(resizeKey(pod, sc.compiled.Hash))
+	if rs.firstReport("resize/" + resizeKey(pod, sc.compiled.Hash)) {
 		r.Recorder.Eventf(sc.set, pod, corev1.EventTypeWarning, ReasonResizeRefused, "ResizePod",
 			"resizing the sidecars of pod %s/%s in place to revision %s was refused (%v): the pod needs recreating",
 			pod.Namespace, pod.Name, sc.compiled.Hash, err)
 	}
-}
-
-// rolloutInput resolves the strategy against the pods the scope observed.
-func (sc *scope) rolloutInput() rolloutInput {
-	us := sc.set.Spec.UpdateStrategy
-	evict := us.Recreate == deckhandv1alpha1.RecreateEvict
-	total := int(sc.status.MatchedPods)
-	if evict {
-		total = sc.rolloutPopulation()
-	}
-	maxUnavailable := scaled(us.MaxUnavailable, total, 1)
-	if maxUnavailable < 1 {
-		maxUnavailable = 1
-	}
-	return rolloutInput{
-		pods: sc.pods, gone: sc.observed.gone, evict: evict,
-		maxUnavailable: maxUnavailable, partition: scaled(us.Partition, total, 0),
-		order: sc.updateOrder(),
-	}
-}
-
-// rolloutPopulation is the number of pods a rollout under Evict covers:
-// the injected ones and those that missed injection for a reason a new pod
-// would not hit again (needsRecreate).
-func (sc *scope) rolloutPopulation() int {
-	n := 0
-	for _, p := range sc.pods {
-		if p.injected || p.needsRecreate() {
-			n++
-		}
-	}
-	return n
-}
-
-func ownedContainers(name string, pod *corev1.Pod) []string {
-	return sidecarcontrol.ReadPodRecord(pod.Annotations).Containers(name)
 }
 
 // updatePod patches the images of s's containers and native sidecars in pod
@@ -142,8 +132,9 @@ func ownedContainers(name string, pod *corev1.Pod) []string {
 // annotation, that the pod reaches the revision through a resize, which the
 // caller requests next: the annotation comes first so that a pass that
 // stops between the two finds the resize still to do.
-func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Pod, resize bool) error {
+func (r *Reconciler) updatePod(ctx context.Context, sc *scope, p *podState, resize bool) error {
 	s, c := sc.set, sc.compiled
+	cached, rec := p.pod, p.record
 	if len(c.PodMetadata)+len(c.PodLabels) > 0 {
 		// The cache keeps only the annotations Deckhand reads
 		// (internal/podcache), not those patchPodMetadata names: the pod is
@@ -154,10 +145,9 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), live); err != nil {
 			return err
 		}
-		cached = live
+		cached, rec = live, sidecarcontrol.ReadPodRecord(live.Annotations)
 	}
 	pod := cached.DeepCopy()
-	rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	owned := rec.Containers(s.Name)
 	setSidecarImages(s, pod, owned)
 	rec.Set(s.Name, c.Hash, c.HashWithoutImage, owned)
@@ -172,9 +162,9 @@ func (r *Reconciler) updatePod(ctx context.Context, sc *scope, cached *corev1.Po
 	}
 	r.patchPodMetadata(sc, pod)
 	patch := client.StrategicMergeFrom(cached, client.MergeFromWithOptimisticLock{})
-	r.Expectations.ExpectUpdates(s.Name, map[string]string{string(pod.UID): c.Hash})
+	r.memory.updates.ExpectUpdates(s.Name, map[string]string{string(pod.UID): c.Hash})
 	if err := r.Client.Patch(ctx, pod, patch, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		r.Expectations.UpdateAbandoned(s.Name, string(pod.UID))
+		r.memory.updates.UpdateAbandoned(s.Name, string(pod.UID))
 		return err
 	}
 	return nil
