@@ -76,7 +76,7 @@ func (r *Reconciler) syncPodConditions(ctx context.Context, sc *scope) (ctrl.Res
 		if p.pending || !p.injected() || p.conditionSynced {
 			continue
 		}
-		if want, ok := nextPodCondition(p.pod, sc.set.Name, notUpdatableReason(sc, p), sc.now); ok {
+		if want, ok := nextPodCondition(p.pod, p.record, sc.set.Name, notUpdatableReason(sc, p), sc.now); ok {
 			w.write(ctx, p.pod, want)
 		} else {
 			p.conditionSynced = true
@@ -98,7 +98,10 @@ func (r *Reconciler) dropDeletedFromPodConditions(ctx context.Context, name stri
 	w := podConditionWriter{r: r, set: name}
 	now := r.Clock.Now()
 	for _, pod := range pods {
-		if want, ok := nextPodCondition(pod, name, "", now); ok {
+		if updatableCondition(pod) == nil {
+			continue // nothing to drop, and no record to read
+		}
+		if want, ok := nextPodCondition(pod, sidecarcontrol.ReadPodRecord(pod.Annotations), name, "", now); ok {
 			w.write(ctx, pod, want)
 		}
 	}
@@ -137,20 +140,15 @@ func (w *podConditionWriter) write(ctx context.Context, pod *corev1.Pod, want co
 // of SidecarSet name says why ("" for nothing to say), and whether that
 // differs from what it carries. Each SidecarSet owns its entry of the
 // message ("SidecarSet <name>: <why>", entries sorted by name and joined by
-// "; "); entries of SidecarSets the pod no longer records are dropped.
-func nextPodCondition(pod *corev1.Pod, name, why string, now time.Time) (corev1.PodCondition, bool) {
-	var cur *corev1.PodCondition
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == deckhandv1alpha1.SidecarSetsUpdatablePodCondition {
-			cur = &pod.Status.Conditions[i]
-		}
-	}
+// "; "); entries of SidecarSets the pod's record rec no longer holds are
+// dropped.
+func nextPodCondition(pod *corev1.Pod, rec sidecarcontrol.PodRecord, name, why string, now time.Time) (corev1.PodCondition, bool) {
+	cur := updatableCondition(pod)
 	if cur == nil && why == "" {
 		return corev1.PodCondition{}, false
 	}
 	entries := map[string]string{}
 	if cur != nil && cur.Status == corev1.ConditionFalse {
-		rec := sidecarcontrol.ReadPodRecord(pod.Annotations)
 		for _, e := range strings.Split(cur.Message, "; ") {
 			set, text, ok := strings.Cut(strings.TrimPrefix(e, "SidecarSet "), ": ")
 			if ok && strings.HasPrefix(e, "SidecarSet ") && rec.Has(set) {
@@ -184,6 +182,18 @@ func nextPodCondition(pod *corev1.Pod, name, why string, now time.Time) (corev1.
 		want.LastTransitionTime = cur.LastTransitionTime
 	}
 	return want, true
+}
+
+// updatableCondition returns pod's SidecarSetsUpdatable condition, nil if
+// it has none.
+func updatableCondition(pod *corev1.Pod) *corev1.PodCondition {
+	var cur *corev1.PodCondition
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == deckhandv1alpha1.SidecarSetsUpdatablePodCondition {
+			cur = &pod.Status.Conditions[i]
+		}
+	}
+	return cur
 }
 
 // patchPodCondition writes cond to the pod's status with a strategic merge

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
 // TestNextPodCondition pins when the pod condition changes (and so when a
@@ -71,7 +72,7 @@ func TestNextPodCondition(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, write := nextPodCondition(tc.pod, tc.name, tc.why, now)
+			got, write := nextPodCondition(tc.pod, sidecarcontrol.ReadPodRecord(tc.pod.Annotations), tc.name, tc.why, now)
 			if write != tc.write {
 				t.Fatalf("write = %v, want %v", write, tc.write)
 			}
