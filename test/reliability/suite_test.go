@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -14,22 +12,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
-	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/processenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // suite is the cluster and the manager process every test shares. Tests
 // run one after the other: some of them kill or replace the manager.
 var suite struct {
-	root      string
-	work      string
+	env       *processenv.Env
 	bin       string
 	cluster   *localcluster.Cluster
 	deckhand  *localcluster.DeckhandProcess
 	client    client.Client
 	clientset kubernetes.Interface
 	certDir   string
-	caPEM     []byte
 	port      int // webhook port of the main manager
 	stress    bool
 }
@@ -37,68 +33,31 @@ var suite struct {
 // stress reports whether the long versions run (DECKHAND_STRESS=1).
 func stress() bool { return suite.stress }
 
-func TestMain(m *testing.M) { os.Exit(runSuite(m)) }
+func TestMain(m *testing.M) {
+	os.Exit(testutil.RunSuite("reliability", 5*time.Minute, func(s *testutil.Suite) int { return runSuite(m, s) }))
+}
 
-func runSuite(m *testing.M) int {
+func runSuite(m *testing.M, s *testutil.Suite) int {
 	suite.stress = os.Getenv("DECKHAND_STRESS") == "1"
-	s := testutil.NewSuite("reliability", 5*time.Minute)
-	defer s.Close()
-	fail, ctx := s.Fail, s.Ctx
-	if err := s.Prepare(); err != nil {
-		return fail("%v", err)
-	}
-	suite.root, suite.work = s.Root, s.Work
-	var err error
-
-	// The manager under test is built from this tree.
-	if suite.bin, err = localcluster.BuildDeckhand(ctx, suite.root, suite.work); err != nil {
-		return fail("%v", err)
-	}
-
 	// Two fake nodes; kube-controller-manager for garbage collection and
-	// Deployments (WebServer, RestartSchedule targets).
-	opts := localcluster.Full(2)
-	opts.Dir = filepath.Join(suite.work, "cluster")
-	cluster, err := localcluster.Start(ctx, opts)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer cluster.Stop()
-	defer localcluster.StopOnInterrupt(cluster.Stop)()
-	suite.cluster, suite.clientset = cluster, cluster.Clientset()
-	if suite.client, err = client.New(cluster.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
-		return fail("%v", err)
-	}
-	if err := localcluster.InstallCRDs(cluster.Config, filepath.Join(suite.root, "config", "crd", "bases")); err != nil {
-		return fail("installing CRDs: %v", err)
-	}
-	suite.certDir = filepath.Join(suite.work, "webhook-certs")
-	if suite.caPEM, err = localcluster.LocalWebhookCerts(suite.certDir); err != nil {
-		return fail("%v", err)
-	}
-	if suite.port, err = localcluster.FreePort(); err != nil {
-		return fail("%v", err)
-	}
-	if err := installWebhooks(ctx, suite.port); err != nil {
-		return fail("installing webhooks: %v", err)
-	}
-	// The certificates are the harness's (LocalWebhookCerts), so the
-	// manager runs with --cert-management=external (StartDeckhand's
-	// default). Leader election is off for the main manager so that a
-	// SIGKILLed one comes back at once (leader failover has a test of its own).
-	suite.deckhand, err = cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
-		Binary: suite.bin, WebhookPort: suite.port, CertDir: suite.certDir,
+	// Deployments (WebServer, RestartSchedule targets). Leader election is
+	// off for the main manager so that a SIGKILLed one comes back at once
+	// (leader failover has a test of its own).
+	env, err := processenv.Start(s, processenv.Options{
+		Cluster: localcluster.Full(2),
 		// Short @every schedules keep the RestartSchedule runs quick.
 		Args: []string{"--leader-elect=false", "--restart-schedule-min-interval=1s"},
 	})
 	if err != nil {
-		return fail("%v", err)
+		return s.Fail("%v", err)
 	}
-	defer func() { suite.deckhand.Stop() }()
+	defer env.Stop()
+	suite.env, suite.bin, suite.cluster, suite.deckhand = env, env.Binary, env.Cluster, env.Deckhand
+	suite.client, suite.clientset, suite.certDir, suite.port = env.Client, env.Clientset, env.CertDir, env.WebhookPort
 
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "\n===== reliability: component logs (tests failed) =====\n%s\n", cluster.Logs(60))
+		fmt.Fprintf(os.Stderr, "\n===== reliability: component logs (tests failed) =====\n%s\n", env.Cluster.Logs(60))
 	}
 	return code
 }
@@ -106,12 +65,7 @@ func runSuite(m *testing.M) int {
 // installWebhooks points Deckhand's webhook configurations at the manager
 // listening on port.
 func installWebhooks(ctx context.Context, port int) error {
-	hooks := localcluster.LocalWebhooks{
-		ManifestPath: filepath.Join(suite.root, "config", "webhook", "manifests.yaml"),
-		URL:          "https://127.0.0.1:" + strconv.Itoa(port),
-		CABundle:     suite.caPEM,
-	}
-	return hooks.Install(ctx, suite.clientset)
+	return suite.env.InstallWebhooks(ctx, port)
 }
 
 // ensureDeckhand makes sure the main manager runs (a test that failed
