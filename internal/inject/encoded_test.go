@@ -16,7 +16,7 @@ import (
 // goes when the next one is encoded.
 func TestEncodedOncePerGeneration(t *testing.T) {
 	idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
-	l := sidecarcontrol.NewLister(idx, nil)
+	l := sidecarcontrol.NewLister(idx, nil, sidecarcontrol.Options{})
 	add := func(s *deckhandv1alpha1.SidecarSet) {
 		t.Helper()
 		if err := idx.Add(s); err != nil {

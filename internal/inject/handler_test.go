@@ -28,6 +28,12 @@ var generation int64
 // testLister builds a Lister over in-memory indexers, as the informer cache would hold them.
 func testLister(t testing.TB, namespaces map[string]map[string]string, sets ...*deckhandv1alpha1.SidecarSet) *sidecarcontrol.Lister {
 	t.Helper()
+	return testListerWith(t, sidecarcontrol.Options{}, namespaces, sets...)
+}
+
+// testListerWith is testLister built with opts.
+func testListerWith(t testing.TB, opts sidecarcontrol.Options, namespaces map[string]map[string]string, sets ...*deckhandv1alpha1.SidecarSet) *sidecarcontrol.Lister {
+	t.Helper()
 	ss := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers())
 	for _, s := range sets {
 		sidecarsetwebhook.SetDefaults(s)
@@ -42,7 +48,7 @@ func testLister(t testing.TB, namespaces map[string]map[string]string, sets ...*
 	for name, l := range namespaces {
 		_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}})
 	}
-	return sidecarcontrol.NewLister(ss, nsIdx)
+	return sidecarcontrol.NewLister(ss, nsIdx, opts)
 }
 
 func sc(name, image string, mut ...func(*deckhandv1alpha1.SidecarContainer)) deckhandv1alpha1.SidecarContainer {

@@ -33,9 +33,9 @@ func BenchmarkInjectWithFeatures(b *testing.B) {
 			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{"example.com/scrape": `{"port":9090}`}},
 		}
 	})
-	l := testLister(b, map[string]map[string]string{"prod": {"env": "prod"}}, s)
 	allow, _ := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*"})
-	l.SetPodMetadataAllowlist(allow)
+	l := testListerWith(b, sidecarcontrol.Options{PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow}},
+		map[string]map[string]string{"prod": {"env": "prod"}}, s)
 	pod := testutil.LargePod()
 	pod.Labels["main"] = pod.Spec.Containers[0].Name
 	if pod.Annotations == nil {

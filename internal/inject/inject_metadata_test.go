@@ -94,8 +94,7 @@ func TestPatchPodMetadataTable(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			l := testLister(t, nil, tc.sets...)
-			l.SetPodMetadataAllowlist(allow)
+			l := testListerWith(t, sidecarcontrol.Options{PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow}}, nil, tc.sets...)
 			p := pod(web, "app")
 			p.Annotations = tc.podAnn
 			got, resp := admit(t, l, "prod", p)

@@ -70,8 +70,7 @@ func TestSkipInjectionAnnotation(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			l := testLister(t, nil, mandatory.DeepCopy(), optional.DeepCopy())
-			l.SetManagerUser(managerUser)
+			l := testListerWith(t, sidecarcontrol.Options{ManagerUser: managerUser}, nil, mandatory.DeepCopy(), optional.DeepCopy())
 			p := pod(web, "app")
 			p.Annotations = tc.annotations
 			got := admitAs(t, l, tc.user, p)
@@ -121,8 +120,7 @@ func TestRecordOnCreateIsDeckhands(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			l := testLister(t, nil, s.DeepCopy(), byPolicy.DeepCopy())
-			l.SetModes(sidecarcontrol.Modes{PolicyServed: true})
+			l := testListerWith(t, sidecarcontrol.Options{Modes: sidecarcontrol.Modes{PolicyServed: true}}, nil, s.DeepCopy(), byPolicy.DeepCopy())
 			p := pod(web, tc.containers...)
 			p.Annotations = tc.annotations
 			got := admitAs(t, l, "alice", p)

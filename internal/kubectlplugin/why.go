@@ -125,7 +125,7 @@ func explain(in whyInput) whyReport {
 		_ = setIdx.Add(sets[i])
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
-	lister := sidecarcontrol.NewLister(setIdx, nsIdx)
+	lister := sidecarcontrol.NewLister(setIdx, nsIdx, sidecarcontrol.Options{})
 	record := sidecarcontrol.ReadPodRecord(pod.Annotations)
 	for _, s := range sets {
 		c := lister.Compiled(s)

@@ -115,9 +115,28 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := checkBounds(opts); err != nil {
 		return err
 	}
+	modes, err := injectionModes(mgr, opts)
+	if err != nil {
+		return err
+	}
+	allow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodMetadataAllowlist)
+	if err != nil {
+		return err
+	}
+	labelAllow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodLabelAllowlist)
+	if err != nil {
+		return err
+	}
+	if opts.ManagerUser == "" {
+		opts.ManagerUser = managerUser(mgr.GetConfig())
+	}
 	// The SidecarSet controller and the pod webhook read SidecarSets
 	// through one Lister, so each SidecarSet is compiled once per process.
-	sidecarSets, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+	sidecarSets, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+		Modes:       modes,
+		PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: labelAllow},
+		ManagerUser: opts.ManagerUser,
+	})
 	if err != nil {
 		return err
 	}
@@ -127,30 +146,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if _, err := sidecarSets.WatchRevisions(mgr); err != nil {
 		return err
 	}
-	modes, err := injectionModes(mgr, opts)
-	if err != nil {
-		return err
-	}
-	sidecarSets.SetModes(modes)
-	allow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodMetadataAllowlist)
-	if err != nil {
-		return err
-	}
-	sidecarSets.SetPodMetadataAllowlist(allow)
-	labelAllow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodLabelAllowlist)
-	if err != nil {
-		return err
-	}
-	sidecarSets.SetPodLabelAllowlist(labelAllow)
 	protected := opts.ProtectedNamespaces
 	if protected == nil {
 		protected = sidecarcontrol.DefaultProtectedNamespaces(podutil.OwnNamespace())
 	}
 	sidecarcontrol.SetProtectedNamespaces(podutil.OwnNamespace(), protected)
-	if opts.ManagerUser == "" {
-		opts.ManagerUser = managerUser(mgr.GetConfig())
-	}
-	sidecarSets.SetManagerUser(opts.ManagerUser)
 	for _, setup := range []func(ctrl.Manager) error{
 		(&webserverctrl.Reconciler{}).SetupWithManager,
 		webserverwebhook.SetupWebhookWithManager,

@@ -32,13 +32,12 @@ func keyOf(s *deckhandv1alpha1.SidecarSet) derivedKey {
 type derivedStore struct {
 	mu     sync.RWMutex
 	byName map[string]*Compiled
-	// allow are the pod metadata allowlists compiled SidecarSets apply; set
-	// before the informer starts, read-only afterwards.
+	// allow are the pod metadata allowlists compiled SidecarSets apply.
 	allow PodMetadataAllowlists
 }
 
-func newDerivedStore() *derivedStore {
-	return &derivedStore{byName: map[string]*Compiled{}}
+func newDerivedStore(allow PodMetadataAllowlists) *derivedStore {
+	return &derivedStore{byName: map[string]*Compiled{}, allow: allow}
 }
 
 // get returns the Compiled form of s.

@@ -33,7 +33,7 @@ func TestDerivedStateFollowsInformerEvents(t *testing.T) {
 	defer cancel()
 	src := fcache.NewFakeControllerSource()
 	inf := toolscache.NewSharedIndexInformer(src, &deckhandv1alpha1.SidecarSet{}, 0, Indexers())
-	l := NewLister(inf.GetIndexer(), nil)
+	l := NewLister(inf.GetIndexer(), nil, Options{})
 	if _, err := inf.AddEventHandler(l.derived); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestDerivedStateFollowsInformerEvents(t *testing.T) {
 // generation does not replace a newer entry; a SidecarSet deleted and
 // created again under its name is another object.
 func TestDerivedStateNeverStale(t *testing.T) {
-	st := newDerivedStore()
+	st := newDerivedStore(PodMetadataAllowlists{})
 	v1, v2 := derivedTestSet(1, "log:1"), derivedTestSet(2, "log:2")
 	st.OnAdd(v1, true)
 	h2, _ := Hashes(&v2.Spec)

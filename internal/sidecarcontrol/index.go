@@ -57,23 +57,44 @@ type Lister struct {
 	// revisions holds the SidecarSets' ControllerRevisions; nil until
 	// WatchRevisions.
 	revisions *revisionStore
-	// managerUser is the username of Deckhand's own requests (SetManagerUser).
+	// managerUser is Options.ManagerUser.
 	managerUser string
 }
 
-// SetModes tells the Lister how SidecarSets are injected. Call it before
-// the manager starts; the webhook and controllers only read it.
-func (l *Lister) SetModes(m Modes) { l.modes = m }
+// Options are the manager's SidecarSet settings a Lister is built with;
+// the webhooks and controllers that share it only read them. The zero
+// value injects in Webhook mode, lets spec.patchPodMetadata set no key and
+// trusts no request to skip a mandatory SidecarSet.
+type Options struct {
+	// Modes says how SidecarSets are injected.
+	Modes Modes
+	// PodMetadata are the keys spec.patchPodMetadata may set
+	// (--sidecarset-pod-metadata-allowlist, --sidecarset-pod-label-allowlist).
+	PodMetadata PodMetadataAllowlists
+	// ManagerUser is the username the API server gives Deckhand's own
+	// requests (its ServiceAccount's, as a SelfSubjectReview says). Pods
+	// dry-run by that user with the skip-injection annotation (the
+	// synthetic pods a SidecarSet's validation dry-runs) are injected by no
+	// SidecarSet (SkipsAll): the API server fills a request's userInfo and
+	// dryRun itself, so no other client can claim them. Empty: no request
+	// is trusted to skip a mandatory SidecarSet.
+	ManagerUser string
+}
 
-// Modes returns what SetModes set.
+func newLister(sidecarSets, namespaces toolscache.Indexer, derived *derivedStore, opts Options) *Lister {
+	return &Lister{sidecarSets: sidecarSets, namespaces: namespaces, synced: func() bool { return true }, derived: derived,
+		modes: opts.Modes, managerUser: opts.ManagerUser}
+}
+
+// Modes returns Options.Modes.
 func (l *Lister) Modes() Modes { return l.modes }
 
 // NewLister returns a Lister over the given indexers (tests and benchmarks
 // build them with toolscache.NewIndexer). namespaces holds
 // *metav1.PartialObjectMetadata or *corev1.Namespace keyed by name; nil
 // means no namespace has labels.
-func NewLister(sidecarSets, namespaces toolscache.Indexer) *Lister {
-	return &Lister{sidecarSets: sidecarSets, namespaces: namespaces, synced: func() bool { return true }, derived: newDerivedStore()}
+func NewLister(sidecarSets, namespaces toolscache.Indexer, opts Options) *Lister {
+	return newLister(sidecarSets, namespaces, newDerivedStore(opts.PodMetadata), opts)
 }
 
 type indexerGetter interface {
@@ -82,9 +103,10 @@ type indexerGetter interface {
 
 // ListerFromCache registers the SidecarSet index and a metadata-only
 // Namespace informer with c (before or after it starts) and returns a Lister
-// reading from them, whose compiled SidecarSets the SidecarSet informer's
-// events keep current. Calling it more than once for one cache is fine.
-func ListerFromCache(ctx context.Context, c cache.Cache) (*Lister, error) {
+// with opts reading from them, whose compiled SidecarSets the SidecarSet
+// informer's events keep current. Calling it more than once for one cache
+// is fine.
+func ListerFromCache(ctx context.Context, c cache.Cache, opts Options) (*Lister, error) {
 	ssInf, err := c.GetInformer(ctx, &deckhandv1alpha1.SidecarSet{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, err
@@ -103,16 +125,13 @@ func ListerFromCache(ctx context.Context, c cache.Cache) (*Lister, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("the cache's informers do not expose their indexers")
 	}
-	derived := newDerivedStore()
+	derived := newDerivedStore(opts.PodMetadata)
 	if _, err := ssInf.AddEventHandler(derived); err != nil {
 		return nil, fmt.Errorf("watching SidecarSets for their compiled form: %w", err)
 	}
-	return &Lister{
-		sidecarSets: ssIdx.GetIndexer(),
-		namespaces:  nsIdx.GetIndexer(),
-		synced:      func() bool { return ssInf.HasSynced() && nsInf.HasSynced() },
-		derived:     derived,
-	}, nil
+	l := newLister(ssIdx.GetIndexer(), nsIdx.GetIndexer(), derived, opts)
+	l.synced = func() bool { return ssInf.HasSynced() && nsInf.HasSynced() }
+	return l, nil
 }
 
 // HasSynced reports whether the underlying informers have synced.

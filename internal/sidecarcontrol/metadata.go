@@ -164,20 +164,14 @@ func compileMetadata(s *deckhandv1alpha1.SidecarSet, allow MetadataAllowlist, la
 	return out
 }
 
-// SetPodMetadataAllowlist sets the annotation keys spec.patchPodMetadata
-// may set. Call it before the manager starts; the webhooks only read it.
-func (l *Lister) SetPodMetadataAllowlist(a MetadataAllowlist) { l.derived.allow.Annotations = a }
-
-// PodMetadataAllowlist returns what SetPodMetadataAllowlist set.
+// PodMetadataAllowlist returns the annotation keys spec.patchPodMetadata
+// may set (Options.PodMetadata).
 func (l *Lister) PodMetadataAllowlist() MetadataAllowlist {
 	return l.podMetadataAllowlists().Annotations
 }
 
-// SetPodLabelAllowlist sets the label keys spec.patchPodMetadata may set.
-// Call it before the manager starts; the webhooks only read it.
-func (l *Lister) SetPodLabelAllowlist(a MetadataAllowlist) { l.derived.allow.Labels = a }
-
-// PodLabelAllowlist returns what SetPodLabelAllowlist set.
+// PodLabelAllowlist returns the label keys spec.patchPodMetadata may set
+// (Options.PodMetadata).
 func (l *Lister) PodLabelAllowlist() MetadataAllowlist { return l.podMetadataAllowlists().Labels }
 
 func (l *Lister) podMetadataAllowlists() PodMetadataAllowlists {

@@ -17,15 +17,7 @@ func SkipRequested(annotations map[string]string) bool {
 	return annotations[deckhandv1alpha1.SidecarSetSkipInjectionAnnotation] == "true"
 }
 
-// SetManagerUser tells the Lister the username the API server gives
-// Deckhand's own requests (its ServiceAccount's, as a SelfSubjectReview
-// says). Pods dry-run by that user with the skip-injection annotation (the
-// synthetic pods a SidecarSet's validation dry-runs) are injected by no
-// SidecarSet: the API server fills a request's userInfo and dryRun itself,
-// so no other client can claim them. Call it before the manager starts.
-func (l *Lister) SetManagerUser(name string) { l.managerUser = name }
-
-// ManagerUser returns what SetManagerUser set ("" when unknown: then no
+// ManagerUser returns Options.ManagerUser ("" when unknown: then no
 // request is trusted to skip a mandatory SidecarSet).
 func (l *Lister) ManagerUser() string { return l.managerUser }
 

@@ -35,7 +35,7 @@ func TestCandidatesUseTheIndex(t *testing.T) {
 	add("b-prod", "prod")
 	add("a-dev", "dev")
 	add("c-all", "")
-	l := NewLister(idx, nil)
+	l := NewLister(idx, nil, Options{})
 	got, err := l.Candidates("prod")
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func lister(b *testing.B, sets []*deckhandv1alpha1.SidecarSet) *sidecarcontrol.L
 	}
 	nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "prod", Labels: map[string]string{"env": "prod"}}})
-	return sidecarcontrol.NewLister(ss, nsIdx)
+	return sidecarcontrol.NewLister(ss, nsIdx, sidecarcontrol.Options{})
 }
 
 func podRequest(b *testing.B) admission.Request {

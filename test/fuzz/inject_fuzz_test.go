@@ -34,7 +34,7 @@ func injectorFor(t testing.TB, sets ...*deckhandv1alpha1.SidecarSet) *inject.Han
 	}
 	nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace, Labels: map[string]string{"env": "fuzz"}}})
-	return &inject.Handler{Lister: sidecarcontrol.NewLister(ss, nsIdx)}
+	return &inject.Handler{Lister: sidecarcontrol.NewLister(ss, nsIdx, sidecarcontrol.Options{})}
 }
 
 func podCreate(raw []byte) admission.Request {

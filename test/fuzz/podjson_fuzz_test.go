@@ -144,10 +144,9 @@ func fuzzLister(t *testing.T, raws ...[]byte) *sidecarcontrol.Lister {
 	}
 	nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
 	_ = nsIdx.Add(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: fuzzNamespace, Labels: map[string]string{"env": "fuzz"}}})
-	l := sidecarcontrol.NewLister(ss, nsIdx)
-	l.SetPodMetadataAllowlist(fuzzMetadataAllowlist)
-	l.SetPodLabelAllowlist(fuzzMetadataAllowlist)
-	return l
+	return sidecarcontrol.NewLister(ss, nsIdx, sidecarcontrol.Options{
+		PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: fuzzMetadataAllowlist, Labels: fuzzMetadataAllowlist},
+	})
 }
 
 // fuzzMetadataAllowlist allows the patchPodMetadata keys of the seeds but

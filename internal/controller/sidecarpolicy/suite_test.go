@@ -67,11 +67,12 @@ func TestMain(m *testing.M) {
 				opts.SidecarSetInjectionMode = deckhandv1alpha1.PolicyInjection
 			}
 			if webhooksOnly.Load() {
-				lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+				lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+					Modes: sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode, PolicyServed: policyAPIServed.Load()},
+				})
 				if err != nil {
 					return err
 				}
-				lister.SetModes(sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode, PolicyServed: policyAPIServed.Load()})
 				if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
 					return err
 				}

@@ -57,16 +57,16 @@ func TestMain(m *testing.M) {
 		Setup: func(mgr ctrl.Manager) error {
 			updateExpectations = expectations.New(expectations.WithClock(expectClock))
 			// One Lister for the controller and the webhook, as operator.Setup wires them.
-			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
-			if err != nil {
-				return err
-			}
 			allow, err := sidecarcontrol.ParseMetadataAllowlist([]string{podMetadataAllowlist})
 			if err != nil {
 				return err
 			}
-			lister.SetPodMetadataAllowlist(allow)
-			lister.SetPodLabelAllowlist(allow)
+			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+				PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: allow},
+			})
+			if err != nil {
+				return err
+			}
 			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
 				return err
 			}

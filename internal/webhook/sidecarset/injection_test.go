@@ -288,7 +288,7 @@ func TestStandbyReplicaSeesUpdatedSidecarSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lister, err := sidecarcontrol.ListerFromCache(ctx, standby)
+	lister, err := sidecarcontrol.ListerFromCache(ctx, standby, sidecarcontrol.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ const DryRunNamespace = "default"
 // validating webhooks with mgr, reading SidecarSets through a Lister of
 // their own. The pod injection webhook is internal/inject's.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
-	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{})
 	if err != nil {
 		return err
 	}

@@ -56,12 +56,12 @@ func TestMain(m *testing.M) {
 			if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache())
+			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+				PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: testMetadataAllowlist, Labels: testLabelAllowlist},
+			})
 			if err != nil {
 				return err
 			}
-			lister.SetPodMetadataAllowlist(testMetadataAllowlist)
-			lister.SetPodLabelAllowlist(testLabelAllowlist)
 			if _, err := lister.WatchRevisions(mgr); err != nil {
 				return err
 			}
