@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
 // Event reasons; a name conflict and a failed apply are announced with the
@@ -288,13 +288,5 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) (ctrl.Result, er
 	if after != nil && after.Reason == ReasonNameConflict && (before == nil || before.Reason != ReasonNameConflict || before.Message != after.Message) {
 		r.Recorder.Eventf(ws, nil, corev1.EventTypeWarning, ReasonNameConflict, "Reconcile", "%s", after.Message)
 	}
-	if equality.Semantic.DeepEqual(ws.Status, st) {
-		return ctrl.Result{}, nil
-	}
-	orig := ws.DeepCopy()
-	ws.Status = st
-	if err := r.Client.Status().Patch(ctx, ws, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	return ctrl.Result{}, nil
+	return statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}.Status(ctx, ws, &st)
 }
