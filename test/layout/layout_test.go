@@ -25,17 +25,10 @@ func TestDevelopmentMapListsTheTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	mapped, err := mappedFolders(filepath.Join(root, mapDoc))
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(mapped) == 0 {
+		t.Fatalf("%s: %d folder lines in its Layout section, error %v", mapDoc, len(mapped), err)
 	}
-	if len(mapped) == 0 {
-		t.Fatalf("%s: no Layout section, or no folder lines in it", mapDoc)
-	}
-	ignored, err := ignoredFolders(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	folders, err := treeFolders(root, ignored)
+	folders, err := treeFolders(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +94,13 @@ func ignoredFolders(root string) (map[string]bool, error) {
 // treeFolders lists the folders the map must name: every top-level folder
 // and every folder holding Go files, skipping what the go tool skips
 // (testdata, names starting with "." or "_") below the top level.
-func treeFolders(root string, ignored map[string]bool) ([]string, error) {
+func treeFolders(root string) ([]string, error) {
+	ignored, err := ignoredFolders(root)
+	if err != nil {
+		return nil, err
+	}
 	var folders []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
