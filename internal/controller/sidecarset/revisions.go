@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,17 +101,11 @@ func (r *Reconciler) syncRevisions(ctx context.Context, sc *scope) (ctrl.Result,
 	return ctrl.Result{}, r.pruneRevisions(ctx, sc, latest, revs)
 }
 
-// createRevision creates the ControllerRevision of the latest revision. It
-// returns the ControllerRevision of that name, the SidecarSet's or not,
-// when one exists already (the cache had not shown it, or it is a
-// collision), and nil when the name is taken by one the SidecarSet does not
-// control.
+// createRevision creates the ControllerRevision of the latest revision
+// (revisionhistory.Counter.Create): it returns the one of that name the
+// SidecarSet controls when the cache had not shown it, and nil when the
+// name is taken by one the SidecarSet does not control.
 func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.SidecarSet, name, hash string, data []byte, revs []*appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
-	var highest int64
-	for _, cr := range revs {
-		highest = max(highest, cr.Revision)
-	}
-	number := r.memory.revisionNumbers.Max(s.Name, s.UID, name, highest) + 1
 	lbls := map[string]string{
 		deckhandv1alpha1.SidecarSetNameLabel:     sidecarcontrol.NameLabelValue(s.Name),
 		deckhandv1alpha1.SidecarSetRevisionLabel: hash,
@@ -131,28 +124,9 @@ func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.Sid
 				Controller: &t, BlockOwnerDeletion: &t,
 			}},
 		},
-		Data:     runtime.RawExtension{Raw: data},
-		Revision: number,
+		Data: runtime.RawExtension{Raw: data},
 	}
-	err := r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
-	if err == nil {
-		r.memory.revisionNumbers.Record(s.Name, s.UID, name, number)
-		return cr, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating ControllerRevision %s: %w", name, err)
-	}
-	// Read it past the cache: it may be ours, created by an earlier
-	// reconcile the cache has not caught up with.
-	got := &appsv1.ControllerRevision{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: cr.Namespace, Name: name}, got); err != nil {
-		return nil, fmt.Errorf("reading ControllerRevision %s: %w", name, err)
-	}
-	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.UID {
-		return nil, nil
-	}
-	r.memory.revisionNumbers.Record(s.Name, s.UID, name, got.Revision)
-	return got, nil
+	return r.memory.revisionNumbers.Create(ctx, r.Client, r.APIReader, s.Name, s.UID, cr, revs, client.FieldOwner(deckhandv1alpha1.FieldManager))
 }
 
 // touchLatest gives the latest revision's ControllerRevision the highest
@@ -160,17 +134,9 @@ func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.Sid
 // the newest of its custom version and the last to be pruned), and the
 // SidecarSet's custom-version label when that changed.
 func (r *Reconciler) touchLatest(ctx context.Context, s *deckhandv1alpha1.SidecarSet, cur *appsv1.ControllerRevision, revs []*appsv1.ControllerRevision) error {
-	var others int64
-	for _, cr := range revs {
-		if cr.Name != cur.Name {
-			others = max(others, cr.Revision)
-		}
-	}
-	others = r.memory.revisionNumbers.Max(s.Name, s.UID, cur.Name, others)
 	var parts []string
-	number := cur.Revision
-	if cur.Revision <= others {
-		number = others + 1
+	number, renumber := r.memory.revisionNumbers.Newest(s.Name, s.UID, cur, revs)
+	if renumber {
 		parts = append(parts, fmt.Sprintf(`"revision":%d`, number))
 	}
 	if v, ok := s.Labels[deckhandv1alpha1.SidecarSetCustomVersionLabel]; ok && cur.Labels[deckhandv1alpha1.SidecarSetCustomVersionLabel] != v {
