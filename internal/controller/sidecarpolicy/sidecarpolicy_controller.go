@@ -2,7 +2,6 @@ package sidecarpolicy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/sidecarpolicy"
+	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
 // Reasons of the InjectionPolicyReady condition (and of its Events).
@@ -148,16 +148,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return ctrl.Result{}, err
 			}
 		}
-		return ctrl.Result{}, r.setCondition(ctx, s, nil)
+		return r.setCondition(ctx, s, nil)
 	}
 	if modes.PolicyOff {
-		return ctrl.Result{}, r.setCondition(ctx, s, &metav1.Condition{
+		return r.setCondition(ctx, s, &metav1.Condition{
 			Status: metav1.ConditionFalse, Reason: ReasonPolicyAPIUnavailable,
 			Message: "policy injection is off in this installation (--sidecarset-policy-injection=false): the pod webhook injects this SidecarSet instead",
 		})
 	}
 	if !modes.PolicyServed {
-		return ctrl.Result{}, r.setCondition(ctx, s, &metav1.Condition{
+		return r.setCondition(ctx, s, &metav1.Condition{
 			Status: metav1.ConditionFalse, Reason: ReasonPolicyAPIUnavailable,
 			Message: "the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicies (Kubernetes 1.36 or later): the pod webhook injects this SidecarSet instead",
 		})
@@ -184,8 +184,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.setCondition(ctx, s, cond); err != nil {
-		return ctrl.Result{}, err
+	if res, err := r.setCondition(ctx, s, cond); err != nil || res.RequeueAfter > 0 {
+		return res, err
 	}
 	if !found && (retry == 0 || retry > pinRetry) {
 		retry = pinRetry
@@ -275,46 +275,35 @@ func (r *Reconciler) deleteOwned(ctx context.Context, s *deckhandv1alpha1.Sideca
 }
 
 // setCondition sets (or, with nil, removes) InjectionPolicyReady, with an
-// Event when its status or reason changes. The patch carries the
-// resourceVersion: the SidecarSet controller writes the other conditions,
-// and a stale list must not overwrite them.
-func (r *Reconciler) setCondition(ctx context.Context, s *deckhandv1alpha1.SidecarSet, c *metav1.Condition) error {
+// Event when its status or reason changes. It is the one condition this
+// controller writes on a SidecarSet, under its own field manager; the
+// SidecarSet controller owns the rest of the status.
+func (r *Reconciler) setCondition(ctx context.Context, s *deckhandv1alpha1.SidecarSet, c *metav1.Condition) (ctrl.Result, error) {
+	w := statuspatch.Writer{Client: r.Client, FieldManager: FieldManager}
+	owned := []string{deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition}
+	if c == nil {
+		return w.Conditions(ctx, s, owned)
+	}
 	conds := append([]metav1.Condition(nil), s.Status.Conditions...)
 	old := meta.FindStatusCondition(conds, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
-	if c == nil {
-		if old == nil {
-			return nil
-		}
-		meta.RemoveStatusCondition(&conds, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
-	} else {
-		c.Type = deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition
-		c.ObservedGeneration = s.Generation
-		if old != nil && old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
-			return nil
-		}
-		if old == nil || old.Status != c.Status || old.Reason != c.Reason {
-			typ := corev1.EventTypeNormal
-			// A policy not loaded yet is the normal first moment of
-			// every policy: no Warning.
-			if c.Status != metav1.ConditionTrue && c.Reason != ReasonPolicyNotYetInEffect {
-				typ = corev1.EventTypeWarning
-			}
-			r.Recorder.Eventf(s, nil, typ, c.Reason, "InjectionPolicy", "%s", c.Message)
-		}
-		meta.SetStatusCondition(&conds, *c)
+	c.Type = deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition
+	c.ObservedGeneration = s.Generation
+	meta.SetStatusCondition(&conds, *c)
+	want := *meta.FindStatusCondition(conds, c.Type)
+	res, err := w.Conditions(ctx, s, owned, want)
+	if err != nil || res.RequeueAfter > 0 {
+		return res, err
 	}
-	data, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": s.ResourceVersion},
-		"status":   map[string]any{"conditions": conds},
-	})
-	if err != nil {
-		return err
+	if old == nil || old.Status != c.Status || old.Reason != c.Reason {
+		typ := corev1.EventTypeNormal
+		// A policy not loaded yet is the normal first moment of
+		// every policy: no Warning.
+		if c.Status != metav1.ConditionTrue && c.Reason != ReasonPolicyNotYetInEffect {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(s, nil, typ, c.Reason, "InjectionPolicy", "%s", c.Message)
 	}
-	err = r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, data), client.FieldOwner(FieldManager))
-	if apierrors.IsConflict(err) {
-		return nil // a newer SidecarSet is on its way: its event reconciles again
-	}
-	return err
+	return res, nil
 }
 
 // PolicyAPIServed asks the API server's discovery whether it serves
