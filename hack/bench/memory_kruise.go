@@ -124,7 +124,14 @@ func kruiseMemory(r *report, b *strings.Builder, runs []memoryRun, skip string) 
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s (%s) |\n", x.name, ds.format(f), ks.format(f), times(ratio[x.key].Median), ratio[x.key].rangeText(times))
 	}
-	r.record("memory-vs-kruise", map[string]any{"order": joinRuns(runs), "runs": figures, "ratios": ratio})
+	spreads := map[string]map[string]spread{}
+	for manager, byFigure := range figures {
+		spreads[manager] = map[string]spread{}
+		for key, xs := range byFigure {
+			spreads[manager][key] = spreadOf(xs)
+		}
+	}
+	r.record("memory-vs-kruise", map[string]any{"order": joinRuns(runs), "runs": figures, "spreads": spreads, "ratios": ratio})
 	pods := int(spreadOf(k["pods"]).Median)
 	rss, heap := ratio["rss_bytes"], ratio["heap_alloc_bytes"]
 	r.target("3", fmt.Sprintf("manager RSS with %d pods, Deckhand / OpenKruise (one manager at a time, medians of %d interleaved runs a side)", pods, memoryRunsPerSide), "<= 0.5x",
