@@ -20,21 +20,13 @@ import (
 // container's startedAt; then both are ready.
 func TestFakeNodeWaitsForReadinessProbeDelay(t *testing.T) {
 	const delay = 3
-	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "probed"},
-		Spec: corev1.PodSpec{
-			NodeName: "kwok-node-0",
-			Containers: []corev1.Container{{Name: "app", Image: "app:1", ReadinessProbe: &corev1.Probe{
-				ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
-				InitialDelaySeconds: delay,
-			}}},
-		},
-	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	_, pods, ctx := fakeNodePods(t)
+	pod := createOnFakeNode(t, ctx, pods, "probed", corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "app:1", ReadinessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
+			InitialDelaySeconds: delay,
+		}}},
+	})
 	rv := ""
 	for _, image := range []string{"app:1", "app:2"} {
 		if image != "app:1" {

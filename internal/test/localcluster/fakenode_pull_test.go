@@ -75,8 +75,7 @@ func pullFailure(t *testing.T, name string, phase corev1.PodPhase) func(*corev1.
 // its previous run in lastState. Naming a pullable image again starts the
 // container and the pod turns Ready.
 func TestFakeNodeFailsUnpullableImages(t *testing.T) {
-	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
+	_, pods, ctx := fakeNodePods(t)
 	bad := UnpullableImage("team/app:1")
 	if !strings.HasPrefix(bad, "deckhand.invalid/") {
 		t.Fatalf("UnpullableImage gives %q", bad)
@@ -106,13 +105,7 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 			},
 		}
 		for name, tc := range cases {
-			pod := &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: "start-" + name},
-				Spec:       corev1.PodSpec{NodeName: "kwok-node-0", InitContainers: tc.init, Containers: tc.containers},
-			}
-			if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			pod := createOnFakeNode(t, ctx, pods, "start-"+name, corev1.PodSpec{InitContainers: tc.init, Containers: tc.containers})
 			backoff := waitPod(t, ctx, pods, pod.Name, "", pullFailure(t, tc.failing, corev1.PodPending))
 			cs := containerStatus(t, backoff, tc.failing)
 			if cs.Image != bad || cs.ImageID != "" || cs.Ready || !strings.Contains(cs.State.Waiting.Message, bad) {
@@ -158,17 +151,10 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 	})
 
 	t.Run("in-place update", func(t *testing.T) {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "update"},
-			Spec: corev1.PodSpec{
-				NodeName:       "kwok-node-0",
-				InitContainers: []corev1.Container{{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
-				Containers:     []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "other", Image: "other:1"}},
-			},
-		}
-		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		pod := createOnFakeNode(t, ctx, pods, "update", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+			Containers:     []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "other", Image: "other:1"}},
+		})
 		ready := waitPod(t, ctx, pods, pod.Name, "", podutil.IsPodReady)
 		for _, name := range []string{"app", "sidecar"} {
 			field := "containers"

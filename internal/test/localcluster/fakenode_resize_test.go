@@ -21,26 +21,11 @@ import (
 // resize lasts, then the new resources (and the requests as allocated) with
 // the condition gone. Nothing restarts and the pod stays Ready.
 func TestFakeNodeResizesContainers(t *testing.T) {
-	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
-	res := func(cpu, mem string) corev1.ResourceRequirements {
-		return corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
-		}
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "resize"},
-		Spec: corev1.PodSpec{
-			NodeName:       "kwok-node-0",
-			InitContainers: []corev1.Container{{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: res("50m", "32Mi")}},
-			Containers:     []corev1.Container{{Name: "app", Image: "app:1", Resources: res("100m", "64Mi")}, {Name: "other", Image: "other:1"}},
-		},
-	}
-	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pods, ctx := fakeNodePods(t)
+	created := createOnFakeNode(t, ctx, pods, "resize", corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: cpuMemory("50m", "32Mi")}},
+		Containers:     []corev1.Container{{Name: "app", Image: "app:1", Resources: cpuMemory("100m", "64Mi")}, {Name: "other", Image: "other:1"}},
+	})
 	reports := func(want map[string]corev1.ResourceRequirements) func(*corev1.Pod) bool {
 		return func(p *corev1.Pod) bool {
 			if !podutil.IsPodReady(p) {
@@ -58,16 +43,16 @@ func TestFakeNodeResizesContainers(t *testing.T) {
 			return true
 		}
 	}
-	started := waitPod(t, ctx, pods, created.Name, "", reports(map[string]corev1.ResourceRequirements{"app": res("100m", "64Mi"), "sidecar": res("50m", "32Mi")}))
+	started := waitPod(t, ctx, pods, created.Name, "", reports(map[string]corev1.ResourceRequirements{"app": cpuMemory("100m", "64Mi"), "sidecar": cpuMemory("50m", "32Mi")}))
 
 	patch := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m","memory":"128Mi"},"limits":{"cpu":"200m","memory":"128Mi"}}}],` +
 		`"initContainers":[{"name":"sidecar","resources":{"requests":{"cpu":"70m","memory":"32Mi"},"limits":{"cpu":"70m","memory":"32Mi"}}}]}}`
-	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
+	if _, err := pods.Patch(ctx, created.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "resize"); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]corev1.ResourceRequirements{"app": res("200m", "128Mi"), "sidecar": res("70m", "32Mi")}
+	want := map[string]corev1.ResourceRequirements{"app": cpuMemory("200m", "128Mi"), "sidecar": cpuMemory("70m", "32Mi")}
 	sawInProgress := false
-	final := waitPod(t, ctx, pods, pod.Name, started.ResourceVersion, func(p *corev1.Pod) bool {
+	final := waitPod(t, ctx, pods, created.Name, started.ResourceVersion, func(p *corev1.Pod) bool {
 		for _, cond := range p.Status.Conditions {
 			if cond.Type == corev1.PodResizeInProgress {
 				sawInProgress = true
@@ -105,26 +90,13 @@ func TestFakeNodeResizesContainers(t *testing.T) {
 // the condition; a resize that fits then completes. A resize beyond the
 // node's allocatable never reaches the node: the API server refuses it.
 func TestFakeNodeDefersOversizedResize(t *testing.T) {
-	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
+	c, pods, ctx := fakeNodePods(t)
 	tooMuch := FakeNodeResizeRoom.Cpu().DeepCopy()
 	tooMuch.Add(resource.MustParse("1"))
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
-	res := func(cpu string) corev1.ResourceRequirements {
-		return corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("64Mi")},
-		}
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "oversized"},
-		Spec: corev1.PodSpec{
-			NodeName:   "kwok-node-0",
-			Containers: []corev1.Container{{Name: "app", Image: "app:1", Resources: res("100m")}},
-		},
-	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	res := func(cpu string) corev1.ResourceRequirements { return cpuMemory(cpu, "64Mi") }
+	pod := createOnFakeNode(t, ctx, pods, "oversized", corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "app:1", Resources: res("100m")}},
+	})
 	want := res("100m")
 	waitPod(t, ctx, pods, pod.Name, "", func(p *corev1.Pod) bool {
 		return podutil.IsPodReady(p) && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Resources != nil &&
@@ -140,7 +112,7 @@ func TestFakeNodeDefersOversizedResize(t *testing.T) {
 		return p.ResourceVersion
 	}
 	// Beyond the node's allocatable the API server refuses the resize itself.
-	node, err := c.Clientset().CoreV1().Nodes().Get(ctx, "kwok-node-0", metav1.GetOptions{})
+	node, err := c.Clientset().CoreV1().Nodes().Get(ctx, fakeNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -29,23 +31,14 @@ import (
 // kubelet reports an in-place update; the init container, which a kubelet
 // does not run again, still reports its first run. The pod keeps its UID.
 func TestFakeNodeRestartsChangedContainers(t *testing.T) {
-	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "inplace"},
-		Spec: corev1.PodSpec{
-			NodeName: "kwok-node-0",
-			InitContainers: []corev1.Container{
-				{Name: "init", Image: "init:1"},
-				{Name: "sidecar", Image: "example.com/team/sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
-			},
-			Containers: []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "other", Image: "other:1"}},
+	_, pods, ctx := fakeNodePods(t)
+	created := createOnFakeNode(t, ctx, pods, "inplace", corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "init", Image: "init:1"},
+			{Name: "sidecar", Image: "example.com/team/sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
 		},
-	}
-	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+		Containers: []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "other", Image: "other:1"}},
+	})
 	ready := waitPod(t, ctx, pods, created.Name, "", podutil.IsPodReady)
 	firstInit := ready.Status.InitContainerStatuses[0]
 	if !strings.HasPrefix(firstInit.ImageID, "docker.io/library/init@sha256:") {
@@ -53,11 +46,11 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	}
 
 	patch := `{"spec":{"containers":[{"name":"app","image":"app:2"}],"initContainers":[{"name":"init","image":"init:2"},{"name":"sidecar","image":"example.com/team/sidecar@sha256:` + strings.Repeat("ab", 32) + `"}]}}`
-	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	if _, err := pods.Patch(ctx, created.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	sawNotReady := false
-	final := waitPod(t, ctx, pods, pod.Name, ready.ResourceVersion, func(p *corev1.Pod) bool {
+	final := waitPod(t, ctx, pods, created.Name, ready.ResourceVersion, func(p *corev1.Pod) bool {
 		if !podutil.IsPodReady(p) {
 			sawNotReady = true
 			return false
@@ -111,22 +104,14 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 // reacted to the init container's change by the time the sidecar has
 // restarted follows from kwok handling a pod's changes in order.
 func TestFakeNodeKeepsCompletedInitContainers(t *testing.T) {
-	c, ctx := startCluster(t, Options{FakeNodes: 1}) // no scheduler: pods name their node
-	pods := c.Clientset().CoreV1().Pods(metav1.NamespaceDefault)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "init-done"},
-		Spec: corev1.PodSpec{
-			NodeName: "kwok-node-0",
-			InitContainers: []corev1.Container{
-				{Name: "init", Image: "init:1"},
-				{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
-			},
-			Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
+	_, pods, ctx := fakeNodePods(t)
+	pod := createOnFakeNode(t, ctx, pods, "init-done", corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "init", Image: "init:1"},
+			{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
 		},
-	}
-	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
+	})
 	ready := waitPod(t, ctx, pods, pod.Name, "", podutil.IsPodReady)
 	first := ready.Status.InitContainerStatuses[0]
 	if first.Name != "init" || first.State.Terminated == nil || first.ImageID == "" {
@@ -208,6 +193,35 @@ func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
 			t.Fatalf("blockOwnerDeletion without update on configmaps/finalizers: want Forbidden, got %v", err)
 		}
 	}
+}
+
+// fakeNode is the node of a cluster fakeNodePods starts.
+const fakeNode = "kwok-node-0"
+
+// fakeNodePods starts, for t, a cluster with one fake node and no
+// scheduler: a pod names its node (createOnFakeNode). It returns the
+// default namespace's pods and the context that bounds t's requests.
+func fakeNodePods(t *testing.T) (*Cluster, corev1client.PodInterface, context.Context) {
+	t.Helper()
+	c, ctx := startCluster(t, Options{FakeNodes: 1})
+	return c, c.Clientset().CoreV1().Pods(metav1.NamespaceDefault), ctx
+}
+
+// createOnFakeNode creates the pod name with spec, bound to fakeNode.
+func createOnFakeNode(t *testing.T, ctx context.Context, pods corev1client.PodInterface, name string, spec corev1.PodSpec) *corev1.Pod {
+	t.Helper()
+	spec.NodeName = fakeNode
+	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// cpuMemory is a container's resources: requests and limits of cpu and mem.
+func cpuMemory(cpu, mem string) corev1.ResourceRequirements {
+	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
 }
 
 // waitPod watches the pod from resourceVersion rv (empty: its current state)
