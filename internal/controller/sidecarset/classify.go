@@ -127,8 +127,10 @@ func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 		}
 		return
 	}
+	var hot hotProgress
 	if c.Hot != nil {
-		st.hotUpgrading = hotUpgrading(s, pod)
+		hot = hotProgressOf(s, pod)
+		st.hotUpgrading = hot.upgrading
 	}
 	hash, withoutImage := rec.Revisions(s.Name)
 	st.revision = hash
@@ -154,8 +156,8 @@ func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 	}
 	updated := sidecarsRunLatest(s, pod)
 	if c.Hot != nil {
-		updated = updated && hotWorkingRunsLatest(s, pod)
-		st.hotStepDue = hotStepDue(s, pod)
+		updated = updated && hot.workingRunsLatest
+		st.hotStepDue = hot.stepDue
 	}
 	// The resize annotation names the revision the pod was updated to,
 	// which is current without being the latest hash when the SidecarSet

@@ -106,41 +106,35 @@ func planHotUpgrade(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) []hotStep {
 	return steps
 }
 
-// hotStepDue reports whether some HotUpgrade sidecar of s in pod has a
-// step to take now (not waiting, not done).
-func hotStepDue(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	for _, st := range planHotUpgrade(s, pod) {
-		if st.action != hotDone && st.action != hotWait {
-			return true
-		}
-	}
-	return false
+// hotProgress is what classify reads of a pod's HotUpgrade sidecars.
+type hotProgress struct {
+	// upgrading: some sidecar is between the start and the end of a hot
+	// upgrade (its idle container does not run the empty image).
+	upgrading bool
+	// workingRunsLatest: the working container of every sidecar runs the
+	// SidecarSet's image, ready. The pod counts as updated from the switch
+	// on, while the container that worked before is still being reset.
+	workingRunsLatest bool
+	// stepDue: some sidecar has a step to take now (not waiting, not done).
+	stepDue bool
 }
 
-// hotWorkingRunsLatest reports whether the working container of every
-// HotUpgrade sidecar of s in pod runs the SidecarSet's image, ready: the
-// pod counts as updated from the switch on, while the container that
-// worked before is still being reset.
-func hotWorkingRunsLatest(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
-	for _, st := range planHotUpgrade(s, pod) {
-		w := podutil.FindContainer(pod.Spec.Containers, st.work)
-		if w.Image != st.sidecar.Image || !podutil.RunsReady(pod.Status.ContainerStatuses, st.work, st.sidecar.Image) {
-			return false
-		}
-	}
-	return true
-}
-
-// hotUpgrading reports whether some HotUpgrade sidecar of s in pod is
-// between the start and the end of a hot upgrade: its idle container does
-// not run the empty image.
-func hotUpgrading(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) bool {
+// hotProgressOf reads the hot upgrades of s's HotUpgrade sidecars in pod.
+func hotProgressOf(s *deckhandv1alpha1.SidecarSet, pod *corev1.Pod) hotProgress {
+	out := hotProgress{workingRunsLatest: true}
 	for _, st := range planHotUpgrade(s, pod) {
 		if podutil.FindContainer(pod.Spec.Containers, st.idle).Image != st.sidecar.UpgradeStrategy.HotUpgradeEmptyImage {
-			return true
+			out.upgrading = true
+		}
+		w := podutil.FindContainer(pod.Spec.Containers, st.work)
+		if w.Image != st.sidecar.Image || !podutil.RunsReady(pod.Status.ContainerStatuses, st.work, st.sidecar.Image) {
+			out.workingRunsLatest = false
+		}
+		if st.action != hotDone && st.action != hotWait {
+			out.stepDue = true
 		}
 	}
-	return false
+	return out
 }
 
 // applyHotUpgrade takes the steps on pod (a copy the caller patches with):

@@ -63,8 +63,8 @@ func TestPlanHotUpgrade(t *testing.T) {
 			if st := steps[0]; st.action != tc.want || st.work != tc.work || st.idle != tc.idle {
 				t.Fatalf("step = %v (work %s, idle %s), want %v (work %s, idle %s)", st.action, st.work, st.idle, tc.want, tc.work, tc.idle)
 			}
-			if due := hotStepDue(s, tc.pod); due != (tc.want != hotDone && tc.want != hotWait) {
-				t.Errorf("hotStepDue = %v", due)
+			if due := hotProgressOf(s, tc.pod).stepDue; due != (tc.want != hotDone && tc.want != hotWait) {
+				t.Errorf("stepDue = %v", due)
 			}
 			p := tc.pod.DeepCopy()
 			applyHotUpgrade(s, p, steps)

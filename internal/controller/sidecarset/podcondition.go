@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -33,13 +32,6 @@ const (
 
 // Writing the pod condition needs the status subresource, patch only.
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-
-// writePods makes the reconcile's pod writes: the rollout, then the pod
-// conditions. A failed update of one pod does not keep the conditions of
-// the others from being written.
-func (r *Reconciler) writePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	return reconcileutil.Run(ctx, sc, r.updatePods, r.syncPodConditions)
-}
 
 // notUpdatableReason says why pod p cannot reach the SidecarSet's latest
 // revision in place, "" if it can. It covers exactly the pods

@@ -12,8 +12,16 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
+
+// writePods makes the reconcile's pod writes: the rollout, then the pod
+// conditions. A failed update of one pod does not keep the conditions of
+// the others from being written.
+func (r *Reconciler) writePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	return reconcileutil.Run(ctx, sc, r.updatePods, r.syncPodConditions)
+}
 
 // updatePods is one rollout pass: it plans what the strategy allows now
 // (planRollout) and acts on the plan in this order: in-place updates,
