@@ -66,6 +66,7 @@ type Reconciler struct {
 	PollInterval time.Duration
 
 	patched patchedWorkloads
+	evicted evictions
 }
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules,verbs=get;list;watch
@@ -170,6 +171,18 @@ type scope struct {
 	// status.pending does not list (pending.go); pendingCount is written
 	// from it.
 	unlisted int
+	// triggers is set when spec.triggers are evaluated; candidates are the
+	// pods they name, worst first (need.go).
+	triggers   bool
+	candidates []needCandidate
+}
+
+// waitUntilEarliest makes the reconcile requeue at t, unless an earlier
+// wait is already set.
+func (s *scope) waitUntilEarliest(t time.Time) {
+	if s.waitUntil.IsZero() || t.Before(s.waitUntil) {
+		s.waitUntil = t
+	}
 }
 
 type pendingEvent struct {
@@ -222,7 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &scope{rs: rs, now: r.Clock.Now(), unlisted: unlistedOf(&rs.Status)}
 	listPending(s)
 
-	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.summarize)
+	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.replaceOnNeed, r.summarize)
 	countPending(s)
 	if err == nil && s.patchedWorkloads {
 		return ctrl.Result{RequeueAfter: statusAfterPatchDelay, Priority: normalPriority}, nil

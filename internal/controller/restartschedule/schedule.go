@@ -21,11 +21,20 @@ func (r *Reconciler) parseSchedule(_ context.Context, s *scope) (ctrl.Result, er
 		s.invalidReason, s.invalidMsg = ReasonInvalidTimeZone, "spec.timeZone: "+err.Error()
 		return ctrl.Result{}, nil
 	}
-	sched, err := cronschedule.New(spec.Schedule, spec.TimeZone, s.now)
-	if err != nil {
-		s.invalidReason, s.invalidMsg = ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", spec.Schedule, err)
+	var sched *cronschedule.Schedule
+	switch {
+	case spec.Schedule == "" && len(spec.Triggers) == 0:
+		s.invalidReason, s.invalidMsg = ReasonInvalidSchedule, "spec.schedule: required unless spec.triggers are set"
 		return ctrl.Result{}, nil
+	case spec.Schedule != "":
+		var err error
+		if sched, err = cronschedule.New(spec.Schedule, spec.TimeZone, s.now); err != nil {
+			s.invalidReason, s.invalidMsg = ReasonInvalidSchedule, fmt.Sprintf("spec.schedule: %q: %v", spec.Schedule, err)
+			return ctrl.Result{}, nil
+		}
 	}
+	// Without a schedule, sched stays nil: the workloads restart on need
+	// only (spec.triggers).
 	cal, err := parseCalendar(spec)
 	if err != nil {
 		s.calInvalid = true
@@ -49,8 +58,8 @@ func scheduleKey(spec deckhandv1alpha1.RestartScheduleSpec) string {
 // creation, the last schedule edit or the last resume can run.
 func (r *Reconciler) observeSchedule(_ context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.rs.Status
-	if s.sched == nil {
-		// Remember the invalid schedule: whatever valid schedule replaces
+	if s.invalidReason != "" || s.sched == nil {
+		// Remember the invalid (or absent) schedule: whatever valid schedule replaces
 		// it is an edit, and starts from the time of that edit.
 		st.ObservedSchedule = scheduleKey(s.rs.Spec)
 		return ctrl.Result{}, nil

@@ -102,7 +102,7 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 	} else {
 		set(deckhandv1alpha1.RestartScheduleSuspendedCondition, metav1.ConditionFalse, ReasonNotSuspended, "")
 	}
-	if s.sched == nil {
+	if s.invalidReason != "" {
 		if !meta.IsStatusConditionTrue(st.Conditions, deckhandv1alpha1.RestartScheduleInvalidScheduleCondition) {
 			s.event(nil, corev1.EventTypeWarning, s.invalidReason, "Schedule", "%s", s.invalidMsg)
 		}
@@ -112,6 +112,9 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 		return res, nil
 	}
 	set(deckhandv1alpha1.RestartScheduleInvalidScheduleCondition, metav1.ConditionFalse, ReasonScheduleValid, "")
+	if s.triggers {
+		setTriggered(s, set)
+	}
 	// A failed or missed run leaves the schedule not Ready but not stalled:
 	// the next scheduled run may well succeed. A run in progress is not
 	// Reconciling: the restarted workloads roll out, not the RestartSchedule.
@@ -127,6 +130,8 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonRestartFailed, Message: st.History[0].Workload + ": " + st.History[0].Message}
 	case len(st.History) > 0 && st.History[0].Result == deckhandv1alpha1.RestartMissed:
 		summary = conditions.Summary{State: conditions.Waiting, Reason: ReasonMissedSchedule, Message: st.History[0].Message}
+	case s.sched == nil:
+		summary = conditions.Summary{State: conditions.Ready, Reason: ReasonScheduled, Message: "restarting on need only (spec.triggers)"}
 	default:
 		summary = conditions.Summary{State: conditions.Ready, Reason: ReasonScheduled, Message: "waiting for the next scheduled time"}
 	}

@@ -1,0 +1,336 @@
+package restartschedule
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+)
+
+// Reasons of the Triggered condition and of the Events of triggered
+// evictions.
+const (
+	// ReasonPodEvicted: a pod a trigger named was evicted (Normal Event).
+	ReasonPodEvicted = "PodEvicted"
+	// ReasonEvictionBlocked: the API server refused an eviction, a
+	// PodDisruptionBudget most often (Normal Event: it is retried).
+	ReasonEvictionBlocked = "EvictionBlocked"
+	// ReasonEvictionFailed: an eviction failed otherwise (Warning Event).
+	ReasonEvictionFailed = "EvictionFailed"
+	// ReasonWouldEvict: dryRun, a pod that would have been evicted (Normal
+	// Event).
+	ReasonWouldEvict = "WouldEvict"
+	// ReasonCandidates: the Triggered condition is True.
+	ReasonCandidates = "Candidates"
+	// ReasonNoCandidates: the Triggered condition is False.
+	ReasonNoCandidates = "NoCandidates"
+)
+
+// blockedRetry is how soon an eviction a PodDisruptionBudget refused is
+// tried again: the budget changes with pod readiness, which this controller
+// does not watch.
+const blockedRetry = 5 * time.Second
+
+// Triggers read the pods of their target workloads from the cache.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Pods a trigger names are replaced through the Eviction API only, so that
+// PodDisruptionBudgets are honoured: never deleted.
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+
+// evictions remembers the pods this process evicted, per schedule, until
+// the cache shows them terminating or gone: an eviction the cache does not
+// show yet still counts against maxConcurrent, and its time against the
+// cooldown. The zero value is ready to use.
+type evictions struct {
+	mu sync.Mutex
+	m  map[types.UID]map[types.UID]evicted
+}
+
+type evicted struct {
+	workload, pod string
+	at            time.Time
+}
+
+func (e *evictions) add(schedule, pod types.UID, ev evicted) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[types.UID]map[types.UID]evicted{}
+	}
+	if e.m[schedule] == nil {
+		e.m[schedule] = map[types.UID]evicted{}
+	}
+	e.m[schedule][pod] = ev
+}
+
+// pending returns the evictions of schedule the cache does not show yet,
+// forgetting the others: seen is the cached pods by UID.
+func (e *evictions) pending(schedule types.UID, seen map[types.UID]*corev1.Pod) []evicted {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []evicted
+	for uid, ev := range e.m[schedule] {
+		if p, ok := seen[uid]; ok && p.DeletionTimestamp == nil {
+			out = append(out, ev)
+			continue
+		}
+		delete(e.m[schedule], uid)
+	}
+	if len(e.m[schedule]) == 0 {
+		delete(e.m, schedule)
+	}
+	return out
+}
+
+// replaceOnNeed applies spec.triggers: it lists the pods they name in
+// status.candidates and evicts those planNeed chooses.
+func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, error) {
+	rs, st := s.rs, &s.rs.Status
+	if len(rs.Spec.Triggers) == 0 {
+		st.Candidates, st.CandidateCount, st.LastTriggered = nil, 0, nil
+		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.RestartScheduleTriggeredCondition)
+		return ctrl.Result{}, nil
+	}
+	if s.patchedWorkloads {
+		// This reconcile leaves its status to the next one (it restarted a
+		// workload), which would lose the record of an eviction.
+		return ctrl.Result{}, nil
+	}
+	s.triggers = true
+	targets, err := listTargets(ctx, r.Client, rs)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing the workloads of spec.target: %w", err)
+	}
+	in := needInput{now: s.now, triggers: rs.Spec.Triggers, action: rs.Spec.Action, dryRun: rs.Spec.DryRun,
+		lastTriggered: map[string]time.Time{}, evicting: map[string]map[string]bool{}}
+	seen := map[types.UID]*corev1.Pod{}
+	for _, t := range targets {
+		w, err := r.workloadPods(ctx, rs.Namespace, t)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if w == nil {
+			continue
+		}
+		for _, p := range w.pods {
+			seen[p.UID] = p
+		}
+		in.workloads = append(in.workloads, *w)
+	}
+	for _, c := range st.LastTriggered {
+		in.lastTriggered[c.Workload] = c.Time.Time
+	}
+	for _, ev := range r.evicted.pending(rs.UID, seen) {
+		if in.evicting[ev.workload] == nil {
+			in.evicting[ev.workload] = map[string]bool{}
+		}
+		in.evicting[ev.workload][ev.pod] = true
+		if ev.at.After(in.lastTriggered[ev.workload]) {
+			in.lastTriggered[ev.workload] = ev.at
+		}
+	}
+	switch {
+	case rs.Spec.Suspend:
+		in.closed = "suspended (spec.suspend)"
+	case s.invalidReason != "":
+		// Without a valid spec the calendar is unknown.
+		in.closed = s.invalidMsg
+	default:
+		if why := s.cal.Blocked(s.now); why != "" {
+			in.closed = why
+			if next, err := s.cal.NextAllowed(s.now); err == nil {
+				s.waitUntilEarliest(next)
+			}
+		}
+	}
+
+	plan := planNeed(in)
+	var res ctrl.Result
+	for i := range plan.candidates {
+		c := &plan.candidates[i]
+		if in.dryRun && c.HeldBy == holdDryRun && previouslyListed(st.Candidates, c.Pod) == "" {
+			s.event(c.pod, corev1.EventTypeNormal, ReasonWouldEvict, "Evict", "dryRun: would evict %s of %s (%s: %s, limit %s)", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
+		}
+		if !c.evict {
+			continue
+		}
+		result, err := podutil.Evict(ctx, r.Client, c.pod, false)
+		switch result {
+		case podutil.Evicted:
+			r.evicted.add(rs.UID, c.pod.UID, evicted{workload: c.Workload, pod: c.Pod, at: s.now})
+			setLastTriggered(st, c.Workload, s.now)
+			start := metav1.NewTime(s.now)
+			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: start, Trigger: c.Trigger, Workload: c.Workload, Pod: c.Pod, Value: c.Value,
+				StartTime: &start, Result: deckhandv1alpha1.RestartSucceeded,
+				Message: fmt.Sprintf("evicted: %s, over %s (%s since %s)", c.Value, c.Limit, c.Trigger, formatSlot(c.Since.Time))})
+			s.event(c.pod, corev1.EventTypeNormal, ReasonPodEvicted, "Evict", "evicted %s of %s: %s %s, limit %s", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
+			c.HeldBy = "evicted"
+		case podutil.EvictionBlocked:
+			// Never forced: the pod stays a candidate and the eviction is
+			// asked again.
+			c.HeldBy = holdPodDisruptionBudget + podutil.DisruptionMessage(err)
+			if previouslyListed(st.Candidates, c.Pod) != c.HeldBy {
+				s.event(c.pod, corev1.EventTypeNormal, ReasonEvictionBlocked, "Evict", "eviction of %s refused: %s", c.Pod, podutil.DisruptionMessage(err))
+			}
+			res = reconcileutil.LowestNonZero(res, requeueIn(blockedRetry))
+		case podutil.EvictionStale:
+			c.HeldBy = "gone or replaced before its eviction"
+		default:
+			c.HeldBy = "eviction failed: " + err.Error()
+			s.event(c.pod, corev1.EventTypeWarning, ReasonEvictionFailed, "Evict", "eviction of %s failed: %v", c.Pod, err)
+			res = reconcileutil.LowestNonZero(res, requeueIn(blockedRetry))
+		}
+	}
+	writeCandidates(s, plan)
+	if !plan.recheck.IsZero() {
+		res = reconcileutil.LowestNonZero(res, requeueToStart(plan.recheck.Sub(s.now)+requeueDelay))
+	}
+	if len(plan.candidates) > 0 {
+		// Held pods wait for pods to become Ready, budgets and windows,
+		// which no watch here reports.
+		res = reconcileutil.LowestNonZero(res, requeueIn(r.pollInterval()))
+	}
+	return res, nil
+}
+
+// previouslyListed is what held pod back in the previous status ("" when it
+// was not listed), so that an unchanged refusal is told once.
+func previouslyListed(prev []deckhandv1alpha1.RestartCandidate, pod string) string {
+	for _, c := range prev {
+		if c.Pod == pod {
+			if c.HeldBy == "" {
+				return "listed"
+			}
+			return c.HeldBy
+		}
+	}
+	return ""
+}
+
+// setLastTriggered records an eviction in workload at t, dropping the
+// entries whose cooldown is over.
+func setLastTriggered(st *deckhandv1alpha1.RestartScheduleStatus, workload string, t time.Time) {
+	st.LastTriggered = slices.DeleteFunc(st.LastTriggered, func(c deckhandv1alpha1.RestartCooldown) bool { return c.Workload == workload })
+	st.LastTriggered = append(st.LastTriggered, deckhandv1alpha1.RestartCooldown{Workload: workload, Time: metav1.NewTime(t)})
+}
+
+// writeCandidates lists the plan's candidates in the status, at most
+// maxListedCandidates, and forgets cooldowns that are over.
+func writeCandidates(s *scope, plan needPlan) {
+	st := &s.rs.Status
+	cool := cooldown(s.rs.Spec.Action)
+	st.LastTriggered = slices.DeleteFunc(st.LastTriggered, func(c deckhandv1alpha1.RestartCooldown) bool {
+		return !s.now.Before(c.Time.Add(cool))
+	})
+	if len(st.LastTriggered) > maxListedCandidates {
+		st.LastTriggered = st.LastTriggered[len(st.LastTriggered)-maxListedCandidates:]
+	}
+	st.Candidates = nil
+	for _, c := range plan.candidates[:min(len(plan.candidates), maxListedCandidates)] {
+		c.HeldBy = truncateMessage(c.HeldBy)
+		st.Candidates = append(st.Candidates, c.RestartCandidate)
+	}
+	st.CandidateCount = int32(len(plan.candidates))
+	s.candidates = plan.candidates
+}
+
+// workloadPods reads a target workload and the pods it controls; nil when
+// the workload does not exist.
+func (r *Reconciler) workloadPods(ctx context.Context, ns string, ref deckhandv1alpha1.RestartWorkloadReference) (*needWorkload, error) {
+	obj, err := newWorkload(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	sel, desired := selectorOf(obj)
+	if sel == nil {
+		return nil, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: spec.selector: %w", workloadKey(ref.Kind, ref.Name), err)
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, err
+	}
+	w := &needWorkload{key: workloadKey(ref.Kind, ref.Name), desired: desired}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; controlledBy(obj, p) {
+			w.pods = append(w.pods, p)
+		}
+	}
+	return w, nil
+}
+
+// selectorOf is the workload's pod selector and how many pods it wants.
+func selectorOf(obj client.Object) (*metav1.LabelSelector, int) {
+	replicas := func(r *int32) int {
+		if r == nil {
+			return 1
+		}
+		return int(*r)
+	}
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.Spec.Selector, replicas(w.Spec.Replicas)
+	case *appsv1.StatefulSet:
+		return w.Spec.Selector, replicas(w.Spec.Replicas)
+	case *appsv1.DaemonSet:
+		return w.Spec.Selector, int(w.Status.DesiredNumberScheduled)
+	case *deckhandv1alpha1.PodSet:
+		return w.Spec.Selector, replicas(w.Spec.Replicas)
+	}
+	return nil, 0
+}
+
+// controlledBy reports whether the workload controls pod: a pod that only
+// matches its selector is not the workload's to replace. A Deployment's
+// pods are controlled by its ReplicaSets, named after it and the pod's
+// template hash.
+func controlledBy(obj client.Object, pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return false
+	}
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		hash := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		return ref.Kind == "ReplicaSet" && hash != "" && ref.Name == d.Name+"-"+hash
+	}
+	return ref.UID == obj.GetUID()
+}
+
+// setTriggered sets the Triggered condition from the candidates.
+func setTriggered(s *scope, set func(typ string, status metav1.ConditionStatus, reason, msg string)) {
+	if len(s.candidates) == 0 {
+		set(deckhandv1alpha1.RestartScheduleTriggeredCondition, metav1.ConditionFalse, ReasonNoCandidates, "no pod needs replacing")
+		return
+	}
+	held := 0
+	for _, c := range s.candidates {
+		if c.HeldBy != "" && c.HeldBy != "evicted" {
+			held++
+		}
+	}
+	first := s.candidates[0]
+	msg := fmt.Sprintf("%d pod(s) need replacing, %d held back; worst: %s (%s %s, limit %s)", len(s.candidates), held, first.Pod, first.Trigger, first.Value, first.Limit)
+	if first.HeldBy != "" {
+		msg += ": " + first.HeldBy
+	}
+	set(deckhandv1alpha1.RestartScheduleTriggeredCondition, metav1.ConditionTrue, ReasonCandidates, msg)
+}

@@ -1,0 +1,163 @@
+package restartschedule
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+func TestPlanNeed(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	pod := func(name string, age time.Duration, ready bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name),
+			CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st}}
+		return p
+	}
+	terminating := func(p *corev1.Pod) *corev1.Pod {
+		t := metav1.NewTime(now)
+		p.DeletionTimestamp = &t
+		return p
+	}
+	podAge := []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: 24 * time.Hour}}}}
+	action := func(maxConcurrent int32, minAge, cool time.Duration) deckhandv1alpha1.RestartAction {
+		return deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: maxConcurrent,
+			MinPodAge: &metav1.Duration{Duration: minAge}, Cooldown: &metav1.Duration{Duration: cool}}
+	}
+	type want struct {
+		evict []string
+		// held maps a candidate pod to a fragment of what holds it back.
+		held map[string]string
+		// order is the candidates' order, worst first ("" = not checked).
+		order   string
+		recheck time.Duration
+	}
+	cases := map[string]struct {
+		in   needInput
+		want want
+	}{
+		"young pods are no candidates; recheck when the oldest turns maxAge": {
+			in:   needInput{workloads: []needWorkload{{key: "Deployment/web", desired: 2, pods: []*corev1.Pod{pod("a", 23*time.Hour, true), pod("b", time.Hour, true)}}}},
+			want: want{recheck: time.Hour + time.Millisecond},
+		},
+		"one pod at a time, the oldest first": {
+			in: needInput{workloads: []needWorkload{{key: "Deployment/web", desired: 3, pods: []*corev1.Pod{
+				pod("a", 25*time.Hour, true), pod("b", 30*time.Hour, true), pod("c", 26*time.Hour, true)}}}},
+			want: want{evict: []string{"b"}, order: "b,c,a", held: map[string]string{"a": "maxConcurrent 1: after the eviction of b", "c": "maxConcurrent 1: after the eviction of b"}},
+		},
+		"maxConcurrent 2 evicts two": {
+			in: needInput{action: action(2, 0, 0), workloads: []needWorkload{{key: "Deployment/web", desired: 3, pods: []*corev1.Pod{
+				pod("a", 25*time.Hour, true), pod("b", 30*time.Hour, true), pod("c", 26*time.Hour, true)}}}},
+			want: want{evict: []string{"b", "c"}, held: map[string]string{"a": "maxConcurrent 2: after the eviction of b, c"}},
+		},
+		"a pod not Ready holds the workload": {
+			in:   needInput{workloads: []needWorkload{{key: "Deployment/web", desired: 2, pods: []*corev1.Pod{pod("a", 25*time.Hour, true), pod("b", time.Minute, false)}}}},
+			want: want{held: map[string]string{"a": "maxConcurrent 1: 1 pod(s) of Deployment/web unavailable"}, recheck: 24*time.Hour - time.Minute + time.Millisecond},
+		},
+		"a terminating pod holds the workload and is no candidate": {
+			in: needInput{workloads: []needWorkload{{key: "Deployment/web", desired: 2, pods: []*corev1.Pod{
+				pod("a", 25*time.Hour, true), terminating(pod("b", 26*time.Hour, true)), pod("c", time.Second, true)}}}},
+			want: want{order: "a", held: map[string]string{"a": "maxConcurrent 1"}, recheck: 24*time.Hour - time.Second + time.Millisecond},
+		},
+		"a missing replica holds the workload": {
+			in:   needInput{workloads: []needWorkload{{key: "Deployment/web", desired: 3, pods: []*corev1.Pod{pod("a", 25*time.Hour, true), pod("b", 26*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "maxConcurrent", "b": "maxConcurrent 1: 1 pod(s)"}},
+		},
+		"an eviction the cache does not show yet holds the workload": {
+			in: needInput{evicting: map[string]map[string]bool{"Deployment/web": {"b": true}},
+				workloads: []needWorkload{{key: "Deployment/web", desired: 2, pods: []*corev1.Pod{pod("a", 25*time.Hour, true), pod("b", 26*time.Hour, true)}}}},
+			want: want{order: "a", held: map[string]string{"a": "maxConcurrent 1: 1 pod(s)"}},
+		},
+		"workloads are independent": {
+			in: needInput{workloads: []needWorkload{
+				{key: "Deployment/a", desired: 2, pods: []*corev1.Pod{pod("a1", 25*time.Hour, true), pod("a2", 26*time.Hour, true)}},
+				{key: "StatefulSet/b", desired: 1, pods: []*corev1.Pod{pod("b-0", 48*time.Hour, true)}},
+			}},
+			want: want{evict: []string{"b-0", "a2"}, order: "b-0,a2,a1"},
+		},
+		"minPodAge holds a pod younger than it": {
+			in: needInput{action: action(1, 48*time.Hour, 0), triggers: podAge,
+				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "minPodAge 48h0m0s: the pod is 25h0m0s old"}, recheck: 23 * time.Hour},
+		},
+		"cooldown holds the workload": {
+			in: needInput{action: action(2, 0, time.Hour), lastTriggered: map[string]time.Time{"Deployment/web": now.Add(-20 * time.Minute)},
+				workloads: []needWorkload{{key: "Deployment/web", desired: 2, pods: []*corev1.Pod{pod("a", 25*time.Hour, true), pod("b", 26*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "cooldown 1h0m0s", "b": "cooldown 1h0m0s"}, recheck: 40 * time.Minute},
+		},
+		"a cooldown over lets one pod go, and starts again": {
+			in: needInput{action: action(2, 0, time.Hour), lastTriggered: map[string]time.Time{"Deployment/web": now.Add(-2 * time.Hour)},
+				workloads: []needWorkload{{key: "Deployment/web", desired: 2, pods: []*corev1.Pod{pod("a", 25*time.Hour, true), pod("b", 26*time.Hour, true)}}}},
+			want: want{evict: []string{"b"}, held: map[string]string{"a": "cooldown"}, recheck: time.Hour},
+		},
+		"a closed calendar holds every pod": {
+			in: needInput{closed: "Fri 10:00 UTC is outside every maintenance window (22:00-02:00)",
+				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "outside every maintenance window"}},
+		},
+		"dryRun holds every pod": {
+			in: needInput{dryRun: true, closed: "suspended",
+				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "dryRun"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := tc.in
+			in.now = now
+			if in.triggers == nil {
+				in.triggers = podAge
+			}
+			if in.action.MaxConcurrent == 0 {
+				in.action = action(1, 10*time.Minute, 0)
+			}
+			plan := planNeed(in)
+			var evicted, order []string
+			for _, c := range plan.candidates {
+				order = append(order, c.Pod)
+				if c.evict {
+					evicted = append(evicted, c.Pod)
+					if c.HeldBy != "" {
+						t.Errorf("%s evicted but held by %q", c.Pod, c.HeldBy)
+					}
+				}
+				if frag, ok := tc.want.held[c.Pod]; ok && (c.evict || !strings.Contains(c.HeldBy, frag)) {
+					t.Errorf("%s held by %q, want %q", c.Pod, c.HeldBy, frag)
+				}
+				if c.Trigger != deckhandv1alpha1.RestartTriggerPodAge || c.Limit != "24h0m0s" || !strings.HasSuffix(c.Value, " old") ||
+					!c.Since.Time.Equal(c.pod.CreationTimestamp.Add(24*time.Hour)) {
+					t.Errorf("%s: candidate %+v", c.Pod, c.RestartCandidate)
+				}
+			}
+			for p := range tc.want.held {
+				if !strings.Contains(","+strings.Join(order, ",")+",", ","+p+",") {
+					t.Errorf("%s is not a candidate: %v", p, order)
+				}
+			}
+			if got, want := strings.Join(evicted, ","), strings.Join(tc.want.evict, ","); got != want {
+				t.Errorf("evicted %q, want %q", got, want)
+			}
+			if tc.want.order != "" && strings.Join(order, ",") != tc.want.order {
+				t.Errorf("order %v, want %s", order, tc.want.order)
+			}
+			var recheck time.Duration
+			if !plan.recheck.IsZero() {
+				recheck = plan.recheck.Sub(now)
+			}
+			if recheck != tc.want.recheck {
+				t.Errorf("recheck in %s, want %s", recheck, tc.want.recheck)
+			}
+		})
+	}
+}
