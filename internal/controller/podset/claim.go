@@ -197,7 +197,7 @@ func controllerRef(ps *deckhandv1alpha1.PodSet) metav1.OwnerReference {
 func (r *Reconciler) adopt(ctx context.Context, s *scope, p *corev1.Pod) (*corev1.Pod, error) {
 	adopted := p.DeepCopy()
 	adopted.OwnerReferences = append(adopted.OwnerReferences, controllerRef(s.ps))
-	err := r.Client.Patch(ctx, adopted, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}),
+	err := r.PodWriter.Patch(ctx, adopted, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}),
 		client.FieldOwner(deckhandv1alpha1.FieldManager))
 	podOps.WithLabelValues("adopt", result(err)).Inc()
 	if err != nil {
@@ -219,7 +219,7 @@ func (r *Reconciler) release(ctx context.Context, s *scope, p *corev1.Pod) error
 		}
 	}
 	released.OwnerReferences = refs
-	err := r.Client.Patch(ctx, released, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}),
+	err := r.PodWriter.Patch(ctx, released, client.MergeFromWithOptions(p, client.MergeFromWithOptimisticLock{}),
 		client.FieldOwner(deckhandv1alpha1.FieldManager))
 	podOps.WithLabelValues("release", result(err)).Inc()
 	if err != nil && !apierrors.IsNotFound(err) {

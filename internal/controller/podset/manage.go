@@ -7,14 +7,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +35,14 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 		log.FromContext(ctx).V(1).Info("waiting for the cache to observe earlier writes",
 			"podset", klog.KObj(s.ps), "creates", a, "deletes", d, "updates", u)
 		return ctrl.Result{}, nil
+	}
+	if wait, err := r.confirmCache(ctx, s); err != nil || wait > 0 {
+		if err == nil {
+			skippedSyncs.Inc()
+			log.FromContext(ctx).V(1).Info("waiting until writes of unknown outcome are settled",
+				"podset", klog.KObj(s.ps), "wait", wait)
+		}
+		return ctrl.Result{RequeueAfter: wait}, err
 	}
 	s.synced = true
 	replicas := 1
@@ -65,6 +71,11 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 	}
 	pl := planSync(in)
 	s.rolling = pl.rolling
+	if pl.create > 0 || len(pl.delete) > 0 || len(pl.evict) > 0 || len(pl.inPlace) > 0 {
+		log.FromContext(ctx).V(1).Info("syncing pods", "podset", klog.KObj(s.ps),
+			"replicas", replicas, "active", len(s.pods), "terminating", len(s.terminating),
+			"create", pl.create, "delete", podNames(pl.delete), "evict", podNames(pl.evict), "inPlace", len(pl.inPlace))
+	}
 
 	var errs []error
 	if pl.create > 0 {
@@ -117,14 +128,22 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulEvict, "Evict", "Evicted", "")
 	var errs []error
 	s.blocked = map[string]string{}
+	sendCtx := context.WithoutCancel(ctx) // see createPods
 	for _, p := range pods {
-		res, err := podutil.Evict(ctx, r.Client, p, false)
+		if ctx.Err() != nil {
+			r.Expectations.DeletionObserved(s.key, podKey(p))
+			continue
+		}
+		res, err := podutil.Evict(sendCtx, r.PodWriter, p, false)
 		podOps.WithLabelValues("evict", res.String()).Inc()
 		if res == podutil.Evicted {
 			done.add(p)
 			continue
 		}
 		r.Expectations.DeletionObserved(s.key, podKey(p))
+		if writeOutcomeUnknown(err) {
+			r.trust.distrust(s.key, r.Clock.Now())
+		}
 		switch res {
 		case podutil.EvictionStale:
 		case podutil.EvictionBlocked:
@@ -188,24 +207,22 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	s.wrote = true
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulCreate, "Create", "Created", "")
-	var unknown atomic.Int32
-	// NOTE: a create already sent finishes even when the manager is
-	// stopping. Cancelled in flight, it could still store its pod after the
+	// NOTE: a pod write already sent finishes even when the manager is
+	// stopping. Cancelled in flight, it could still be stored after the
 	// next manager (a rolling upgrade's new replica, the new leader) had
-	// listed the pods, and that manager would create the replica again.
-	// Stopping waits for it instead (for at most the manager's graceful
-	// shutdown timeout, or until the process is killed); no new create
-	// starts once it has begun.
+	// listed the pods, and that manager would make it again. Stopping waits
+	// for it instead (at most podWriteTimeout, the deadline the API server
+	// holds it to); no new write starts once stopping has begun.
 	sendCtx := context.WithoutCancel(ctx)
 	created, err := slowStartBatch(n, slowStartInitialBatchSize, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		pod := newPod(s.ps, s.revision, s.inPlace)
-		err := r.Client.Create(sendCtx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
+		err := r.PodWriter.Create(sendCtx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
 		podOps.WithLabelValues("create", result(err)).Inc()
-		if err != nil && createOutcomeUnknown(err) {
-			unknown.Add(1)
+		if err != nil && writeOutcomeUnknown(err) {
+			r.trust.distrust(s.key, r.Clock.Now())
 		}
 		if err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -218,10 +235,10 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 		done.add(pod)
 		return nil
 	})
-	// NOTE: a create whose outcome is unknown may have stored its pod: its
-	// expectation stays until the cache shows the pod or the expectation
-	// expires, so that no second pod is created for the same replica.
-	for range n - created - int(unknown.Load()) {
+	// NOTE: a create whose outcome is unknown may have stored its pod, or
+	// may still: the PodSet no longer trusts its cache (cacheTrust) until
+	// the create is settled and a consistent read shows whether it did.
+	for range n - created {
 		r.Expectations.CreationObserved(s.key)
 	}
 	if err != nil {
@@ -240,15 +257,6 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 	return nil
 }
 
-// createOutcomeUnknown reports a create error after which the pod may
-// still have been stored: the API server's 504 (it gave up waiting but may
-// still be processing the request), a client-side deadline, or a connection
-// lost before the response arrived.
-func createOutcomeUnknown(err error) bool {
-	return apierrors.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded) ||
-		utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err)
-}
-
 // deletePods deletes pods concurrently, expecting each by key first. The
 // delete is UID-preconditioned so that a same-named successor is never hit.
 func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Pod) error {
@@ -263,13 +271,17 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Po
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
+	sendCtx := context.WithoutCancel(ctx) // see createPods
 	for _, p := range pods {
 		wg.Go(func() {
 			uid := p.UID
-			err := r.Client.Delete(ctx, p, client.Preconditions{UID: &uid})
+			err := r.PodWriter.Delete(sendCtx, p, client.Preconditions{UID: &uid})
 			podOps.WithLabelValues("delete", result(err)).Inc()
 			if err != nil {
 				r.Expectations.DeletionObserved(s.key, podKey(p))
+				if writeOutcomeUnknown(err) {
+					r.trust.distrust(s.key, r.Clock.Now())
+				}
 				if apierrors.IsNotFound(err) {
 					return
 				}
@@ -309,13 +321,18 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulUpdate, "Update", "Updated", " in place to revision "+s.revision)
 	var errs []error
+	sendCtx := context.WithoutCancel(ctx) // see createPods
 	for _, p := range pods {
+		if ctx.Err() != nil {
+			r.Expectations.UpdateAbandoned(s.key, podKey(p))
+			continue
+		}
 		patch, err := inPlacePatch(p, &s.ps.Spec.Template, s.revision, now)
 		if err == nil {
 			// p is the cache's: the patched pod is read into a pod of its
 			// own, which this sync's status then counts.
 			patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
-			err = r.Client.Patch(ctx, patched, client.RawPatch(types.StrategicMergePatchType, patch),
+			err = r.PodWriter.Patch(sendCtx, patched, client.RawPatch(types.StrategicMergePatchType, patch),
 				client.FieldOwner(deckhandv1alpha1.FieldManager))
 			if err == nil {
 				s.replacePod(p, patched)
@@ -324,6 +341,9 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 		podOps.WithLabelValues("inplace_update", result(err)).Inc()
 		if err != nil {
 			r.Expectations.UpdateAbandoned(s.key, podKey(p))
+			if writeOutcomeUnknown(err) {
+				r.trust.distrust(s.key, r.Clock.Now())
+			}
 			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 				// Gone or changed since it was read: the next sync judges it again.
 				if apierrors.IsConflict(err) {
@@ -341,4 +361,13 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 		return fmt.Errorf("updating pods in place: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// podNames lists the names of pods, for logs.
+func podNames(pods []*corev1.Pod) []string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	return names
 }

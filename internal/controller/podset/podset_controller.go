@@ -3,6 +3,7 @@ package podset
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -54,6 +55,10 @@ const (
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client client.Client
+	// PodWriter writes pods. SetupWithManager makes it, when nil, from the
+	// manager's configuration with podWriteTimeout as every request's
+	// deadline, which the API server enforces.
+	PodWriter client.Client
 	// APIReader reads uncached; used to re-check a PodSet before adopting.
 	APIReader client.Reader
 	// Recorder records Events on PodSets.
@@ -76,6 +81,8 @@ type Reconciler struct {
 	pods *podcache.Lister
 	// revisionNumbers remembers the revision numbers this process gave.
 	revisionNumbers revisionhistory.Counter
+	// trust says whether a PodSet may act on its pod cache (cacheTrust).
+	trust *cacheTrust
 }
 
 // The controller writes a PodSet's spec only to consume the rollback-to
@@ -100,6 +107,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles == 0 {
 		r.MaxConcurrentReconciles = 4
 	}
+	if r.PodWriter == nil {
+		c, err := client.New(podWriterConfig(mgr.GetConfig()), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return fmt.Errorf("pod writer: %w", err)
+		}
+		r.PodWriter = c
+	}
+	r.trust = newCacheTrust(r.Clock.Now())
 	indexer := mgr.GetFieldIndexer()
 	if r.PodCache != nil {
 		indexer = r.PodCache
@@ -173,6 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// collector removes its pods.
 			r.Expectations.Delete(key)
 			r.revisionNumbers.Forget(key)
+			r.trust.forget(key)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err

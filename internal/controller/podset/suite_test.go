@@ -51,8 +51,11 @@ func TestMain(m *testing.M) {
 				}
 				r.PodCache = c
 			}
+			if c := managerClock.Load(); c != nil {
+				r.Clock = c
+			}
 			if every := lostCreateEvery.Load(); every > 0 {
-				r.Client = losingCreates(mgr.GetClient(), every)
+				r.PodWriter = losingCreates(mgr.GetClient(), every)
 			}
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err

@@ -1,0 +1,97 @@
+package podset_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// managerClock, when set before the manager starts, is the clock of its
+// PodSet controller.
+var managerClock atomic.Pointer[clocktesting.FakeClock]
+
+// TestLateCreateOfPreviousProcessIsNotRepeated: a pod create sent by a
+// manager that is gone (killed, or the leader before this one) may be
+// stored after the next manager's cache has synced; that manager has no
+// expectation of it. Here a PodSet of 3 has lost a pod while no manager
+// ran, a new manager starts and syncs once, and only then does the
+// previous manager's replacement pod arrive. Time stands still for the new
+// manager (a fake clock) until the pod is stored: the controller must not
+// replace the pod before writes sent before it started are settled, and
+// then must count the late pod. A watch over the whole test never sees more
+// active pods than replicas.
+func TestLateCreateOfPreviousProcessIsNotRepeated(t *testing.T) {
+	ns := env.Namespace(t)
+	pw := watchPods(t, ns)
+	ps := newPodSet(ns, "late", 3)
+	mustCreate(t, ps)
+	waitConverged(t, ps, 3, 2*time.Minute)
+
+	env.StopManager()
+	clk := clocktesting.NewFakeClock(time.Now())
+	managerClock.Store(clk)
+	t.Cleanup(func() {
+		managerClock.Store(nil)
+		env.StopManager()
+		if _, err := env.StartManager(); err != nil {
+			t.Errorf("restarting the normal manager: %v", err)
+		}
+	})
+	// The replica the previous manager was replacing.
+	pods := mustOwned(t, ps)
+	if err := env.Client.Delete(ctxT(t), &pods[0], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the pod is gone", func(ctx context.Context) (bool, string, error) {
+		owned, err := ownedPods(ctx, ps)
+		return len(activeNames(owned)) == 2 && len(owned) == 2, fmt.Sprintf("%d pods", len(owned)), err
+	})
+	if _, err := env.StartManager(); err != nil {
+		t.Fatal(err)
+	}
+	// The new manager has synced once when its status counts 2 pods (or,
+	// acting at once, it has replaced the pod).
+	waitPodSet(t, ps, time.Minute, "the new manager has synced", func(cur *deckhandv1alpha1.PodSet, owned []corev1.Pod) (bool, string) {
+		return cur.Status.Replicas == 2 || len(activeNames(owned)) == 3,
+			fmt.Sprintf("status.replicas %d, %d active pods", cur.Status.Replicas, len(activeNames(owned)))
+	})
+	// The previous manager's create arrives.
+	late := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: ps.Name + "-", Namespace: ps.Namespace,
+			Labels:          pods[1].Labels,
+			Annotations:     pods[1].Annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ps, deckhandv1alpha1.GroupVersion.WithKind("PodSet"))},
+		},
+		Spec: *ps.Spec.Template.Spec.DeepCopy(),
+	}
+	late.OwnerReferences[0].BlockOwnerDeletion = ptr.To(true)
+	mustCreate(t, late)
+	// Time moves on for the new manager until it acts; it must find the
+	// late pod, and create nothing.
+	err := wait.PollUntilContextTimeout(ctxT(t), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		clk.Step(time.Second)
+		cur := &deckhandv1alpha1.PodSet{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+			return false, nil
+		}
+		return cur.Status.Replicas == 3, nil
+	})
+	if err != nil {
+		t.Fatalf("the status never counted 3 pods again: %v", err)
+	}
+	waitConverged(t, ps, 3, 2*time.Minute)
+	// 3 created at first, and the late one: 4 pods ever, never more than 3 at once.
+	pw.wantPods(t, ps.Namespace, 3, 4)
+}
