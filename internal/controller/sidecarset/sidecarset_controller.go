@@ -198,12 +198,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.
 	res, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(r.observePods, r.computeStatus, r.writePods), r.syncRevisions)
-	if werr := r.writeStatus(ctx, sc, err == nil); werr != nil {
-		if apierrors.IsConflict(werr) && err == nil {
-			// The policy controller wrote its condition since the read.
-			return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
-		}
+	wres, werr := r.writeStatus(ctx, sc, err == nil)
+	if werr != nil {
 		return ctrl.Result{}, errors.Join(err, werr)
+	}
+	if wres.RequeueAfter > 0 && err == nil {
+		// The SidecarSet changed since the read: the status is written
+		// again from a fresher copy.
+		return wres, nil
 	}
 	return res, err
 }

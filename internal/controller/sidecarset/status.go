@@ -2,20 +2,17 @@ package sidecarset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
+	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
 // Condition reasons, stable for users' automation; a change of a
@@ -308,12 +305,14 @@ func rolloutHeld(sc *scope, matched int) bool {
 	return movable == 0 || matched-atLatest <= partition
 }
 
-// writeStatus patches the status if it changed, with observedGeneration
+// writeStatus writes the status if it changed, with observedGeneration
 // only when the reconcile succeeded, and emits events on condition changes.
-func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) error {
+// InjectionPolicyReady is the policy controller's to write: it is carried in
+// sc.status for the summary, and neither written nor compared here.
+func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) (ctrl.Result, error) {
 	s := sc.set
 	if sc.status.LatestRevision == "" {
-		return nil // observePods failed before anything was computed
+		return ctrl.Result{}, nil // observePods failed before anything was computed
 	}
 	st := sc.status
 	if ok {
@@ -321,18 +320,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) error 
 	}
 	r.recordMetrics(s.Name, &st)
 	r.announce(s, &st)
-	if apiequality.Semantic.DeepEqual(s.Status, st) {
-		return nil
-	}
-	// The whole status goes in the patch: a diff would leave out the zero
-	// counts a fresh SidecarSet has never had written. The conditions list
-	// replaces the stored one, so the patch is conditional on the version
-	// read: a condition the policy controller added since is never dropped.
-	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": s.ResourceVersion}, "status": st})
-	if err != nil {
-		return err
-	}
-	return r.Client.Status().Patch(ctx, s, client.RawPatch(types.MergePatchType, data), client.FieldOwner(deckhandv1alpha1.FieldManager))
+	w := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}
+	return w.Status(ctx, s, &st, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
 }
 
 // announce emits an event when a condition changes status or reason.
