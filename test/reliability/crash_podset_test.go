@@ -3,6 +3,10 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,7 +47,10 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 		n, minKills = 300, 20
 		minGap, maxGap = 2*time.Second, 10*time.Second
 	}
-	cycleDeadline := time.Duration(minKills+1) * maxGap * 4
+	// Each kill also waits for the restarted manager to take the leader
+	// Lease, which the killed one left to expire.
+	cycleDeadline := time.Duration(minKills+1) * (maxGap + failoverBound) * 4
+	keepManagerLog(t)
 	surge, unavailable := max(1, n/10), max(1, n/10)
 	ns := namespace(t)
 	podLabels := map[string]string{"app": "crash-podset"}
@@ -158,8 +165,11 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	if kills < minKills {
 		t.Fatalf("only %d kills in %d cycles (%s); want at least %d", kills, cycles, time.Since(start).Round(time.Second), minKills)
 	}
-	figure(t, "%d pods, %d cycles (scale 0->%d, rolling update maxSurge %d maxUnavailable %d, scale ->0), %d SIGKILLs survived, %d pod events checked, %s",
-		n, cycles, n, surge, unavailable, kills, w.Events(), time.Since(start).Round(time.Second))
+	takeovers := c.Takeovers()
+	slices.Sort(takeovers)
+	figure(t, "%d pods, %d cycles (scale 0->%d, rolling update maxSurge %d maxUnavailable %d, scale ->0), %d SIGKILLs survived (the restarted manager led %s-%s after each), %d pod events checked, %s",
+		n, cycles, n, surge, unavailable, kills, takeovers[0].Round(100*time.Millisecond), takeovers[len(takeovers)-1].Round(100*time.Millisecond),
+		w.Events(), time.Since(start).Round(time.Second))
 
 	// Scale up once more and delete the PodSet: nothing it owned is left.
 	update("scaling up before deletion", func(p *deckhandv1alpha1.PodSet) { p.Spec.Replicas = ptr.To(int32(min(n, 20))) })
@@ -195,4 +205,16 @@ func newestPods(pods map[string]*corev1.Pod, sel labels.Selector, uid types.UID,
 		b.WriteString("no kill yet")
 	}
 	return b.String()
+}
+
+// keepManagerLog copies the manager's log (every process the suite has
+// started, appended) into t's artifact directory when t ends, so that a
+// run with -artifacts keeps what each process did around a violation.
+func keepManagerLog(t *testing.T) {
+	dir := t.ArtifactDir()
+	t.Cleanup(func() {
+		if err := os.WriteFile(filepath.Join(dir, "deckhand.log"), []byte(suite.deckhand.Logs(math.MaxInt)), 0o600); err != nil {
+			t.Logf("keeping the manager log: %v", err)
+		}
+	})
 }

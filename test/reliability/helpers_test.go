@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,9 +57,12 @@ type chaos struct {
 	kills    int
 	lastKill time.Time
 	downtime time.Duration
-	err      error
-	stop     chan struct{}
-	done     chan struct{}
+	// takeovers are the times from each kill until the restarted manager
+	// held the leader Lease.
+	takeovers []time.Duration
+	err       error
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // startChaos kills the manager every minGap..maxGap (uniformly random),
@@ -77,6 +81,11 @@ func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos
 				return
 			case <-time.After(gap):
 			}
+			holder, err := currentLeaseHolder()
+			if err != nil {
+				c.fail(err)
+				return
+			}
 			start := time.Now()
 			suite.deckhand.Kill()
 			c.mu.Lock()
@@ -84,22 +93,72 @@ func startChaos(t *testing.T, minGap, maxGap time.Duration, maxKills int) *chaos
 			c.mu.Unlock()
 			time.Sleep(time.Duration(rand.Int64N(int64(500 * time.Millisecond))))
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			err := suite.deckhand.Restart(ctx)
+			err = suite.deckhand.Restart(ctx)
+			if err == nil {
+				// The next gap starts once the new process leads: killed
+				// before, it would never have reconciled.
+				err = waitLeaseTaken(ctx, holder)
+			}
 			cancel()
 			c.mu.Lock()
 			c.kills++
 			c.downtime += time.Since(start)
-			if err != nil {
-				c.err = err
-			}
+			c.takeovers = append(c.takeovers, time.Since(start))
 			c.mu.Unlock()
 			if err != nil {
+				c.fail(err)
 				return
 			}
 		}
 	}()
 	t.Cleanup(func() { c.Stop(t) })
 	return c
+}
+
+func (c *chaos) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.err = err
+}
+
+// Takeovers returns the times from each kill until the restarted manager led.
+func (c *chaos) Takeovers() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]time.Duration(nil), c.takeovers...)
+}
+
+// currentLeaseHolder returns who holds the leader Lease ("" when nobody
+// does yet), retrying reads for a minute.
+func currentLeaseHolder() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var holder string
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		holder, last = leaseHolder(ctx)
+		if apierrors.IsNotFound(last) {
+			holder, last = "", nil
+		}
+		return last == nil, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("reading the leader Lease: %w (%v)", err, last)
+	}
+	return holder, nil
+}
+
+// waitLeaseTaken waits until someone other than prev (the killed process)
+// holds the leader Lease.
+func waitLeaseTaken(ctx context.Context, prev string) error {
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		h, err := leaseHolder(ctx)
+		return err == nil && h != "" && h != prev, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the restarted manager did not take the leader Lease from %q: %w", prev, err)
+	}
+	return nil
 }
 
 // LastKill is when the manager was last killed (zero: never).

@@ -41,12 +41,12 @@ func runSuite(m *testing.M, s *testutil.Suite) int {
 	suite.stress = os.Getenv("DECKHAND_STRESS") == "1"
 	// Two fake nodes; kube-controller-manager for garbage collection and
 	// Deployments (WebServer, RestartSchedule targets). Leader election is
-	// off for the main manager so that a SIGKILLed one comes back at once
-	// (leader failover has a test of its own).
+	// on, as in production: a SIGKILLed manager's successor reconciles only
+	// once the Lease the killed one held has expired (chaos waits for it).
 	env, err := processenv.Start(s, processenv.Options{
 		Cluster: localcluster.Full(2),
 		// Short @every schedules keep the RestartSchedule runs quick.
-		Args: []string{"--leader-elect=false", "--restart-schedule-min-interval=1s"},
+		Args: []string{"--leader-elect=true", "--restart-schedule-min-interval=1s"},
 	})
 	if err != nil {
 		return s.Fail("%v", err)
