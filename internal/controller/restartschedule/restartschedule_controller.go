@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -23,6 +21,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
 const (
@@ -76,10 +75,6 @@ type Reconciler struct {
 // and patched on one pod-template annotation.
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-
-// conflictRetryDelay is how soon a reconcile whose status write lost a
-// conflict runs again, from a cache that has by then seen the other write.
-const conflictRetryDelay = 100 * time.Millisecond
 
 // SetupWithManager registers the RestartSchedule controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -243,18 +238,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err == nil {
 		rs.Status.ObservedGeneration = rs.Generation
 	}
-	if !apiequality.Semantic.DeepEqual(orig.Status, rs.Status) {
-		// Optimistic locking: a reconcile working from a stale cached copy
-		// must not overwrite history written by the previous one. Workload
-		// patches made before a conflict are idempotent per slot, so the
-		// retry adopts them instead of restarting again.
-		if perr := r.Client.Status().Patch(ctx, rs, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); perr != nil {
-			if apierrors.IsConflict(perr) {
-				log.V(1).Info("status conflict, retrying", "restartschedule", klog.KObj(rs))
-				return ctrl.Result{RequeueAfter: conflictRetryDelay, Priority: normalPriority}, nil
-			}
-			return ctrl.Result{}, perr
-		}
+	// The write is conditional on the version read: a reconcile working
+	// from a stale cached copy must not overwrite history written by the
+	// previous one. Workload patches made before a conflict are idempotent
+	// per slot, so the retry adopts them instead of restarting again.
+	written, werr := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}.Status(ctx, orig, &rs.Status)
+	if werr != nil {
+		return ctrl.Result{}, werr
+	}
+	if written.RequeueAfter > 0 {
+		log.V(1).Info("status conflict, retrying", "restartschedule", klog.KObj(rs))
+		return ctrl.Result{RequeueAfter: written.RequeueAfter, Priority: normalPriority}, nil
 	}
 	r.patched.forget(rs.UID)
 	for _, result := range s.results {
