@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -43,10 +43,7 @@ func seedsFor(f *testing.F, kind string, extra ...string) {
 	for _, s := range extra {
 		f.Add([]byte(s))
 	}
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		f.Fatal(err)
-	}
+	root := testutil.RepoRoot(f)
 	files, _ := filepath.Glob(filepath.Join(root, "config", "samples", "*.yaml"))
 	for _, file := range files {
 		data, err := os.ReadFile(file)

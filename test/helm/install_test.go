@@ -40,7 +40,7 @@ func TestInstall(t *testing.T) {
 	}
 	ctx := testutil.Context(t, 8*time.Minute)
 	work := t.TempDir()
-	bin, err := localcluster.BuildDeckhand(ctx, repoRoot(t), work)
+	bin, err := localcluster.BuildDeckhand(ctx, testutil.RepoRoot(t), work)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,13 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // Helm's own labels: the chart adds them to every object, config/ has
@@ -24,23 +24,10 @@ var helmLabels = []string{
 	"helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "app.kubernetes.io/version",
 }
 
-// findRoot finds the repository once for every test of the package.
-var findRoot = sync.OnceValues(localcluster.RepoRoot)
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	if root, err := findRoot(); err == nil {
-		return root
-	} else {
-		t.Fatal(err)
-		return ""
-	}
-}
-
 // helmBinary is bin/helm, built by `make helm` from hack/helm.
 func helmBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(repoRoot(t), "bin", "helm")
+	bin := filepath.Join(testutil.RepoRoot(t), "bin", "helm")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s not found: run `make helm`", bin)
 	}
@@ -48,7 +35,7 @@ func helmBinary(t *testing.T) string {
 }
 
 func chartDir(t *testing.T) string {
-	return filepath.Join(repoRoot(t), "charts", "deckhand")
+	return filepath.Join(testutil.RepoRoot(t), "charts", "deckhand")
 }
 
 // runHelm runs bin/helm with a throw-away configuration and cache, so no
@@ -128,7 +115,7 @@ func dropLabels(obj *unstructured.Unstructured, names ...string) {
 // into deckhand-system and compares it, object by object and field by
 // field, with dist/install.yaml.
 func TestDefaultsMatchInstallYAML(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(repoRoot(t), "dist", "install.yaml"))
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "dist", "install.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +193,7 @@ func diff(path string, want, got any) []string {
 // TestCRDsAreConfigCopies: the chart's crds/ are byte-equal copies of
 // config/crd/bases (make manifests copies them), and nothing else.
 func TestCRDsAreConfigCopies(t *testing.T) {
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	bases, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -25,18 +25,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 const namespace = "deckhand-system"
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 func kubectl(t *testing.T) string {
 	t.Helper()
@@ -50,7 +42,7 @@ func kubectl(t *testing.T) string {
 // TestInstallerUpToDate regenerates the installer with the Makefile's
 // default image and compares it with the committed dist/install.yaml.
 func TestInstallerUpToDate(t *testing.T) {
-	root := repoRoot(t)
+	root := testutil.RepoRoot(t)
 	out := filepath.Join(t.TempDir(), "install.yaml")
 	cmd := exec.Command("make", "--no-print-directory", "-s", "build-installer",
 		"INSTALLER="+out, "KUBECTL="+kubectl(t))
@@ -148,7 +140,7 @@ func find(ms []manifest, kind, name string) (manifest, bool) {
 }
 
 func installer(t *testing.T) []manifest {
-	return render(t, filepath.Join(repoRoot(t), "dist", "install.yaml"))
+	return render(t, filepath.Join(testutil.RepoRoot(t), "dist", "install.yaml"))
 }
 
 // TestInstallerContents: every object the issue lists is there, namespaced
@@ -565,7 +557,7 @@ func TestInstallerWebhooks(t *testing.T) {
 // injector for both webhook configurations, mounts cert-manager's Secret
 // and drops the self-managed Secret and the permission to write it.
 func TestCertManagerOverlay(t *testing.T) {
-	out, err := exec.Command(kubectl(t), "kustomize", filepath.Join(repoRoot(t), "config", "certmanager")).Output()
+	out, err := exec.Command(kubectl(t), "kustomize", filepath.Join(testutil.RepoRoot(t), "config", "certmanager")).Output()
 	if err != nil {
 		t.Fatalf("kubectl kustomize config/certmanager: %v", err)
 	}
@@ -714,7 +706,7 @@ func renderIn(t *testing.T, ns, dir string) string {
 func renderEdited(t *testing.T, dir string, edit func(kustomization []byte) []byte) []byte {
 	t.Helper()
 	tmp := t.TempDir()
-	if out, err := exec.Command("cp", "-r", filepath.Join(repoRoot(t), "config"), tmp).CombinedOutput(); err != nil {
+	if out, err := exec.Command("cp", "-r", filepath.Join(testutil.RepoRoot(t), "config"), tmp).CombinedOutput(); err != nil {
 		t.Fatalf("copy config/: %v\n%s", err, out)
 	}
 	k := filepath.Join(tmp, "config", "default", "kustomization.yaml")

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // mapDoc is the document whose Layout section maps the tree.
@@ -20,10 +20,7 @@ const mapDoc = "docs/development.md"
 // section of docs/development.md does not list, and every folder it lists
 // that does not exist.
 func TestDevelopmentMapListsTheTree(t *testing.T) {
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.RepoRoot(t)
 	mapped, err := mappedFolders(filepath.Join(root, mapDoc))
 	if err != nil || len(mapped) == 0 {
 		t.Fatalf("%s: %d folder lines in its Layout section, error %v", mapDoc, len(mapped), err)

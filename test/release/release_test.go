@@ -15,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -25,10 +24,7 @@ const version = "v0.0.0-test.1"
 // default is four; cross-compiling them all would add minutes to every
 // `make test`) and checks what it wrote.
 func TestRelease(t *testing.T) {
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.RepoRoot(t)
 	out := t.TempDir()
 	platform := runtime.GOOS + "/" + runtime.GOARCH
 	cmd := exec.Command("make", "--no-print-directory", "release", "VERSION="+version, "RELEASE_DIR="+out, "RELEASE_PLATFORMS="+platform)
@@ -95,10 +91,7 @@ func TestRelease(t *testing.T) {
 // TestReleaseRefusesABadVersion: a version that is not vX.Y.Z stops the
 // release before anything is written.
 func TestReleaseRefusesABadVersion(t *testing.T) {
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testutil.RepoRoot(t)
 	out := filepath.Join(t.TempDir(), "rel")
 	cmd := exec.Command("make", "--no-print-directory", "release", "VERSION=1.2", "RELEASE_DIR="+out)
 	cmd.Dir = root

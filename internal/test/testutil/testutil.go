@@ -17,6 +17,8 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // pollInterval is how often Eventually asks: often enough that a test
@@ -99,4 +101,15 @@ func ReadFile(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// RepoRoot returns the repository root and fails t if the test does not
+// run inside the repository.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
 }
