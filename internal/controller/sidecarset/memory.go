@@ -61,13 +61,17 @@ func (m *memory) of(s *deckhandv1alpha1.SidecarSet) *setMemory {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.sets[s.Name]
-	if e == nil || e.uid != s.UID {
-		if m.sets == nil {
-			m.sets = map[string]*setMemory{}
-		}
-		e = &setMemory{uid: s.UID, recreates: newRecreateState()}
-		m.sets[s.Name] = e
+	if e != nil && e.uid == s.UID {
+		return e
 	}
+	if e != nil && m.updates != nil {
+		m.updates.Delete(s.Name) // expected of the SidecarSet this one replaces
+	}
+	if m.sets == nil {
+		m.sets = map[string]*setMemory{}
+	}
+	e = &setMemory{uid: s.UID, recreates: newRecreateState()}
+	m.sets[s.Name] = e
 	return e
 }
 
