@@ -169,9 +169,9 @@ func (r *report) markdown() string {
 	}
 	fmt.Fprintf(&b, "- Machine: %s. Load average (1/5/15 min) at start %s, at end %s.\n", r.machine(), r.load0, r.load1)
 	fmt.Fprintf(&b, "- Control plane (`bin/k8s/.versions`): %s. Deckhand built with %s.\n", r.versions(), runtime.Version())
-	b.WriteString("- Statistics: a figure measured more than once is given as its median with the smallest and largest value and the number of repeats, `median (min–max, n=N)`, and judged on the median. " +
+	b.WriteString("- Statistics: a figure measured more than once is given as its median with the smallest and largest value and the number of repeats, `median (min–max, n=N)`, and judged on the median with its range (the legend under the summary). " +
 		"Compared workloads run interleaved (A B B A ...), each repeat in a fresh namespace, so that a drift of the machine's load falls on both sides. " +
-		"A ratio is the ratio of the two medians; the summary's verdict column says how targets are judged.\n")
+		"A ratio is the ratio of the two medians.\n")
 	b.WriteString("- **etcd runs with `--unsafe-no-fsync`** in every benchmark cluster (`localcluster`'s default): on these machines a disk sync costs about 20 ms a write and would hide every CPU cost. The data is throw-away.\n")
 	b.WriteString("- The Deckhand manager runs as a process (`bin/deckhand`, all controllers and webhooks, `--leader-elect=false`), started by `localcluster.StartDeckhand`. " +
 		"Its metrics are read over plain HTTP on loopback (`--metrics-secure=false`); RSS from `/proc/<pid>/status` (VmRSS), heap from `go_memstats_heap_inuse_bytes`.\n")

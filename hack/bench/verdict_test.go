@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,22 @@ func TestFigureJSON(t *testing.T) {
 	}
 	if got, want := string(b), `{"hi":null,"lo":0.2,"median":0.3}`; got != want {
 		t.Errorf("figure JSON %s, want %s", got, want)
+	}
+}
+
+func TestReportPrintsVerdicts(t *testing.T) {
+	r := newReport(&config{k8sBin: t.TempDir()}, provenance{})
+	r.target("1", "ratio met", ">= 1.5x", atLeast(1.5), figure{1.8, 1.6, 2.0}, times, "1.80x")
+	r.target("1", "ratio whose runs reach across", ">= 1.5x", atLeast(1.5), figure{1.67, 1.22, 2.07}, times, "1.67x")
+	r.target("1", "ratio missed", ">= 1.5x", atLeast(1.5), figure{1.2, 1.1, 1.3}, times, "1.20x")
+	md := r.markdown()
+	for _, want := range []string{
+		"| ratio met | >= 1.5x | 1.80x | 1.60x–2.00x | met |",
+		"| ratio whose runs reach across | >= 1.5x | 1.67x | 1.22x–2.07x | tie |",
+		"| ratio missed | >= 1.5x | 1.20x | 1.10x–1.30x | **missed** |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
 	}
 }
