@@ -2,6 +2,7 @@ package webserver
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -67,7 +68,7 @@ func TestDesiredDeployment(t *testing.T) {
 	d := liveDeployment(t, ws)
 
 	wantSel := map[string]string{"app.kubernetes.io/name": "webserver", "app.kubernetes.io/instance": "site"}
-	if got := d.Spec.Selector.MatchLabels; !equalMaps(got, wantSel) {
+	if got := d.Spec.Selector.MatchLabels; !maps.Equal(got, wantSel) {
 		t.Errorf("selector = %v, want %v", got, wantSel)
 	}
 	if got := d.Spec.Template.Labels; got["tier"] != "front" || got["app.kubernetes.io/instance"] != "site" || got["app.kubernetes.io/managed-by"] != "deckhand" {
@@ -214,16 +215,4 @@ func TestContains(t *testing.T) {
 			t.Errorf("contains(%s, %s) = %v, want %v", c.live, c.desired, got, c.want)
 		}
 	}
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
