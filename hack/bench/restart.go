@@ -315,7 +315,7 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 	}
 	// Judged on the Deployments restarted other than exactly once (none
 	// may be): a count over every run, measured once.
-	off := (total - restarted) + twice + wrong + genOff
+	off := max(total-restarted, restarted-total) + twice + wrong + genOff
 	r.target("4", "every Deployment restarted exactly once by its RestartSchedule (all Deckhand runs)", fmt.Sprintf("%d/%d", total, total), atMost(0), single(float64(off)),
 		func(x float64) string { return fmt.Sprintf("%.0f off", x) },
 		fmt.Sprintf("%d/%d restarted, %d more than once, %d wrong value, %d generation != 2", restarted, total, twice, wrong, genOff))
