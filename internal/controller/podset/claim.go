@@ -71,6 +71,13 @@ func podControllerKey(o client.Object) []string {
 // at the collection that set the manager's largest heap size
 // (docs/benchmark-analysis.md, item 3).
 func (r *Reconciler) claimPods(ctx context.Context, s *scope) (ctrl.Result, error) {
+	// NOTE: the expectations are read before the pods. Read after, a watch
+	// event arriving in between could meet them while the pods read do not
+	// show its write yet, and the sync would act on pods older than the
+	// expectations it checked: one create or delete too many (the
+	// ReplicaSet controller checks its expectations before it lists pods,
+	// for the same reason).
+	s.expectationsMet = r.Expectations.Satisfied(s.key)
 	owned, err := r.pods.Indexed(ctx, s.ps.Namespace, podControllerIndex, string(s.ps.UID))
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)

@@ -23,13 +23,13 @@ import (
 )
 
 // managePods creates, deletes and updates pods toward the spec, when the
-// cache has observed the previous sync's writes (expectations) and the
-// PodSet is not being deleted.
+// pods claimed were read once the cache had observed the previous syncs'
+// writes (expectations) and the PodSet is not being deleted.
 func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if s.ps.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	if !r.Expectations.Satisfied(s.key) {
+	if !s.expectationsMet {
 		skippedSyncs.Inc()
 		a, d, u := r.Expectations.Pending(s.key)
 		log.FromContext(ctx).V(1).Info("waiting for the cache to observe earlier writes",

@@ -153,6 +153,9 @@ type scope struct {
 	pods []*corev1.Pod
 	// terminating are owned pods being deleted.
 	terminating []*corev1.Pod
+	// expectationsMet is true when every write of earlier syncs had been
+	// observed before the pods were read (claimPods).
+	expectationsMet bool
 	// synced is true when expectations allowed this sync to act.
 	synced bool
 	// failure is the ReplicaFailure condition to set, if any.
