@@ -6,16 +6,16 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
 // Condition reasons.
@@ -310,13 +310,9 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, e
 	if wait > 0 {
 		res.RequeueAfter = wait + time.Second
 	}
-	if equality.Semantic.DeepEqual(st, s.ps.Status) {
-		return res, nil
+	written, err := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}.Status(ctx, s.ps, &st)
+	if err != nil {
+		return res, err
 	}
-	orig := s.ps.DeepCopy()
-	s.ps.Status = st
-	if err := r.Client.Status().Patch(ctx, s.ps, client.MergeFrom(orig), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		return res, fmt.Errorf("patching status: %w", err)
-	}
-	return res, nil
+	return reconcileutil.LowestNonZero(res, written), nil
 }
