@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -171,20 +170,15 @@ func (r *Reconciler) syncRevisions(ctx context.Context, s *scope) (ctrl.Result, 
 	return ctrl.Result{}, r.renumber(ctx, s, existing, revs)
 }
 
-// createRevision creates the ControllerRevision of the current template. It
-// returns the ControllerRevision of that name, ours or not, when one exists
-// already (the cache had not shown it, or it is a collision), and nil when
-// the name is taken by one the PodSet does not control.
+// createRevision creates the ControllerRevision of the current template
+// (revisionhistory.Counter.Create): it returns the one of that name the
+// PodSet controls when the cache had not shown it, and nil when the name is
+// taken by one the PodSet does not control.
 func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash string, revs []*appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
 	data, err := encodeRevision(&s.ps.Spec.Template)
 	if err != nil {
 		return nil, err
 	}
-	var highest int64
-	for _, cr := range revs {
-		highest = max(highest, cr.Revision)
-	}
-	number := r.revisionNumbers.Max(s.key, s.ps.UID, name, highest) + 1
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -195,28 +189,9 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 			},
 			OwnerReferences: []metav1.OwnerReference{controllerRef(s.ps)},
 		},
-		Data:     runtime.RawExtension{Raw: data},
-		Revision: number,
+		Data: runtime.RawExtension{Raw: data},
 	}
-	err = r.Client.Create(ctx, cr, client.FieldOwner(deckhandv1alpha1.FieldManager))
-	if err == nil {
-		r.revisionNumbers.Record(s.key, s.ps.UID, name, number)
-		return cr, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating ControllerRevision %s: %w", name, err)
-	}
-	// Read it past the cache: it may be ours, created by an earlier sync
-	// the cache has not caught up with.
-	got := &appsv1.ControllerRevision{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.ps.Namespace, Name: name}, got); err != nil {
-		return nil, fmt.Errorf("reading ControllerRevision %s: %w", name, err)
-	}
-	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != s.ps.UID {
-		return nil, nil
-	}
-	r.revisionNumbers.Record(s.key, s.ps.UID, name, got.Revision)
-	return got, nil
+	return r.revisionNumbers.Create(ctx, r.Client, r.APIReader, s.key, s.ps.UID, cr, revs, client.FieldOwner(deckhandv1alpha1.FieldManager))
 }
 
 // renumber gives the current template's ControllerRevision the highest
@@ -224,17 +199,10 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 // or a revert), as a Deployment's rollback makes the old ReplicaSet's
 // revision the newest.
 func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.ControllerRevision, revs []*appsv1.ControllerRevision) error {
-	var others int64
-	for _, cr := range revs {
-		if cr.Name != cur.Name {
-			others = max(others, cr.Revision)
-		}
-	}
-	others = r.revisionNumbers.Max(s.key, s.ps.UID, cur.Name, others)
-	if cur.Revision > others {
+	number, renumber := r.revisionNumbers.Newest(s.key, s.ps.UID, cur, revs)
+	if !renumber {
 		return nil
 	}
-	number := others + 1
 	patch := fmt.Appendf(nil, `{"revision":%d}`, number)
 	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
