@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -56,17 +57,8 @@ func waitInjecting(t *testing.T, ns, label, sidecar string) {
 		if err := suite.Client.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, err
 		}
-		return containerNamed(p.Spec.Containers, sidecar) != nil, nil
+		return podutil.FindContainer(p.Spec.Containers, sidecar) != nil, nil
 	}, "the pod webhook injects %s", sidecar)
-}
-
-func containerNamed(cs []corev1.Container, name string) *corev1.Container {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
-		}
-	}
-	return nil
 }
 
 // A pod's skip-injection annotation does not keep a mandatory sidecar out;
@@ -88,13 +80,13 @@ func TestInjectionMandatorySidecar(t *testing.T) {
 	p := labelledPod(ns, "opts-out-of-mandatory", mandatory)
 	p.Annotations = skip
 	testutil.Create(c, t, suite.Client, p)
-	if containerNamed(p.Spec.Containers, "audit") == nil {
+	if podutil.FindContainer(p.Spec.Containers, "audit") == nil {
 		t.Errorf("a pod with %s=true was admitted without the mandatory sidecar: containers %v", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation, names(p.Spec.Containers))
 	}
 	q := labelledPod(ns, "opts-out-of-optional", optional)
 	q.Annotations = skip
 	testutil.Create(c, t, suite.Client, q)
-	if containerNamed(q.Spec.Containers, "helper") != nil {
+	if podutil.FindContainer(q.Spec.Containers, "helper") != nil {
 		t.Errorf("a pod with %s=true got the sidecar of a SidecarSet with allowOptOut", deckhandv1alpha1.SidecarSetSkipInjectionAnnotation)
 	}
 
@@ -113,7 +105,7 @@ func TestInjectionMandatorySidecar(t *testing.T) {
 		}
 		return owned != nil, err
 	}, "the PodSet's pod exists")
-	if containerNamed(owned.Spec.Containers, "audit") == nil {
+	if podutil.FindContainer(owned.Spec.Containers, "audit") == nil {
 		t.Errorf("the PodSet's pod %s, created by Deckhand from a template with %s=true, lacks the mandatory sidecar: containers %v",
 			owned.Name, deckhandv1alpha1.SidecarSetSkipInjectionAnnotation, names(owned.Spec.Containers))
 	}
@@ -147,7 +139,7 @@ func TestInjectionOwnDryRunsSkipped(t *testing.T) {
 		if err := suite.Client.Create(ctx, p, client.DryRunAll); err != nil {
 			return false, err
 		}
-		return containerNamed(p.Spec.Containers, "grab") != nil, nil
+		return podutil.FindContainer(p.Spec.Containers, "grab") != nil, nil
 	}, "the pod webhook injects the mandatory SidecarSet into unlabelled pods")
 
 	other := injectedSidecarSet("", "other-"+key, corev1.Container{Name: "other", Image: "registry.example/other:1",
@@ -194,7 +186,7 @@ func TestInjectionForgedRecord(t *testing.T) {
 	bare := labelledPod(ns, "record-only", label)
 	bare.Annotations = forged
 	testutil.Create(c, t, suite.Client, bare)
-	if g := containerNamed(bare.Spec.Containers, "guard"); g == nil || g.Image != "registry.example/guard:1" {
+	if g := podutil.FindContainer(bare.Spec.Containers, "guard"); g == nil || g.Image != "registry.example/guard:1" {
 		t.Errorf("a pod with a forged record was admitted without the sidecar: containers %v", names(bare.Spec.Containers))
 	}
 
@@ -246,7 +238,7 @@ func TestInjectionSharedMounts(t *testing.T) {
 		{Name: "logs", MountPath: "/var/log/app", SubPathExpr: "$(POD_NAME)"},
 	}
 	testutil.Create(ctx(t, time.Minute), t, suite.Client, p)
-	r := containerNamed(p.Spec.Containers, "reader")
+	r := podutil.FindContainer(p.Spec.Containers, "reader")
 	if r == nil {
 		t.Fatalf("not injected: containers %v", names(p.Spec.Containers))
 	}
@@ -286,7 +278,7 @@ func TestInjectionKubePublicProtected(t *testing.T) {
 	if err := suite.Client.Create(ctx(t, time.Minute), p, client.DryRunAll); err != nil {
 		t.Fatal(err)
 	}
-	if containerNamed(p.Spec.Containers, "everywhere") != nil {
+	if podutil.FindContainer(p.Spec.Containers, "everywhere") != nil {
 		t.Errorf("a pod in kube-public was injected")
 	}
 }
