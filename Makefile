@@ -46,12 +46,12 @@ help: ## Show this help.
 ##@ The two commands
 
 .PHONY: run
-run: k8s-binaries build ## Start a local control plane, install Deckhand, run it with the samples (Ctrl-C stops all).
+run: k8s-binaries metrics-binaries build ## Start a local control plane, install Deckhand, run it with the samples (Ctrl-C stops all).
 	@go build -o $(BIN)/devcluster ./hack/devcluster
 	@exec $(BIN)/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
 
 .PHONY: test
-test: k8s-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
+test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
 	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
 .PHONY: promcheck
@@ -254,6 +254,24 @@ undeploy: $(KUBECTL_DEP) ## Remove Deckhand from the cluster (CRDs and every Dec
 .PHONY: k8s-binaries
 k8s-binaries: ## Build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok into bin/k8s (once).
 	@./hack/k8s/build.sh
+
+# The local cluster's metrics servers (localcluster Options.Metrics, `make
+# run`), each built from its module under hack/ and rebuilt when its pins change.
+.PHONY: metrics-binaries
+metrics-binaries: $(K8S_BIN)/metrics-server $(K8S_BIN)/prometheus ## Build metrics-server and Prometheus into bin/k8s (once): the local cluster's resource and GPU-memory metrics.
+
+$(K8S_BIN)/metrics-server: hack/metrics-server/go.mod hack/metrics-server/go.sum
+	@mkdir -p $(K8S_BIN); echo ">> building metrics-server (hack/metrics-server)"
+	cd hack/metrics-server && v=$$(go list -m -f '{{.Version}}' sigs.k8s.io/metrics-server) && \
+		go build -trimpath -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$$v" -o $@ sigs.k8s.io/metrics-server/cmd/metrics-server
+
+# remove_all_sd leaves Prometheus its file and HTTP service discovery only
+# (kwok publishes its targets over HTTP): the cloud providers' SDKs are most
+# of its build.
+$(K8S_BIN)/prometheus: hack/prometheus/go.mod hack/prometheus/go.sum
+	@mkdir -p $(K8S_BIN); echo ">> building prometheus (hack/prometheus, tag remove_all_sd)"
+	cd hack/prometheus && v=$$(go list -m -f '{{.Version}}' github.com/prometheus/prometheus) && \
+		go build -trimpath -tags remove_all_sd -ldflags "-s -w -X github.com/prometheus/common/version.Version=$$v" -o $@ github.com/prometheus/prometheus/cmd/prometheus
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(BIN)

@@ -58,6 +58,9 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 	opts.BinDir = k8sBin
 	opts.Dir = clusterDir
 	opts.Progress = os.Stdout
+	// Resource metrics (kubectl top pods) and Prometheus' GPU memory of the
+	// pods, simulated from their annotations (localcluster/metrics.go).
+	opts.Metrics = true
 	started := time.Now()
 	cluster, err := localcluster.Start(ctx, opts)
 	if err != nil {
@@ -145,10 +148,14 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
    kubectl get nodes
    kubectl get sidecarsets,podsets,webservers,restartschedules -A
    kubectl get pods -A
+   kubectl top pods -A
+
+ metrics-server (metrics.k8s.io): %s
+ Prometheus (%s of the pods):      %s
 
  Component logs: %s/*.log
 ================================================================================
-`, kubeconfig, kubectl, clusterDir)
+`, kubeconfig, kubectl, cluster.MetricsServerURL, localcluster.DCGMFramebufferUsedMetric, cluster.PrometheusURL, clusterDir)
 
 	select {
 	case <-ctx.Done():

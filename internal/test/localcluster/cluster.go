@@ -31,6 +31,12 @@ type Options struct {
 	// FakeNodes > 0 starts kwok and registers that many fake nodes, on which
 	// scheduled pods become Running and Ready.
 	FakeNodes int
+	// Metrics, with FakeNodes, serves simulated usage of the pods on the
+	// fake nodes (metrics.go) through real servers: kwok serves each fake
+	// node's kubelet resource metrics and DCGM exporter, metrics-server
+	// serves metrics.k8s.io through the API server's aggregation layer
+	// (`kubectl top pods`), and Prometheus scrapes the DCGM exporters.
+	Metrics bool
 	// EtcdFsync keeps etcd's disk syncs. Off by default: the data is
 	// throw-away, and fsync latency (about 20 ms a write on these machines)
 	// would otherwise dominate every test and benchmark.
@@ -72,6 +78,13 @@ type Cluster struct {
 	APIServerURL string
 	// CAPEM is the CA of the API server's serving certificate.
 	CAPEM []byte
+	// MetricsServerURL and PrometheusURL are the addresses of
+	// metrics-server and Prometheus (Options.Metrics).
+	MetricsServerURL string
+	PrometheusURL    string
+
+	// kwokPort is the port of kwok's server (Options.Metrics).
+	kwokPort int
 
 	mu        sync.Mutex
 	procs     map[string]*process
@@ -138,8 +151,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	for _, b := range requiredBinaries(opts) {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
-			return nil, fmt.Errorf("%s not found in %s: run `make k8s-binaries` first", b, opts.BinDir)
+			return nil, fmt.Errorf("%s not found in %s: run `make k8s-binaries metrics-binaries` first", b, opts.BinDir)
 		}
+	}
+	if opts.Metrics && opts.FakeNodes == 0 {
+		return nil, errors.New("Options.Metrics needs fake nodes (Options.FakeNodes)")
 	}
 	c = &Cluster{opts: opts, dir: opts.Dir, procs: map[string]*process{}, specs: map[string]procSpec{}}
 	if c.dir == "" {
@@ -176,6 +192,14 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			return c, err
 		}
 	}
+	if opts.Metrics {
+		if err := c.startMetricsServer(ctx); err != nil {
+			return c, err
+		}
+		if err := c.startPrometheus(ctx); err != nil {
+			return c, err
+		}
+	}
 	return c, nil
 }
 
@@ -189,6 +213,9 @@ func requiredBinaries(opts Options) []string {
 	}
 	if opts.FakeNodes > 0 {
 		bins = append(bins, "kwok", "kwok-stages.yaml")
+	}
+	if opts.Metrics {
+		bins = append(bins, "metrics-server", "prometheus")
 	}
 	return bins
 }
@@ -219,7 +246,7 @@ func (c *Cluster) Logs(n int) string {
 // directory. It is safe to call more than once.
 func (c *Cluster) Stop() {
 	c.stopOnce.Do(func() {
-		order := []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+		order := []string{"prometheus", "metrics-server", "kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
 		c.mu.Lock()
 		procs := c.procs
 		c.mu.Unlock()

@@ -66,7 +66,11 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		return err
 	}
 	tokens := filepath.Join(pki, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(adminToken+`,admin,admin-uid,"system:masters"`+"\n"), 0o600); err != nil {
+	tokenLines := adminToken + `,admin,admin-uid,"system:masters"` + "\n"
+	if c.opts.Metrics {
+		tokenLines += metricsServerToken + "," + metricsServerUser + ",metrics-server-uid\n"
+	}
+	if err := os.WriteFile(tokens, []byte(tokenLines), 0o600); err != nil {
 		return err
 	}
 	apiArgs := []string{
@@ -97,6 +101,13 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		// Without kube-controller-manager nothing creates the "default"
 		// ServiceAccount of a namespace, and this plugin would refuse every pod.
 		apiArgs = append(apiArgs, "--disable-admission-plugins", "ServiceAccount")
+	}
+	if c.opts.Metrics {
+		aggregation, err := aggregationArgs(pki)
+		if err != nil {
+			return err
+		}
+		apiArgs = append(apiArgs, aggregation...)
 	}
 	apiArgs = append(apiArgs, c.opts.ExtraAPIServerArgs...)
 	c.APIServerURL = fmt.Sprintf("https://127.0.0.1:%d", apiPort)

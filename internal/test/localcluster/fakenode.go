@@ -98,6 +98,9 @@ func (c *Cluster) writeKwokStages() (string, error) {
 	for _, own := range [][]byte{podStartStages, podContainerRestartStages, podReadinessStages, podResizeStages} {
 		data = append(append(append(data, "\n---\n"...), own...), '\n')
 	}
+	if c.opts.Metrics {
+		data = append(append(append(data, "\n---\n"...), kwokMetricsConfig()...), '\n')
+	}
 	path := filepath.Join(c.dir, "kwok-stages.yaml")
 	return path, os.WriteFile(path, data, 0o600)
 }
@@ -112,11 +115,18 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector", FakeNodeAnnotation + "=fake",
 		"--cidr", "10.244.0.1/16",
-		"--node-ip", "10.0.0.1",
 		"--node-lease-duration-seconds", "40",
-		"--server-address", "",
 		"--config", stages,
 		"--v", "WARN",
+	}
+	if c.opts.Metrics {
+		server, err := c.kwokServerArgs()
+		if err != nil {
+			return err
+		}
+		args = append(args, server...)
+	} else {
+		args = append(args, "--node-ip", "10.0.0.1", "--server-address", "")
 	}
 	c.progress("starting kwok with %d fake node(s)", c.opts.FakeNodes)
 	if err := c.startComponent("kwok", "kwok", args); err != nil {
@@ -182,6 +192,9 @@ func (c *Cluster) CreateFakeNode(ctx context.Context, name string) error {
 			},
 		},
 		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	if c.opts.Metrics {
+		node.Annotations[ResourceMetricsPathAnnotation] = ResourceMetricsPath(name)
 	}
 	_, err := c.clientset.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {

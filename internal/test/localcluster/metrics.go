@@ -1,5 +1,12 @@
 package localcluster
 
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
 // Simulated usage: what a pod on a fake node reports, set by annotations on
 // the pod. kwok evaluates them (CEL expressions of its ClusterResourceUsage
 // and Metric objects, kwokmetrics/) each time it is scraped, so a value
@@ -45,3 +52,136 @@ const (
 	// /metrics/resource: on a fake node, kwok's endpoint for that node.
 	ResourceMetricsPathAnnotation = "metrics.k8s.io/resource-metrics-path"
 )
+
+// kwokResourceMetricsPath is kwok's kubelet /metrics/resource of a fake
+// node, {nodeName} standing for the node's name.
+const kwokResourceMetricsPath = "/metrics/nodes/{nodeName}/metrics/resource"
+
+// kwokDCGMPath is kwok's DCGM exporter endpoint of a fake node.
+const kwokDCGMPath = "/metrics/nodes/{nodeName}/metrics/dcgm"
+
+// kwokDCGMMetricName names the kwok Metric of the DCGM exporter, the label
+// kwok's Prometheus discovery gives its targets (metrics_name).
+const kwokDCGMMetricName = "dcgm-exporter"
+
+// ResourceMetricsPath is the path of kwok's resource metrics of the fake
+// node named node, the value of its ResourceMetricsPathAnnotation.
+func ResourceMetricsPath(node string) string {
+	return strings.ReplaceAll(kwokResourceMetricsPath, "{nodeName}", node)
+}
+
+// kwokMetricsConfig returns the kwok objects (kwok.x-k8s.io/v1alpha1) that
+// simulate usage from the annotations above: a ClusterResourceUsage for
+// every pod, a Metric serving it as the kubelet's /metrics/resource does
+// (the metric names and labels metrics-server decodes), and a Metric
+// serving DCGMFramebufferUsedMetric.
+func kwokMetricsConfig() string {
+	// annotation returns a CEL expression: the annotation's value converted
+	// by conv when the pod has it, otherwise absent.
+	annotation := func(name, conv, absent string) string {
+		return fmt.Sprintf(`(%q in pod.metadata.annotations ? %s(pod.metadata.annotations[%q]) : %s)`, name, conv, name, absent)
+	}
+	memory := fmt.Sprintf(`container.name != pod.spec.containers[0].name ? Quantity(%q) : %s + %s * pod.SinceSecond()`,
+		SimDefaultMemory,
+		annotation(SimMemoryWorkingSetAnnotation, "Quantity", fmt.Sprintf("Quantity(%q)", SimDefaultMemory)),
+		annotation(SimMemoryLeakPerSecondAnnotation, "Quantity", `Quantity("0")`))
+	gpu := fmt.Sprintf(`%s + %s * pod.SinceSecond()`,
+		annotation(SimGPUMemoryUsedAnnotation, "double", "0.0"),
+		annotation(SimGPUMemoryLeakAnnotation, "double", "0.0"))
+
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterResourceUsage
+metadata:
+  name: deckhand-simulated-usage
+spec:
+  usages:
+  - usage:
+      cpu:
+        expression: 'Quantity("1m")'
+      memory:
+        expression: %q
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Metric
+metadata:
+  name: kubelet-resource-metrics
+spec:
+  path: %q
+  metrics:
+`, memory, kwokResourceMetricsPath)
+	containerLabels := `    labels:
+    - name: container
+      value: container.name
+    - name: namespace
+      value: pod.metadata.namespace
+    - name: pod
+      value: pod.metadata.name
+`
+	podLabels := `    labels:
+    - name: namespace
+      value: pod.metadata.namespace
+    - name: pod
+      value: pod.metadata.name
+`
+	// The kubelet's own metrics of this endpoint, each with the labels of
+	// its dimension.
+	for _, m := range []struct{ name, kind, dimension, labels, value string }{
+		{"scrape_error", "gauge", "node", "", "0"},
+		// Seconds since the pod's creation: metrics-server only compares
+		// start times with each other, to notice a restarted container.
+		{"container_start_time_seconds", "gauge", "container", containerLabels, "pod.SinceSecond()"},
+		{"container_cpu_usage_seconds_total", "counter", "container", containerLabels, `pod.CumulativeUsage("cpu", container.name)`},
+		{"container_memory_working_set_bytes", "gauge", "container", containerLabels, `pod.Usage("memory", container.name)`},
+		{"pod_cpu_usage_seconds_total", "counter", "pod", podLabels, `pod.CumulativeUsage("cpu")`},
+		{"pod_memory_working_set_bytes", "gauge", "pod", podLabels, `pod.Usage("memory")`},
+		{"node_cpu_usage_seconds_total", "counter", "node", "", `node.CumulativeUsage("cpu")`},
+		{"node_memory_working_set_bytes", "gauge", "node", "", `node.Usage("memory")`},
+	} {
+		fmt.Fprintf(&b, "  - name: %s\n    help: %s\n    kind: %s\n    dimension: %s\n%s    value: %q\n", m.name, m.name, m.kind, m.dimension, m.labels, m.value)
+	}
+	fmt.Fprintf(&b, `---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Metric
+metadata:
+  name: %s
+spec:
+  path: %q
+  metrics:
+  - name: %s
+    help: Framebuffer memory used (in MiB).
+    kind: gauge
+    dimension: pod
+    labels:
+    - name: gpu
+      value: '"0"'
+    - name: namespace
+      value: pod.metadata.namespace
+    - name: pod
+      value: pod.metadata.name
+    - name: container
+      value: pod.spec.containers[0].name
+    value: %q
+`, kwokDCGMMetricName, kwokDCGMPath, DCGMFramebufferUsedMetric, gpu)
+	return b.String()
+}
+
+// kwokServerArgs are kwok's flags that serve the fake nodes' kubelet
+// endpoints on a free loopback port, with the API server's serving
+// certificate (for 127.0.0.1). The nodes' InternalIP and kubelet port in
+// their status are that address, where metrics-server looks for a kubelet.
+func (c *Cluster) kwokServerArgs() ([]string, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	c.kwokPort = port
+	pki := filepath.Join(c.dir, "pki")
+	return []string{
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"--tls-cert-file", filepath.Join(pki, "tls.crt"),
+		"--tls-private-key-file", filepath.Join(pki, "tls.key"),
+		"--node-ip", "127.0.0.1",
+		"--node-port", strconv.Itoa(port),
+	}, nil
+}
