@@ -134,6 +134,11 @@ func (w Writer) write(ctx context.Context, obj client.Object, p part, want map[s
 			return ctrl.Result{}, err
 		}
 		err = w.Client.Status().Patch(ctx, u, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(w.FieldManager))
+		if apierrors.IsInvalid(err) {
+			// The API server answers a failed test operation with 422: the
+			// object changed since the apply, which is a conflict.
+			return ctrl.Result{RequeueAfter: RetryAfterConflict}, nil
+		}
 		if res, err, done := outcome(err); done {
 			return res, err
 		}

@@ -237,3 +237,58 @@ func TestUpdateWritesAreTakenOver(t *testing.T) {
 		t.Fatalf("after the policy controller removed its condition: %+v", got.Status.Conditions)
 	}
 }
+
+// TestChangeBetweenApplyAndCleanupIsRetried: when the object changes
+// between the apply and the removal of what older writes left, the removal
+// is refused and the write asks for a retry, without an error; the retry
+// from a fresh copy finishes it.
+func TestChangeBetweenApplyAndCleanupIsRetried(t *testing.T) {
+	ctx := testutil.Context(t, time.Minute)
+	s := newSidecarSet(ctx, t)
+	old := []metav1.Condition{cond(deckhandv1alpha1.StalledCondition, metav1.ConditionTrue, "PodsNotInjected", s.Generation)}
+	data, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": old,
+		"matchedPods": 0, "readyPods": 0, "updatedPods": 0, "updatedReadyPods": 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, "the older write", func() error {
+		return env.Client.Status().Patch(ctx, read(ctx, t, s.Name), client.RawPatch(types.MergePatchType, data), client.FieldOwner(deckhandv1alpha1.FieldManager))
+	})
+
+	c, err := client.NewWithWatch(env.ManagerConfig, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another writer's condition lands right after the first apply.
+	var applies atomic.Int32
+	between := interceptor.NewClient(c, interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if err := c.SubResource(sub).Apply(ctx, obj, opts...); err != nil {
+				return err
+			}
+			if applies.Add(1) > 1 {
+				return nil
+			}
+			other := read(ctx, t, s.Name)
+			_, err := statuspatch.Writer{Client: c, FieldManager: policyManager}.Conditions(ctx, other, []string{policyType},
+				cond(policyType, metav1.ConditionFalse, "PolicyNotYetInEffect", other.Generation))
+			return err
+		},
+	})
+	main := statuspatch.Writer{Client: between, FieldManager: deckhandv1alpha1.FieldManager}
+	st := deckhandv1alpha1.SidecarSetStatus{MatchedPods: 2}
+	res, err := main.Status(ctx, read(ctx, t, s.Name), &st, policyType)
+	if err != nil || res.RequeueAfter != statuspatch.RetryAfterConflict {
+		t.Fatalf("a cleanup after which the object changed: %+v, %v; want a retry after %s and no error", res, err, statuspatch.RetryAfterConflict)
+	}
+	mustWrite(t, "the retry", func() error {
+		res, err := main.Status(ctx, read(ctx, t, s.Name), &st, policyType)
+		if err == nil && res.RequeueAfter != 0 {
+			t.Fatalf("the retry asked to retry again")
+		}
+		return err
+	})
+	if got := read(ctx, t, s.Name); meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.StalledCondition) != nil || got.Status.MatchedPods != 2 {
+		t.Fatalf("after the retry: %+v", got.Status)
+	}
+}
