@@ -31,6 +31,8 @@
 // update's field manager, and an apply that leaves them out would not remove
 // them; after an apply, whatever of the writer's part the API server still
 // holds beyond what was applied is removed by a JSON patch conditional on
-// the version just written (TestUpdateWritesAreTakenOver). This relies on no status field having a
-// schema default, which the API server would put back after each removal.
+// the version just written (TestUpdateWritesAreTakenOver); an object
+// changed in between is a conflict (TestChangeBetweenApplyAndCleanupIsRetried).
+// This relies on no status field having a schema default, which the API
+// server would put back after each removal.
 package statuspatch
