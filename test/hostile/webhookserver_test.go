@@ -256,14 +256,9 @@ func TestWebhookServerTLSFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second replica: it stands by for leadership and serves webhooks.
-	tls13, err := suite.Cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
-		Binary: suite.Binary, WebhookPort: port, CertDir: suite.CertDir, Name: "deckhand-tls13",
-		Args: []string{"--tls-min-version=VersionTLS13"},
+	tls13 := suite.StartReplica(t, localcluster.DeckhandOptions{
+		WebhookPort: port, Name: "deckhand-tls13", Args: []string{"--tls-min-version=VersionTLS13"},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(tls13.Stop)
 	// The metrics server may start a moment after /readyz answers.
 	if err := localcluster.WaitTLS(ctx(t, time.Minute), tls13.MetricsPort, 30*time.Second); err != nil {
 		t.Fatalf("metrics server not serving TLS: %v", err)
@@ -342,14 +337,9 @@ func TestPodSetDryRunTellsNothingOfTheNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A second replica: it stands by for leadership and serves webhooks.
-	inOwn, err := suite.Cluster.StartDeckhand(ctx(t, 2*time.Minute), localcluster.DeckhandOptions{
-		Binary: suite.Binary, WebhookPort: port, CertDir: suite.CertDir, Name: "deckhand-own-namespace",
-		Env: []string{"POD_NAMESPACE=" + own},
+	suite.StartReplica(t, localcluster.DeckhandOptions{
+		WebhookPort: port, Name: "deckhand-own-namespace", Env: []string{"POD_NAMESPACE=" + own},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(inOwn.Stop)
 
 	gvk := deckhandv1alpha1.GroupVersion.WithKind("PodSet")
 	gvr := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "podsets"}

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -115,6 +117,20 @@ func (e *Env) InstallWebhooks(ctx context.Context, port int) error {
 		CABundle:     e.CAPEM,
 	}
 	return hooks.Install(ctx, e.Clientset)
+}
+
+// StartReplica starts another manager process from the same binary and
+// serving certificate, with opts saying how it differs (Name, WebhookPort,
+// Args, Env), and stops it when t ends.
+func (e *Env) StartReplica(t testing.TB, opts localcluster.DeckhandOptions) *localcluster.DeckhandProcess {
+	t.Helper()
+	opts.Binary, opts.CertDir = e.Binary, e.CertDir
+	d, err := e.Cluster.StartDeckhand(testutil.Context(t, 3*time.Minute), opts)
+	if err != nil {
+		t.Fatalf("starting %s: %v", opts.Name, err)
+	}
+	t.Cleanup(d.Stop)
+	return d
 }
 
 // Stop stops the manager (whichever process Deckhand holds by then, after
