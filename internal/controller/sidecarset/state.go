@@ -140,6 +140,11 @@ func (p *podState) needsRecreate() bool {
 	return p.stage == stageNotInjected || p.notUpdatable()
 }
 
+// recreatedByRollout reports whether a rollout recreates the pod when it
+// needs recreating: only under recreate: Evict (evict), and only a pod with
+// a controller owner that replaces it.
+func (p *podState) recreatedByRollout(evict bool) bool { return evict && p.controlled }
+
 // unavailable reports whether the pod counts against maxUnavailable: not
 // ready, or in the middle of an update.
 func (p *podState) unavailable() bool {

@@ -62,7 +62,7 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	st.EvictingPods = int32(sc.observed.evicting)
 	st.DisruptionBlockedPods = int32(sc.observed.blocked)
 	for _, p := range sc.pods {
-		if evict && p.inScope && p.needsRecreate() && !p.controlled {
+		if evict && p.inScope && p.needsRecreate() && !p.recreatedByRollout(evict) {
 			st.UnmanagedPods++
 		}
 		if !p.injected() {
@@ -255,7 +255,7 @@ func blockedPods(sc *scope, matched int) int {
 		if !p.injected() || p.pending {
 			continue
 		}
-		stuck := p.inScope && (!evict || !p.controlled)
+		stuck := p.inScope && !p.recreatedByRollout(evict)
 		switch p.stage {
 		case stageResizeFailed:
 			// A failed resize leaves a pod at the latest revision that only
@@ -290,7 +290,7 @@ func rolloutHeld(sc *scope, matched int) bool {
 		}
 		if p.atLatest() || p.pending {
 			atLatest++
-			if p.stage == stageResizeFailed && !p.pending && (!evict || !p.controlled) {
+			if p.stage == stageResizeFailed && !p.pending && !p.recreatedByRollout(evict) {
 				continue // stuck: only recreating it finishes it
 			}
 			if p.stage != stageUpdated || p.pending {
@@ -298,7 +298,7 @@ func rolloutHeld(sc *scope, matched int) bool {
 			}
 			continue
 		}
-		if p.inScope && (!p.needsRecreate() || evict && p.controlled) {
+		if p.inScope && (!p.needsRecreate() || p.recreatedByRollout(evict)) {
 			movable++
 		}
 	}
