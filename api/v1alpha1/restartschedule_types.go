@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -125,7 +126,7 @@ type RestartWindow struct {
 }
 
 // RestartTrigger says what started a run or a pod's replacement.
-// +kubebuilder:validation:Enum=Schedule;RunNow;PodAge
+// +kubebuilder:validation:Enum=Schedule;RunNow;PodAge;Memory
 type RestartTrigger string
 
 const (
@@ -135,16 +136,53 @@ const (
 	RestartTriggerRunNow RestartTrigger = "RunNow"
 	// RestartTriggerPodAge: a pod older than a podAge trigger's maxAge.
 	RestartTriggerPodAge RestartTrigger = "PodAge"
+	// RestartTriggerMemory: a container's working set above a memory
+	// trigger's threshold for its whole `for` duration.
+	RestartTriggerMemory RestartTrigger = "Memory"
 )
 
 // RestartNeedTrigger is one condition under which a pod of a target
 // workload needs replacing, whatever the schedule: exactly one member is
 // set.
-// +kubebuilder:validation:XValidation:rule="[has(self.podAge)].filter(x, x).size() == 1",message="exactly one kind of trigger (podAge) must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.podAge), has(self.memory)].filter(x, x).size() == 1",message="exactly one kind of trigger (podAge, memory) must be set"
 type RestartNeedTrigger struct {
 	// podAge replaces a pod once it is older than maxAge.
 	// +optional
 	PodAge *RestartPodAgeTrigger `json:"podAge,omitempty"`
+	// memory replaces a pod whose container's working set, as the resource
+	// metrics API (metrics.k8s.io PodMetrics) reports it, stays above a
+	// threshold.
+	// +optional
+	Memory *RestartMemoryTrigger `json:"memory,omitempty"`
+}
+
+// RestartMemoryTrigger replaces a pod once a container's working set has
+// been above a threshold in every sample for the `for` duration: a sample
+// below it starts the count again, so spikes are ignored. A pod with no
+// sample, a stale sample or, for percentOfLimit, no memory limit is never
+// replaced by this trigger (the MetricsUnavailable condition says which).
+// +kubebuilder:validation:XValidation:rule="has(self.percentOfLimit) != has(self.above)",message="exactly one of percentOfLimit or above must be set"
+type RestartMemoryTrigger struct {
+	// container is the name of the container to watch; empty means every
+	// container of the pod, each judged alone.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Container string `json:"container,omitempty"`
+	// percentOfLimit is the threshold as a percentage of the container's
+	// memory limit (1 to 100).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	PercentOfLimit *int32 `json:"percentOfLimit,omitempty"`
+	// above is the threshold as a positive quantity of bytes ("900Mi").
+	// +optional
+	Above *resource.Quantity `json:"above,omitempty"`
+	// for is how long the working set must stay above the threshold, sample
+	// after sample, before the pod is replaced. At most 24h.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be between 0s and 24h"
+	// +optional
+	For *metav1.Duration `json:"for,omitempty"`
 }
 
 // RestartPodAgeTrigger replaces pods older than maxAge.
@@ -241,6 +279,12 @@ const (
 	// pods that need replacing; the message counts them and says what holds
 	// them back. Unset when there are no triggers.
 	RestartScheduleTriggeredCondition = "Triggered"
+	// RestartScheduleMetricsUnavailableCondition is True while a trigger
+	// lacks the data it needs (the metrics API is absent or fails, a sample
+	// is stale, a container has no memory limit for percentOfLimit): the
+	// pods concerned are not replaced, and the message says which. Unset
+	// without memory triggers.
+	RestartScheduleMetricsUnavailableCondition = "MetricsUnavailable"
 )
 
 // RestartWorkloadReference names a workload in the RestartSchedule's namespace.
@@ -504,6 +548,10 @@ type RestartCandidate struct {
 	Workload string `json:"workload"`
 	// trigger is the trigger that names it.
 	Trigger RestartTrigger `json:"trigger"`
+	// container is the container a memory trigger observed.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Container string `json:"container,omitempty"`
 	// value is what the trigger observed ("26h0m0s old").
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
@@ -622,7 +670,7 @@ type RestartScheduleStatus struct {
 	// +kubebuilder:validation:MaxItems=100
 	LastTriggered []RestartCooldown `json:"lastTriggered,omitempty"`
 	// conditions: Ready, Suspended, InvalidSchedule, RunStopped, Triggered,
-	// and Stalled while the schedule cannot be used.
+	// MetricsUnavailable, and Stalled while the schedule cannot be used.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -25,3 +25,8 @@ func init() {
 // that restarted a workload for it.
 var restartSkew = metrics.Histogram("restart_skew_seconds", "Seconds between a run's scheduled time and the pod-template patch that restarted a workload.",
 	[]float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600})
+
+// triggerDataMissing counts the times a RestartSchedule's triggers found
+// data missing (its MetricsUnavailable condition turning True), by reason.
+var triggerDataMissing = metrics.CounterVec("trigger_data_missing_total",
+	"Times a RestartSchedule's triggers could not judge pods for lack of data (MetricsUnavailable turning True), by reason.", "reason")

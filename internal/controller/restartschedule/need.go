@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -50,7 +51,26 @@ type needInput struct {
 	// evicting is, per workload, the pods this process evicted that the
 	// cache still shows neither terminating nor gone.
 	evicting map[string]map[string]bool
+	// usage is the latest working-set sample of each pod, by pod name;
+	// nil when memory triggers have no data (metricsMissing says why).
+	usage          map[string]podUsage
+	metricsMissing string
+	// staleAfter: an older sample is not acted upon.
+	staleAfter time.Duration
+	// since is when each pod's container was first seen above a memory
+	// threshold in the current run of samples (the previous
+	// status.candidates), by sinceKey.
+	since map[string]time.Time
 }
+
+// podUsage is one PodMetrics sample.
+type podUsage struct {
+	at time.Time
+	// workingSet of each container, in bytes.
+	workingSet map[string]int64
+}
+
+func sinceKey(pod, container string) string { return pod + "/" + container }
 
 // needCandidate is a pod a trigger names, and whether to evict it now.
 type needCandidate struct {
@@ -61,6 +81,10 @@ type needCandidate struct {
 	over float64
 	// evict is set when the pod is to be evicted now (HeldBy is empty).
 	evict bool
+	// sustainedAt is when a memory trigger's `for` is over; until then
+	// the pod is held (holdFor says so).
+	sustainedAt time.Time
+	holdFor     time.Duration
 }
 
 // needPlan is planNeed's answer.
@@ -71,6 +95,9 @@ type needPlan struct {
 	// reaching its maxAge or the minPodAge, a cooldown ending); zero when
 	// only an event can change it.
 	recheck time.Time
+	// missing says, by MetricsUnavailable reason, which pods a trigger
+	// could not judge ("web-1/app has no memory limit").
+	missing map[string][]string
 }
 
 func minPodAge(a deckhandv1alpha1.RestartAction) time.Duration {
@@ -120,7 +147,7 @@ func planNeed(in needInput) needPlan {
 				// Already being replaced.
 				continue
 			}
-			c, ok, next := evaluate(in, w.key, p)
+			c, ok, next := evaluate(in, w.key, p, &plan)
 			if !next.IsZero() {
 				later(next)
 			}
@@ -128,9 +155,7 @@ func planNeed(in needInput) needPlan {
 				cands = append(cands, c)
 			}
 		}
-		slices.SortStableFunc(cands, func(a, b needCandidate) int {
-			return cmp.Or(cmp.Compare(b.over, a.over), cmp.Compare(a.Pod, b.Pod))
-		})
+		slices.SortStableFunc(cands, func(a, b needCandidate) int { return cmp.Or(rank(a, b, in.now), cmp.Compare(a.Pod, b.Pod)) })
 		var chosen []string
 		last, cooling := in.lastTriggered[w.key]
 		cooling = cooling && cool > 0 && in.now.Before(last.Add(cool))
@@ -138,6 +163,9 @@ func planNeed(in needInput) needPlan {
 			c := &cands[i]
 			age := in.now.Sub(c.pod.CreationTimestamp.Time)
 			switch {
+			case c.sustainedAt.After(in.now):
+				c.HeldBy = fmt.Sprintf("for %s: above the threshold since %s", c.holdFor, formatSlot(c.Since.Time))
+				later(c.sustainedAt)
 			case in.dryRun:
 				c.HeldBy = holdDryRun
 			case in.closed != "":
@@ -163,7 +191,7 @@ func planNeed(in needInput) needPlan {
 		}
 		plan.candidates = append(plan.candidates, cands...)
 	}
-	slices.SortStableFunc(plan.candidates, func(a, b needCandidate) int { return cmp.Compare(b.over, a.over) })
+	slices.SortStableFunc(plan.candidates, func(a, b needCandidate) int { return rank(a, b, in.now) })
 	return plan
 }
 
@@ -178,11 +206,43 @@ func activePods(pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
+// better reports whether candidate a ranks before b: one whose triggers
+// are sustained first, then the one further past its threshold.
+func better(a, b needCandidate, now time.Time) bool {
+	if sa, sb := !a.sustainedAt.After(now), !b.sustainedAt.After(now); sa != sb {
+		return sa
+	}
+	return a.over > b.over
+}
+
+// rank orders candidates worst first (see better).
+func rank(a, b needCandidate, now time.Time) int {
+	switch {
+	case better(a, b, now):
+		return -1
+	case better(b, a, now):
+		return 1
+	}
+	return 0
+}
+
 // evaluate applies the triggers to one pod: the worst trigger that names
-// it, and when a trigger will name it if none does yet.
-func evaluate(in needInput, workload string, p *corev1.Pod) (c needCandidate, ok bool, next time.Time) {
+// it, and when a trigger will name it if none does yet. What a memory
+// trigger cannot judge is added to plan.missing.
+func evaluate(in needInput, workload string, p *corev1.Pod, plan *needPlan) (c needCandidate, ok bool, next time.Time) {
 	age := in.now.Sub(p.CreationTimestamp.Time)
+	consider := func(cand needCandidate) {
+		if !ok || better(cand, c, in.now) {
+			c, ok = cand, true
+		}
+	}
 	for _, t := range in.triggers {
+		if t.Memory != nil {
+			for _, cand := range evaluateMemory(in, workload, p, t.Memory, plan) {
+				consider(cand)
+			}
+			continue
+		}
 		if t.PodAge == nil {
 			continue
 		}
@@ -198,16 +258,96 @@ func evaluate(in needInput, workload string, p *corev1.Pod) (c needCandidate, ok
 			}
 			continue
 		}
-		over := float64(age-maxAge) / float64(maxAge)
-		if ok && over <= c.over {
-			continue
-		}
-		ok = true
 		sinceT := metav1.NewTime(since)
-		c = needCandidate{pod: p, over: over, RestartCandidate: deckhandv1alpha1.RestartCandidate{
+		consider(needCandidate{pod: p, over: float64(age-maxAge) / float64(maxAge), RestartCandidate: deckhandv1alpha1.RestartCandidate{
 			Pod: p.Name, Workload: workload, Trigger: deckhandv1alpha1.RestartTriggerPodAge,
 			Value: age.Truncate(time.Second).String() + " old", Limit: maxAge.String(), Since: &sinceT,
-		}}
+		}})
 	}
 	return c, ok, next
+}
+
+// MetricsUnavailable reasons.
+const (
+	// ReasonMetricsAPIUnavailable: the resource metrics API could not be
+	// listed (absent, or failing).
+	ReasonMetricsAPIUnavailable = "MetricsAPIUnavailable"
+	// ReasonStaleMetrics: a pod has no sample, or only an old one.
+	ReasonStaleMetrics = "StaleMetrics"
+	// ReasonNoMemoryLimit: percentOfLimit on a container without a memory
+	// limit.
+	ReasonNoMemoryLimit = "NoMemoryLimit"
+	// ReasonMetricsAvailable: the MetricsUnavailable condition is False.
+	ReasonMetricsAvailable = "MetricsAvailable"
+)
+
+// evaluateMemory judges the containers of pod p against a memory trigger.
+// A container is a candidate when its latest sample is above the
+// threshold; it is sustained once it has been above in every sample since
+// `for` ago (since, carried from the previous status, ends with the first
+// sample below). No sample, a stale one, or no limit for percentOfLimit:
+// no candidate, and plan.missing says so.
+func evaluateMemory(in needInput, workload string, p *corev1.Pod, m *deckhandv1alpha1.RestartMemoryTrigger, plan *needPlan) []needCandidate {
+	if in.metricsMissing != "" {
+		return nil
+	}
+	miss := func(reason, format string, args ...any) {
+		if plan.missing == nil {
+			plan.missing = map[string][]string{}
+		}
+		plan.missing[reason] = append(plan.missing[reason], fmt.Sprintf(format, args...))
+	}
+	u, ok := in.usage[p.Name]
+	switch {
+	case !ok && in.now.Sub(p.CreationTimestamp.Time) > in.staleAfter:
+		miss(ReasonStaleMetrics, "%s has no sample", p.Name)
+		return nil
+	case !ok:
+		// Too young to have been sampled yet.
+		return nil
+	case in.now.Sub(u.at) > in.staleAfter:
+		miss(ReasonStaleMetrics, "%s: the latest sample is %s old", p.Name, in.now.Sub(u.at).Truncate(time.Second))
+		return nil
+	}
+	hold := 5 * time.Minute
+	if m.For != nil {
+		hold = m.For.Duration
+	}
+	var out []needCandidate
+	for i := range p.Spec.Containers {
+		ctr := &p.Spec.Containers[i]
+		if m.Container != "" && ctr.Name != m.Container {
+			continue
+		}
+		ws, ok := u.workingSet[ctr.Name]
+		if !ok {
+			continue
+		}
+		var threshold int64
+		var limitText string
+		if m.Above != nil {
+			threshold, limitText = m.Above.Value(), m.Above.String()
+		} else {
+			limit, ok := ctr.Resources.Limits[corev1.ResourceMemory]
+			if !ok || limit.IsZero() {
+				miss(ReasonNoMemoryLimit, "%s/%s has no memory limit", p.Name, ctr.Name)
+				continue
+			}
+			threshold = limit.Value() * int64(*m.PercentOfLimit) / 100
+			limitText = fmt.Sprintf("%d%% of %s", *m.PercentOfLimit, limit.String())
+		}
+		if threshold <= 0 || ws <= threshold {
+			continue
+		}
+		since, ok := in.since[sinceKey(p.Name, ctr.Name)]
+		if !ok || since.After(u.at) {
+			since = u.at
+		}
+		sinceT := metav1.NewTime(since)
+		out = append(out, needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold),
+			sustainedAt: since.Add(hold), holdFor: hold,
+			RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Container: ctr.Name,
+				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: resource.NewQuantity(ws, resource.BinarySI).String(), Limit: limitText, Since: &sinceT}})
+	}
+	return out
 }

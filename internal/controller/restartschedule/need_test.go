@@ -6,8 +6,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -150,6 +152,135 @@ func TestPlanNeed(t *testing.T) {
 			}
 			if tc.want.order != "" && strings.Join(order, ",") != tc.want.order {
 				t.Errorf("order %v, want %s", order, tc.want.order)
+			}
+			var recheck time.Duration
+			if !plan.recheck.IsZero() {
+				recheck = plan.recheck.Sub(now)
+			}
+			if recheck != tc.want.recheck {
+				t.Errorf("recheck in %s, want %s", recheck, tc.want.recheck)
+			}
+		})
+	}
+}
+
+// Memory triggers: above the threshold in the latest sample makes a
+// candidate; it is evicted once it has stayed above for `for` (since carried
+// from the previous status); missing data acts on nothing and says which.
+func TestPlanNeedMemory(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	pod := func(name string, limit string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))}}
+		p.Spec.Containers = []corev1.Container{{Name: "app"}, {Name: "sidecar"}}
+		if limit != "" {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(limit)}
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	mi := int64(1 << 20)
+	sample := func(age time.Duration, app int64) podUsage {
+		return podUsage{at: now.Add(-age), workingSet: map[string]int64{"app": app, "sidecar": 1 * mi}}
+	}
+	percent := []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Container: "app", PercentOfLimit: ptr.To[int32](90),
+		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
+	above := []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("500Mi")),
+		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
+	type want struct {
+		evict   string
+		held    map[string]string
+		missing map[string]string
+		recheck time.Duration
+	}
+	cases := map[string]struct {
+		triggers       []deckhandv1alpha1.RestartNeedTrigger
+		pods           []*corev1.Pod
+		usage          map[string]podUsage
+		since          map[string]time.Time
+		metricsMissing string
+		want           want
+	}{
+		"below the threshold: no candidate": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
+			usage: map[string]podUsage{"a": sample(10*time.Second, 900*mi), "b": sample(10*time.Second, 100*mi)},
+		},
+		"first sample above: held for `for`": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
+			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
+			want:  want{held: map[string]string{"a": "for 5m0s: above the threshold since 2026-11-27T09:59:50Z"}, recheck: 5*time.Minute - 10*time.Second},
+		},
+		"above since long enough: evicted": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
+			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
+			since: map[string]time.Time{"a/app": now.Add(-6 * time.Minute)},
+			want:  want{evict: "a"},
+		},
+		"a spike: since a later sample than the one above": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
+			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
+			// A since after the sample belongs to an earlier run of samples.
+			since: map[string]time.Time{"a/app": now},
+			want:  want{held: map[string]string{"a": "for 5m0s: above the threshold since 2026-11-27T09:59:50Z"}, recheck: 5*time.Minute - 10*time.Second},
+		},
+		"the worst of two leaking pods first": {
+			triggers: above, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
+			usage: map[string]podUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 700*mi)},
+			since: map[string]time.Time{"a/app": now.Add(-time.Hour), "b/app": now.Add(-time.Hour)},
+			want:  want{evict: "b", held: map[string]string{"a": "maxConcurrent 1: after the eviction of b"}},
+		},
+		"no limit for a percentage: nothing done, said": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "")},
+			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi)},
+			since: map[string]time.Time{"a/app": now.Add(-time.Hour)},
+			want:  want{missing: map[string]string{ReasonNoMemoryLimit: "a/app has no memory limit"}},
+		},
+		"a stale sample: nothing done, said": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage: map[string]podUsage{"a": sample(10*time.Minute, 1000*mi)},
+			since: map[string]time.Time{"a/app": now.Add(-time.Hour)},
+			want:  want{missing: map[string]string{ReasonStaleMetrics: "a: the latest sample is 10m0s old"}},
+		},
+		"no sample: nothing done, said": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage: map[string]podUsage{},
+			want:  want{missing: map[string]string{ReasonStaleMetrics: "a has no sample"}},
+		},
+		"metrics API unavailable: nothing judged": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")}, metricsMissing: "the server could not find the requested resource",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := needInput{now: now, triggers: tc.triggers, usage: tc.usage, since: tc.since, metricsMissing: tc.metricsMissing, staleAfter: 3 * time.Minute,
+				action:    deckhandv1alpha1.RestartAction{MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
+				workloads: []needWorkload{{key: "Deployment/web", desired: len(tc.pods), pods: tc.pods}}}
+			plan := planNeed(in)
+			var evicted []string
+			for _, c := range plan.candidates {
+				if c.evict {
+					evicted = append(evicted, c.Pod)
+				}
+				if c.Trigger != deckhandv1alpha1.RestartTriggerMemory || c.Container != "app" {
+					t.Errorf("candidate %+v", c.RestartCandidate)
+				}
+				if frag, ok := tc.want.held[c.Pod]; ok && (c.evict || !strings.Contains(c.HeldBy, frag)) {
+					t.Errorf("%s held by %q, want %q", c.Pod, c.HeldBy, frag)
+				}
+			}
+			if len(plan.candidates) != len(tc.want.held)+len(evicted) {
+				t.Errorf("candidates %d, want %d held and %v evicted", len(plan.candidates), len(tc.want.held), evicted)
+			}
+			if got := strings.Join(evicted, ","); got != tc.want.evict {
+				t.Errorf("evicted %q, want %q", got, tc.want.evict)
+			}
+			if len(plan.missing) != len(tc.want.missing) {
+				t.Errorf("missing %v, want %v", plan.missing, tc.want.missing)
+			}
+			for reason, frag := range tc.want.missing {
+				if !strings.Contains(strings.Join(plan.missing[reason], ";"), frag) {
+					t.Errorf("missing[%s] = %v, want %q", reason, plan.missing[reason], frag)
+				}
 			}
 			var recheck time.Duration
 			if !plan.recheck.IsZero() {

@@ -64,8 +64,24 @@ type Reconciler struct {
 	// (default 10s); workload watch events normally come first.
 	PollInterval time.Duration
 
+	// PodMetrics reads the resource metrics API for memory triggers;
+	// SetupWithManager sets it when nil.
+	PodMetrics PodMetricsSource
+	// MetricsStaleAfter: a PodMetrics sample older than this is not acted
+	// upon (default 3m: metrics-server samples every 60s by default).
+	MetricsStaleAfter time.Duration
+
 	patched patchedWorkloads
 	evicted evictions
+}
+
+const defaultMetricsStaleAfter = 3 * time.Minute
+
+func (r *Reconciler) metricsStaleAfter() time.Duration {
+	if r.MetricsStaleAfter > 0 {
+		return r.MetricsStaleAfter
+	}
+	return defaultMetricsStaleAfter
 }
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules,verbs=get;list;watch
@@ -79,6 +95,13 @@ type Reconciler struct {
 // SetupWithManager registers the RestartSchedule controller with mgr.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	reconcileutil.Defaults(mgr, "deckhand-restartschedule", reconcileutil.Fields{Client: &r.Client, Recorder: &r.Recorder, Clock: &r.Clock})
+	if r.PodMetrics == nil {
+		src, err := NewPodMetricsSource(mgr.GetConfig(), r.Clock, DefaultMetricsResolution)
+		if err != nil {
+			return err
+		}
+		r.PodMetrics = src
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads); err != nil {
 		return err
 	}
@@ -170,6 +193,9 @@ type scope struct {
 	// pods they name, worst first (need.go).
 	triggers   bool
 	candidates []needCandidate
+	// missing says which pods memory triggers could not judge, by
+	// MetricsUnavailable reason.
+	missing map[string][]string
 }
 
 // waitUntilEarliest makes the reconcile requeue at t, unless an earlier

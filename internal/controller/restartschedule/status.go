@@ -114,6 +114,7 @@ func (r *Reconciler) summarize(_ context.Context, s *scope) (ctrl.Result, error)
 	set(deckhandv1alpha1.RestartScheduleInvalidScheduleCondition, metav1.ConditionFalse, ReasonScheduleValid, "")
 	if s.triggers {
 		setTriggered(s, set)
+		setMetricsUnavailable(s, set)
 	}
 	// A failed or missed run leaves the schedule not Ready but not stalled:
 	// the next scheduled run may well succeed. A run in progress is not

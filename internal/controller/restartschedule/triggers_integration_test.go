@@ -11,6 +11,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -248,4 +249,44 @@ func TestIntegrationTriggerValidation(t *testing.T) {
 		return ready != nil && ready.Status == metav1.ConditionTrue && invalid != nil && invalid.Status == metav1.ConditionFalse &&
 			rs.Status.NextScheduleTime == nil, nil
 	}, "a schedule-less RestartSchedule is Ready")
+}
+
+// Without the resource metrics API (this control plane serves no
+// metrics.k8s.io), a memory trigger acts on nothing and says why: the
+// MetricsUnavailable condition, while podAge triggers of the same schedule
+// are not affected.
+func TestIntegrationMemoryWithoutMetricsAPI(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	create(t, newDeployment(ns, "web", 2, nil, nil))
+	waitRolledOut(t, ns, "web")
+	old := podNames(t, ns, "web")
+	rs := podAgeSchedule(ns, "mem", "web", time.Hour, 0)
+	rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
+		Above: ptr.To(resource.MustParse("1")), For: &metav1.Duration{}}}}
+	create(t, rs)
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		rs, err := getRS(ctx, ns, "mem")
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "MetricsAPIUnavailable" &&
+			strings.Contains(c.Message, "metrics.k8s.io PodMetrics"), nil
+	}, "MetricsUnavailable says the metrics API is unavailable")
+	consistently(t, 3*time.Second, func(ctx context.Context) error {
+		rs, err := getRS(ctx, ns, "mem")
+		if err != nil {
+			return err
+		}
+		if len(rs.Status.History) > 0 || len(rs.Status.Candidates) > 0 {
+			return fmt.Errorf("acted without data: candidates %+v, history %+v", rs.Status.Candidates, rs.Status.History)
+		}
+		for p := range podNames(t, ns, "web") {
+			if !old[p] {
+				return fmt.Errorf("a pod was replaced: %s", p)
+			}
+		}
+		return nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -181,11 +182,35 @@ const (
 	maxTriggers = 8
 	// maxPodAge bounds a podAge trigger's maxAge: a year.
 	maxPodAge = 365 * 24 * time.Hour
+	// maxSustained bounds a memory trigger's for: a day.
+	maxSustained = 24 * time.Hour
 	// maxActionDuration bounds spec.action.minPodAge and cooldown: a week.
 	maxActionDuration = 7 * 24 * time.Hour
 	// maxPodsUnavailable bounds spec.action.maxConcurrent.
 	maxPodsUnavailable = 100
 )
+
+// validateMemory checks a memory trigger.
+func validateMemory(p *field.Path, m *deckhandv1alpha1.RestartMemoryTrigger) field.ErrorList {
+	var errs field.ErrorList
+	if m.Container != "" {
+		for _, msg := range validation.IsDNS1123Label(m.Container) {
+			errs = append(errs, field.Invalid(p.Child("container"), m.Container, msg))
+		}
+	}
+	switch {
+	case (m.PercentOfLimit == nil) == (m.Above == nil):
+		errs = append(errs, field.Required(p, "exactly one of percentOfLimit or above must be set"))
+	case m.PercentOfLimit != nil && (*m.PercentOfLimit < 1 || *m.PercentOfLimit > 100):
+		errs = append(errs, field.Invalid(p.Child("percentOfLimit"), *m.PercentOfLimit, "must be between 1 and 100"))
+	case m.Above != nil && m.Above.Sign() <= 0:
+		errs = append(errs, field.Invalid(p.Child("above"), m.Above.String(), "must be a positive quantity of bytes"))
+	}
+	if m.For != nil && (m.For.Duration < 0 || m.For.Duration > maxSustained) {
+		errs = append(errs, field.Invalid(p.Child("for"), m.For.Duration.String(), "must be between 0s and 24h"))
+	}
+	return errs
+}
 
 // validateTriggers checks spec.triggers and spec.action, naming the
 // trigger and field at fault.
@@ -197,12 +222,15 @@ func validateTriggers(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) 
 	}
 	for i, t := range s.Triggers {
 		p := tp.Index(i)
-		if t.PodAge == nil {
-			errs = append(errs, field.Required(p, "exactly one kind of trigger (podAge) must be set"))
-			continue
-		}
-		if d := t.PodAge.MaxAge.Duration; d < time.Second || d > maxPodAge {
-			errs = append(errs, field.Invalid(p.Child("podAge", "maxAge"), d.String(), "must be between 1s and 8760h"))
+		switch {
+		case (t.PodAge == nil) == (t.Memory == nil):
+			errs = append(errs, field.Required(p, "exactly one kind of trigger (podAge, memory) must be set"))
+		case t.PodAge != nil:
+			if d := t.PodAge.MaxAge.Duration; d < time.Second || d > maxPodAge {
+				errs = append(errs, field.Invalid(p.Child("podAge", "maxAge"), d.String(), "must be between 1s and 8760h"))
+			}
+		default:
+			errs = append(errs, validateMemory(p.Child("memory"), t.Memory)...)
 		}
 	}
 	ap := spec.Child("action")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -88,10 +89,35 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		"empty trigger": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{}}
-		}, "spec.triggers[0]: Required value: exactly one kind of trigger (podAge) must be set"},
+		}, "spec.triggers[0]: Required value: exactly one kind of trigger (podAge, memory) must be set"},
 		"pod age zero": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{}}}
 		}, `spec.triggers[0].podAge.maxAge: Invalid value: "0s": must be between 1s and 8760h`},
+		"memory percent": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Container: "app", PercentOfLimit: ptr.To[int32](90), For: &metav1.Duration{Duration: 5 * time.Minute}}}}
+		}, ""},
+		"memory above": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("900Mi"))}}}
+		}, ""},
+		"memory both thresholds": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{PercentOfLimit: ptr.To[int32](90), Above: ptr.To(resource.MustParse("900Mi"))}}}
+		}, "spec.triggers[0].memory: Required value: exactly one of percentOfLimit or above must be set"},
+		"memory percent 0": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{PercentOfLimit: ptr.To[int32](0)}}}
+		}, "spec.triggers[0].memory.percentOfLimit: Invalid value: 0"},
+		"memory above 0": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("0"))}}}
+		}, "spec.triggers[0].memory.above"},
+		"memory for": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("1Gi")), For: &metav1.Duration{Duration: 25 * time.Hour}}}}
+		}, "spec.triggers[0].memory.for"},
+		"memory container": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Container: "App_1", Above: ptr.To(resource.MustParse("1Gi"))}}}
+		}, "spec.triggers[0].memory.container"},
+		"two kinds in one trigger": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}},
+				Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("1Gi"))}}}
+		}, "spec.triggers[0]: Required value: exactly one kind"},
 		"action scope":          {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.Scope = "Node" }, "spec.action.scope: Unsupported value"},
 		"action max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.MaxConcurrent = 101 }, "spec.action.maxConcurrent"},
 		"action min pod age": {func(r *deckhandv1alpha1.RestartSchedule) {
