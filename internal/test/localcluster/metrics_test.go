@@ -30,10 +30,11 @@ type podMetricsList struct {
 }
 
 // workingSet is one PodMetrics reading: the pod's first container's memory
-// at the time metrics-server scraped it.
+// at the time metrics-server scraped it, and its other container's.
 type workingSet struct {
-	bytes int64
-	at    time.Time
+	bytes        int64
+	at           time.Time
+	sidecarBytes int64
 }
 
 // TestMetricsFollowSimulatedUsage runs a flat and a leaking pod on a fake
@@ -98,14 +99,16 @@ func TestMetricsFollowSimulatedUsage(t *testing.T) {
 		}
 		out := map[string]workingSet{}
 		for _, pm := range list.Items {
+			ws := workingSet{at: pm.Timestamp.Time}
 			for _, ctr := range pm.Containers {
-				if ctr.Name == "app" {
-					out[pm.Metadata.Name] = workingSet{bytes: ctr.Usage.Memory().Value(), at: pm.Timestamp.Time}
-				}
-				if ctr.Name == "sidecar" && !ctr.Usage.Memory().Equal(resource.MustParse(SimDefaultMemory)) {
-					t.Errorf("%s: sidecar's working set %s, want the default %s", pm.Metadata.Name, ctr.Usage.Memory(), SimDefaultMemory)
+				switch ctr.Name {
+				case "app":
+					ws.bytes = ctr.Usage.Memory().Value()
+				case "sidecar":
+					ws.sidecarBytes = ctr.Usage.Memory().Value()
 				}
 			}
+			out[pm.Metadata.Name] = ws
 		}
 		return out, nil
 	}
@@ -117,6 +120,9 @@ func TestMetricsFollowSimulatedUsage(t *testing.T) {
 		want := baseMemory + leak*age(name, ws.at)
 		if math.Abs(float64(ws.bytes)-want) > 2*leak {
 			t.Errorf("%s: working set %d bytes at %s (age %.1fs), want %.0f", name, ws.bytes, ws.at.Format(time.RFC3339), age(name, ws.at), want)
+		}
+		if sidecar := resource.MustParse(SimDefaultMemory); ws.sidecarBytes != sidecar.Value() {
+			t.Errorf("%s: sidecar's working set %d bytes, want the default %s", name, ws.sidecarBytes, SimDefaultMemory)
 		}
 	}
 
