@@ -150,8 +150,8 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
    kubectl get pods -A
    kubectl top pods -A
 
- metrics-server (metrics.k8s.io): %s
- Prometheus (%s of the pods):      %s
+ metrics-server (metrics.k8s.io):              %s
+ Prometheus (%s of the pods): %s
 
  Component logs: %s/*.log
 ================================================================================
