@@ -172,6 +172,13 @@ var FakeNodeResizeRoom = corev1.ResourceList{
 	corev1.ResourceMemory: resource.MustParse("2Ti"),
 }
 
+// StaticCPUManagerNodePrefix starts the name of a fake node that plays a
+// kubelet with the static CPU manager policy: a resize that changes the CPU
+// of a Guaranteed pod on it comes back PodResizePending with reason
+// Infeasible, as the kubelet (v1.36) reports it
+// (kwokstages/pod-resize.yaml). Create one with CreateFakeNode.
+const StaticCPUManagerNodePrefix = "kwok-static-cpu-"
+
 // CreateFakeNode registers a node that kwok manages: large enough for any
 // test, with no taints, so ordinary pods schedule on it.
 func (c *Cluster) CreateFakeNode(ctx context.Context, name string) error {
