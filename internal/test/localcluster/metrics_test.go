@@ -112,13 +112,13 @@ func TestMetricsFollowSimulatedUsage(t *testing.T) {
 		}
 		return out, nil
 	}
-	// checkMemory checks a reading against base + leak * age, within two
-	// seconds' leak: kwok's scrape and metrics-server's timestamp of it are
-	// not the same instant.
+	// checkMemory checks a reading against base + leak * age, within three
+	// seconds' leak: metrics-server's timestamp of a scrape has whole
+	// seconds, and kwok evaluates the usage a little after it.
 	checkMemory := func(name string, ws workingSet, leak float64) {
 		t.Helper()
 		want := baseMemory + leak*age(name, ws.at)
-		if math.Abs(float64(ws.bytes)-want) > 2*leak {
+		if math.Abs(float64(ws.bytes)-want) > 3*leak {
 			t.Errorf("%s: working set %d bytes at %s (age %.1fs), want %.0f", name, ws.bytes, ws.at.Format(time.RFC3339), age(name, ws.at), want)
 		}
 		if sidecar := resource.MustParse(SimDefaultMemory); ws.sidecarBytes != sidecar.Value() {
@@ -180,8 +180,9 @@ func TestMetricsFollowSimulatedUsage(t *testing.T) {
 	}
 	checkGPU := func(name string, got float64, at time.Time, leak float64) {
 		t.Helper()
-		// The newest sample is from a scrape at most a few intervals old.
-		lo := baseGPU + leak*(age(name, at)-5*PrometheusScrapeInterval.Seconds()-1)
+		// The newest sample is from a scrape at most a few intervals old
+		// (more on a loaded machine).
+		lo := baseGPU + leak*(age(name, at)-10*PrometheusScrapeInterval.Seconds())
 		hi := baseGPU + leak*(age(name, at)+1)
 		if got < lo || got > hi {
 			t.Errorf("%s: %s %.1f at age %.1fs, want %.1f to %.1f", name, DCGMFramebufferUsedMetric, got, age(name, at), lo, hi)
