@@ -47,7 +47,7 @@ func TestConditionsHaveOneWriterEach(t *testing.T) {
 		var fields struct {
 			Status map[string]json.RawMessage `json:"f:status"`
 		}
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			t.Fatal(err)
 		}
 		var conds map[string]json.RawMessage
