@@ -208,6 +208,10 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 	if !plan.recheck.IsZero() {
 		res = reconcileutil.LowestNonZero(res, requeueToStart(plan.recheck.Sub(s.now)+requeueDelay))
 	}
+	if usesMemory(in.triggers) {
+		// Working sets change with no event: read the next samples.
+		res = reconcileutil.LowestNonZero(res, requeueIn(min(r.pollInterval(), DefaultMetricsResolution)))
+	}
 	if len(plan.candidates) > 0 {
 		// Held pods wait for pods to become Ready, budgets and windows,
 		// which no watch here reports.

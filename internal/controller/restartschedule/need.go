@@ -347,7 +347,16 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, m *deckhandv1a
 		out = append(out, needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold),
 			sustainedAt: since.Add(hold), holdFor: hold,
 			RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Container: ctr.Name,
-				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: resource.NewQuantity(ws, resource.BinarySI).String(), Limit: limitText, Since: &sinceT}})
+				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: mebibytes(ws), Limit: limitText, Since: &sinceT}})
 	}
 	return out
+}
+
+// mebibytes is a working set as a quantity of whole MiB, the precision a
+// reader compares with a limit ("812Mi"); under 1Mi, in bytes.
+func mebibytes(b int64) string {
+	if b >= 1<<20 {
+		b -= b % (1 << 20)
+	}
+	return resource.NewQuantity(b, resource.BinarySI).String()
 }
