@@ -69,6 +69,9 @@ type options struct {
 
 func main() {
 	var o options
+	// The manager's own namespace, read once: its Lease's default, and the
+	// namespace of SidecarSets' revisions that no SidecarSet reaches.
+	own := podutil.OwnNamespace()
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443",
 		"Address the metrics endpoint binds to (\":8443\" serves HTTPS, \"0\" turns metrics off).")
 	flag.BoolVar(&o.secureMetrics, "metrics-secure", true,
@@ -76,7 +79,7 @@ func main() {
 	flag.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address the healthz/readyz endpoints bind to.")
 	flag.BoolVar(&o.enableLeaderElection, "leader-elect", true,
 		"Elect a leader so that only one replica reconciles at a time. Every replica serves webhooks.")
-	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", podutil.OwnNamespace(),
+	flag.StringVar(&o.leaderElectionNS, "leader-election-namespace", own,
 		"Namespace of the leader-election Lease (default: the manager's own namespace, from POD_NAMESPACE or its service account).")
 	flag.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second,
 		"How long a leader's Lease is valid without renewal: a standby takes over this long after the leader dies, plus up to two retry periods.")
@@ -131,6 +134,7 @@ func main() {
 	flag.DurationVar(&o.certs.RotationCheckInterval, "cert-rotation-check-interval", o.certs.RotationCheckInterval,
 		"How often the certificates' validity is checked (self mode).")
 	o.operator = operator.DefaultOptions()
+	o.operator.Namespace = own
 	flag.StringVar(&o.operator.DefaultRestartSchedule, "default-restart-schedule", o.operator.DefaultRestartSchedule,
 		"Schedule of a RestartSchedule generated for a workload annotated apps.deckhand.dev/restart-schedule=\"true\".")
 	injectionMode := flag.String("sidecarset-injection-mode", string(o.operator.SidecarSetInjectionMode),
@@ -143,7 +147,7 @@ func main() {
 		"Shortest time allowed between two runs of a RestartSchedule, from 1s to 1m: a schedule that fires more often (\"@every 10s\") is refused at admission.")
 	maxReplicas := flag.Int("max-podset-replicas", int(o.operator.MaxPodSetReplicas),
 		"Most pods a PodSet may ask for: spec.replicas, or a write to its scale subresource, above it is refused at admission.")
-	protectedNamespaces := flag.String("protected-namespaces", strings.Join(sidecarcontrol.DefaultProtectedNamespaces(podutil.OwnNamespace()), ","),
+	protectedNamespaces := flag.String("protected-namespaces", strings.Join(sidecarcontrol.DefaultProtectedNamespaces(own), ","),
 		"Comma-separated namespaces whose pods no SidecarSet injects or updates. kube-system and the manager's own namespace are protected whatever this says (the pod webhook's configuration leaves them out).")
 	metadataAllowlist := flag.String("sidecarset-pod-metadata-allowlist", "",
 		"Comma-separated pod annotation keys, or glob patterns such as example.com/*, that SidecarSets may set on the pods they inject (spec.patchPodMetadata). Empty (the default) allows none; keys under apps.deckhand.dev/ never are.")

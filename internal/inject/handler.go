@@ -181,7 +181,7 @@ func (p *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		return admission.Allowed("")
 	}
 	ns := req.Namespace
-	if sidecarcontrol.IsProtectedNamespace(ns) {
+	if p.Lister.IsProtectedNamespace(ns) {
 		return admission.Allowed("protected namespace")
 	}
 	if !p.Lister.HasSynced() {

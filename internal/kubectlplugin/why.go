@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -177,7 +178,7 @@ func whyNoMatch(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod 
 	switch {
 	case s.DeletionTimestamp != nil:
 		return "the SidecarSet is being deleted"
-	case sidecarcontrol.IsProtectedNamespace(ns):
+	case lister.IsProtectedNamespace(ns):
 		return fmt.Sprintf("namespace %s is protected: no SidecarSet reaches its pods", ns)
 	case s.Spec.Namespace != "" && s.Spec.Namespace != ns:
 		return fmt.Sprintf("other namespace: the SidecarSet is limited to namespace %s", s.Spec.Namespace)
@@ -218,7 +219,7 @@ func whyNotInjected(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, 
 		return "injection is paused (spec.injectionStrategy.paused)"
 	}
 	for _, name := range c.ContainerNames {
-		if !hasContainer(pod, name) {
+		if !podutil.HasContainer(pod, name) {
 			continue
 		}
 		for _, other := range sets {
@@ -230,17 +231,6 @@ func whyNotInjected(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, 
 	}
 	return fmt.Sprintf("not injected although selected: the pod was created while the pod webhook was unavailable or injection was paused "+
 		"(the SidecarSet counts %d such pod(s) in status.notInjectedPods); recreate the pod to inject it", s.Status.NotInjectedPods)
-}
-
-func hasContainer(pod *corev1.Pod, name string) bool {
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			if list[i].Name == name {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // describeOwner names the pod's controller and, for a PodSet, the revision

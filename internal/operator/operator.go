@@ -26,7 +26,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
 	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	podsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/podset"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
@@ -56,6 +55,10 @@ type Options struct {
 	// Deckhand is off the pod create path: every SidecarSet must be in
 	// Policy mode, which must then be the default and served.
 	SidecarSetPodWebhook bool
+	// Namespace is the manager's own namespace (cmd/deckhand reads it from
+	// POD_NAMESPACE or its service account; "": deckhand-system): where
+	// SidecarSets' ControllerRevisions live, and always protected.
+	Namespace string
 	// ProtectedNamespaces are the namespaces no SidecarSet injects or
 	// updates, besides kube-system and Deckhand's own, which always are
 	// (nil: sidecarcontrol.DefaultProtectedNamespaces).
@@ -132,25 +135,20 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	// The SidecarSet controller and the pod webhook read SidecarSets
 	// through one Lister, so each SidecarSet is compiled once per process.
+	// SidecarSets' ControllerRevisions live in a cache of their own (the
+	// manager's keeps PodSets' only): the controller keeps the history, the
+	// pod webhook and the policy controller inject pinned revisions.
 	sidecarSets, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
-		Modes:       modes,
-		PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: labelAllow},
-		ManagerUser: opts.ManagerUser,
+		Modes:               modes,
+		PodMetadata:         sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: labelAllow},
+		ManagerUser:         opts.ManagerUser,
+		Namespace:           opts.Namespace,
+		ProtectedNamespaces: opts.ProtectedNamespaces,
+		Revisions:           mgr,
 	})
 	if err != nil {
 		return err
 	}
-	// SidecarSets' ControllerRevisions live in a cache of their own (the
-	// manager's keeps PodSets' only): the controller keeps the history, the
-	// pod webhook and the policy controller inject pinned revisions.
-	if _, err := sidecarSets.WatchRevisions(mgr); err != nil {
-		return err
-	}
-	protected := opts.ProtectedNamespaces
-	if protected == nil {
-		protected = sidecarcontrol.DefaultProtectedNamespaces(podutil.OwnNamespace())
-	}
-	sidecarcontrol.SetProtectedNamespaces(podutil.OwnNamespace(), protected)
 	for _, setup := range []func(ctrl.Manager) error{
 		(&webserverctrl.Reconciler{}).SetupWithManager,
 		webserverwebhook.SetupWebhookWithManager,

@@ -157,11 +157,10 @@ func hashJSON(v any) string {
 }
 
 // MatchesNamespace reports whether s (compiled as c) can select pods in
-// namespace ns. nsLabels looks a namespace's labels up (from the cache).
+// namespace ns by its spec. nsLabels looks a namespace's labels up (from
+// the cache). Protected namespaces are the Lister's to exclude
+// (Lister.MatchesNamespace).
 func (c *Compiled) MatchesNamespace(s *deckhandv1alpha1.SidecarSet, ns string, nsLabels func(string) (map[string]string, bool)) bool {
-	if IsProtectedNamespace(ns) {
-		return false
-	}
 	if s.Spec.Namespace != "" && s.Spec.Namespace != ns {
 		return false
 	}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
@@ -54,11 +55,15 @@ type Lister struct {
 	synced      func() bool
 	derived     *derivedStore
 	modes       Modes
-	// revisions holds the SidecarSets' ControllerRevisions; nil until
-	// WatchRevisions.
+	// revisions holds the SidecarSets' ControllerRevisions; nil without
+	// Options.Revisions.
 	revisions *revisionStore
 	// managerUser is Options.ManagerUser.
 	managerUser string
+	// namespace is Options.Namespace, or podutil.DeckhandNamespace.
+	namespace string
+	// protected are the namespaces no SidecarSet reaches.
+	protected map[string]bool
 }
 
 // Options are the manager's SidecarSet settings a Lister is built with;
@@ -79,11 +84,37 @@ type Options struct {
 	// dryRun itself, so no other client can claim them. Empty: no request
 	// is trusted to skip a mandatory SidecarSet.
 	ManagerUser string
+	// Namespace is the manager's own namespace (cmd/deckhand reads it from
+	// POD_NAMESPACE or its service account): SidecarSets' ControllerRevisions
+	// live there and no SidecarSet reaches its pods. Empty:
+	// podutil.DeckhandNamespace.
+	Namespace string
+	// ProtectedNamespaces are the namespaces no SidecarSet injects or
+	// updates (--protected-namespaces), with podutil.ProtectedNamespaces
+	// always among them (Deckhand's own being Namespace when it is set): the
+	// pod webhook's configuration never sends the API server's requests for
+	// those, so leaving them out here would only make the controller
+	// disagree with the webhook. nil: DefaultProtectedNamespaces(Namespace).
+	ProtectedNamespaces []string
+	// Revisions, when set, is the manager whose every replica runs the
+	// cache of SidecarSets' ControllerRevisions (ListerFromCache only): the
+	// controller keeps the history, the pod webhook and the policy
+	// controller inject pinned revisions. nil: the Lister reads no
+	// revisions.
+	Revisions manager.Manager
 }
 
 func newLister(sidecarSets, namespaces toolscache.Indexer, derived *derivedStore, opts Options) *Lister {
+	protected := opts.ProtectedNamespaces
+	if protected == nil {
+		protected = DefaultProtectedNamespaces(opts.Namespace)
+	}
+	own := opts.Namespace
+	if own == "" {
+		own = podutil.DeckhandNamespace
+	}
 	return &Lister{sidecarSets: sidecarSets, namespaces: namespaces, synced: func() bool { return true }, derived: derived,
-		modes: opts.Modes, managerUser: opts.ManagerUser}
+		modes: opts.Modes, managerUser: opts.ManagerUser, namespace: own, protected: protectedSet(opts.Namespace, protected)}
 }
 
 // Modes returns Options.Modes.
@@ -104,8 +135,10 @@ type indexerGetter interface {
 // ListerFromCache registers the SidecarSet index and a metadata-only
 // Namespace informer with c (before or after it starts) and returns a Lister
 // with opts reading from them, whose compiled SidecarSets the SidecarSet
-// informer's events keep current. Calling it more than once for one cache
-// is fine.
+// informer's events keep current; with opts.Revisions, it also reads the
+// SidecarSets' ControllerRevisions from a cache it adds to that manager
+// (call it before the manager starts then). Calling it more than once for
+// one cache is fine.
 func ListerFromCache(ctx context.Context, c cache.Cache, opts Options) (*Lister, error) {
 	ssInf, err := c.GetInformer(ctx, &deckhandv1alpha1.SidecarSet{}, cache.BlockUntilSynced(false))
 	if err != nil {
@@ -131,6 +164,11 @@ func ListerFromCache(ctx context.Context, c cache.Cache, opts Options) (*Lister,
 	}
 	l := newLister(ssIdx.GetIndexer(), nsIdx.GetIndexer(), derived, opts)
 	l.synced = func() bool { return ssInf.HasSynced() && nsInf.HasSynced() }
+	if opts.Revisions != nil {
+		if err := l.watchRevisions(opts.Revisions); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
 }
 
@@ -174,7 +212,12 @@ func (l *Lister) Compiled(s *deckhandv1alpha1.SidecarSet) *Compiled {
 
 // Matches reports whether s selects a pod with podLabels in namespace ns.
 func (l *Lister) Matches(s *deckhandv1alpha1.SidecarSet, ns string, podLabels map[string]string) bool {
-	return l.Compiled(s).Matches(s, ns, podLabels, l.NamespaceLabels)
+	return !l.protected[ns] && l.Compiled(s).Matches(s, ns, podLabels, l.NamespaceLabels)
+}
+
+// MatchesNamespace reports whether s can select pods in namespace ns.
+func (l *Lister) MatchesNamespace(s *deckhandv1alpha1.SidecarSet, ns string) bool {
+	return !l.protected[ns] && l.Compiled(s).MatchesNamespace(s, ns, l.NamespaceLabels)
 }
 
 // Get returns the cached SidecarSet called name, or nil.
@@ -203,11 +246,6 @@ func (l *Lister) NamespaceLabels(ns string) (map[string]string, bool) {
 	return nil, false
 }
 
-// protectedNamespaces are never injected or updated. SetProtectedNamespaces
-// replaces them once, before the manager starts; they are read-only
-// afterwards.
-var protectedNamespaces = protectedSet(podutil.OwnNamespace(), DefaultProtectedNamespaces(podutil.OwnNamespace()))
-
 // DefaultProtectedNamespaces are the namespaces the manager protects when
 // --protected-namespaces is not set: the control plane's (kube-system,
 // and kube-public, which every authenticated user may read), and
@@ -217,17 +255,6 @@ func DefaultProtectedNamespaces(own string) []string {
 		own = podutil.DeckhandNamespace
 	}
 	return []string{metav1.NamespaceSystem, metav1.NamespacePublic, own}
-}
-
-// SetProtectedNamespaces makes names (the manager's --protected-namespaces)
-// the namespaces no SidecarSet injects or updates, with
-// podutil.ProtectedNamespaces always among them (Deckhand's own namespace
-// taken from own when it is set): the pod webhook's configuration never
-// sends the API server's requests for those, so leaving them out here would
-// only make the controller disagree with the webhook. Call it before the
-// manager starts.
-func SetProtectedNamespaces(own string, names []string) {
-	protectedNamespaces = protectedSet(own, names)
 }
 
 // protectedSet is podutil.ProtectedNamespaces, with Deckhand's own namespace
@@ -250,8 +277,12 @@ func protectedSet(own string, extra []string) map[string]bool {
 }
 
 // IsProtectedNamespace reports whether pods in ns are out of every
-// SidecarSet's reach (SetProtectedNamespaces).
-func IsProtectedNamespace(ns string) bool { return protectedNamespaces[ns] }
+// SidecarSet's reach (Options.ProtectedNamespaces).
+func (l *Lister) IsProtectedNamespace(ns string) bool { return l.protected[ns] }
+
+// RevisionNamespace is the namespace of SidecarSets' ControllerRevisions:
+// the manager's own (Options.Namespace).
+func (l *Lister) RevisionNamespace() string { return l.namespace }
 
 // All returns every cached SidecarSet (shared with the cache).
 func (l *Lister) All() []*deckhandv1alpha1.SidecarSet {
@@ -269,9 +300,9 @@ func (l *Lister) All() []*deckhandv1alpha1.SidecarSet {
 // ProtectedNamespaceNames returns the namespaces IsProtectedNamespace
 // reports, sorted: what a MutatingAdmissionPolicy compiled from a SidecarSet
 // excludes by namespace name.
-func ProtectedNamespaceNames() []string {
-	out := make([]string, 0, len(protectedNamespaces))
-	for ns := range protectedNamespaces {
+func (l *Lister) ProtectedNamespaceNames() []string {
+	out := make([]string, 0, len(l.protected))
+	for ns := range l.protected {
 		out = append(out, ns)
 	}
 	sort.Strings(out)

@@ -37,7 +37,7 @@ func ResizeOnly(spec *deckhandv1alpha1.SidecarSetSpec, pod *corev1.Pod, recorded
 	}
 	differs := false
 	for i := range spec.Containers {
-		c := podContainer(pod.Spec.Containers, spec.Containers[i].Name)
+		c := podutil.FindContainer(pod.Spec.Containers, spec.Containers[i].Name)
 		if c == nil {
 			return false
 		}
@@ -49,7 +49,7 @@ func ResizeOnly(spec *deckhandv1alpha1.SidecarSetSpec, pod *corev1.Pod, recorded
 		if !podutil.IsNativeSidecar(&spec.InitContainers[i].Container) {
 			continue // a plain init container has run: its resources cannot change in place
 		}
-		c := podContainer(pod.Spec.InitContainers, spec.InitContainers[i].Name)
+		c := podutil.FindContainer(pod.Spec.InitContainers, spec.InitContainers[i].Name)
 		if c == nil {
 			return false
 		}
@@ -98,13 +98,4 @@ func replaceCPUMemory(want, have corev1.ResourceList) corev1.ResourceList {
 	set(corev1.ResourceCPU, have)
 	set(corev1.ResourceMemory, have)
 	return out
-}
-
-func podContainer(list []corev1.Container, name string) *corev1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
-	}
-	return nil
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // A SidecarSet's revisions are ControllerRevisions in the manager's own
@@ -18,15 +17,6 @@ import (
 // controlled by the SidecarSet, labelled with its name and the revision
 // hash. Their data is RevisionSpec: what the SidecarSet injects at that
 // revision, the input of Hashes.
-
-// RevisionNamespace is the namespace of SidecarSets' ControllerRevisions:
-// the manager's own (deckhand-system unless installed elsewhere).
-func RevisionNamespace() string {
-	if ns := podutil.OwnNamespace(); ns != "" {
-		return ns
-	}
-	return podutil.DeckhandNamespace
-}
 
 // RevisionSpec is what a SidecarSet's ControllerRevision holds, under
 // "spec": the parts of the SidecarSet spec the revision hash covers.

@@ -30,44 +30,41 @@ var revisionSelector = func() labels.Selector {
 	return labels.NewSelector().Add(*req)
 }()
 
-// WatchRevisions gives l the SidecarSets' ControllerRevisions: an informer
+// watchRevisions gives l the SidecarSets' ControllerRevisions: an informer
 // cache of its own, limited to RevisionNamespace and to the
 // apps.deckhand.dev/sidecarset label (the manager's cache keeps only
-// PodSets' ControllerRevisions, cluster-wide), added to mgr. Call it before
-// the manager starts; calling it again returns the same cache.
-func (l *Lister) WatchRevisions(mgr manager.Manager) (cache.Cache, error) {
-	if l.revisions != nil {
-		return l.revisions.cache, nil
-	}
+// PodSets' ControllerRevisions, cluster-wide), added to mgr before it
+// starts.
+func (l *Lister) watchRevisions(mgr manager.Manager) error {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient:        mgr.GetHTTPClient(),
 		Scheme:            mgr.GetScheme(),
 		Mapper:            mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{RevisionNamespace(): {}},
+		DefaultNamespaces: map[string]cache.Config{l.namespace: {}},
 		DefaultTransform:  cache.TransformStripManagedFields(),
 		ByObject:          map[client.Object]cache.ByObject{&appsv1.ControllerRevision{}: {Label: revisionSelector}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the SidecarSet revision cache: %w", err)
+		return fmt.Errorf("creating the SidecarSet revision cache: %w", err)
 	}
 	// NOTE: a runnable that does not say otherwise runs only on the leader;
 	// every replica's pod webhook reads the revisions, so the cache runs on
 	// every replica, as the manager's own cache does.
 	if err := mgr.Add(everyReplica{c}); err != nil {
-		return nil, err
+		return err
 	}
 	inf, err := c.GetInformer(context.Background(), &appsv1.ControllerRevision{}, cache.BlockUntilSynced(false))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	st := &revisionStore{cache: c, bySet: map[string]map[string]*revision{}}
 	if _, err := inf.AddEventHandler(st); err != nil {
-		return nil, fmt.Errorf("watching SidecarSet revisions: %w", err)
+		return fmt.Errorf("watching SidecarSet revisions: %w", err)
 	}
 	l.revisions = st
 	synced := l.synced
 	l.synced = func() bool { return synced() && inf.HasSynced() }
-	return c, nil
+	return nil
 }
 
 // everyReplica runs a cache on every replica, leader or not.
@@ -249,7 +246,7 @@ func (r *revision) form(s *deckhandv1alpha1.SidecarSet, allow PodMetadataAllowli
 }
 
 // Revisions returns the ControllerRevisions s controls (shared with the
-// cache), oldest revision number first; nil without WatchRevisions.
+// cache), oldest revision number first; nil without Options.Revisions.
 func (l *Lister) Revisions(s *deckhandv1alpha1.SidecarSet) []*appsv1.ControllerRevision {
 	if l.revisions == nil {
 		return nil
@@ -275,7 +272,7 @@ type RunningRevision struct {
 
 // RunningRevisions returns the RunningHashes of the revisions s controls,
 // by revision hash (the label value, which a pod's record names); nil
-// without WatchRevisions. Each ControllerRevision is decoded once. A hash
+// without Options.Revisions. Each ControllerRevision is decoded once. A hash
 // two revisions of different content carry (a collision) is left out: which
 // one a pod got is not known.
 func (l *Lister) RunningRevisions(s *deckhandv1alpha1.SidecarSet) map[string]RunningRevision {
@@ -300,8 +297,17 @@ func (l *Lister) RunningRevisions(s *deckhandv1alpha1.SidecarSet) map[string]Run
 	return out
 }
 
-// RevisionsWatched reports whether WatchRevisions gave l the revisions.
+// RevisionsWatched reports whether l reads the revisions (Options.Revisions).
 func (l *Lister) RevisionsWatched() bool { return l.revisions != nil }
+
+// RevisionCache returns the cache l reads the revisions from, or nil
+// without Options.Revisions.
+func (l *Lister) RevisionCache() cache.Cache {
+	if l.revisions == nil {
+		return nil
+	}
+	return l.revisions.cache
+}
 
 // PinnedRevision returns the ControllerRevision that
 // spec.injectionStrategy.revision of s pins (shared with the cache), nil if

@@ -76,7 +76,6 @@ func TestMatches(t *testing.T) {
 		{"prod", map[string]string{"app": "db"}, false},
 		{"dev", map[string]string{"app": "web"}, false},
 		{"gone", map[string]string{"app": "web"}, false},
-		{"kube-system", map[string]string{"app": "web"}, false},
 	} {
 		if got := c.Matches(s, tc.ns, tc.labels, ns); got != tc.want {
 			t.Errorf("Matches(%s, %v) = %v, want %v", tc.ns, tc.labels, got, tc.want)
@@ -106,6 +105,58 @@ func TestProtectedSet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if got := protectedSet(tc.own, tc.extra); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("protectedSet(%q, %q) = %v, want %v", tc.own, tc.extra, got, tc.want)
+			}
+		})
+	}
+}
+
+// A Lister keeps SidecarSets out of the namespaces its Options protect,
+// whatever their selectors say, and keeps its revisions in the manager's
+// namespace.
+func TestListerProtectedNamespaces(t *testing.T) {
+	s := &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: deckhandv1alpha1.SidecarSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+	}}
+	cases := map[string]struct {
+		opts        Options
+		protected   []string
+		revisionsIn string
+		reachable   []string
+	}{
+		"defaults":          {Options{}, []string{"deckhand-system", "kube-public", "kube-system"}, "deckhand-system", []string{"ops", "prod"}},
+		"own namespace":     {Options{Namespace: "ops"}, []string{"kube-public", "kube-system", "ops"}, "ops", []string{"deckhand-system", "prod"}},
+		"flag":              {Options{Namespace: "ops", ProtectedNamespaces: []string{"prod"}}, []string{"kube-system", "ops", "prod"}, "ops", []string{"deckhand-system", "kube-public"}},
+		"flag set to empty": {Options{ProtectedNamespaces: []string{}}, []string{"deckhand-system", "kube-system"}, "deckhand-system", []string{"kube-public", "prod"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			idx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, Indexers())
+			if err := idx.Add(s); err != nil {
+				t.Fatal(err)
+			}
+			nsIdx := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{})
+			for _, ns := range []string{"deckhand-system", "kube-public", "kube-system", "ops", "prod"} {
+				if err := nsIdx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l := NewLister(idx, nsIdx, tc.opts)
+			if got := l.ProtectedNamespaceNames(); !reflect.DeepEqual(got, tc.protected) {
+				t.Errorf("ProtectedNamespaceNames() = %q, want %q", got, tc.protected)
+			}
+			if got := l.RevisionNamespace(); got != tc.revisionsIn {
+				t.Errorf("RevisionNamespace() = %q, want %q", got, tc.revisionsIn)
+			}
+			web := map[string]string{"app": "web"}
+			for _, ns := range tc.protected {
+				if !l.IsProtectedNamespace(ns) || l.Matches(s, ns, web) || l.MatchesNamespace(s, ns) {
+					t.Errorf("namespace %s: protected %v, matched %v, namespace matched %v; want protected and no match", ns, l.IsProtectedNamespace(ns), l.Matches(s, ns, web), l.MatchesNamespace(s, ns))
+				}
+			}
+			for _, ns := range tc.reachable {
+				if l.IsProtectedNamespace(ns) || !l.Matches(s, ns, web) || !l.MatchesNamespace(s, ns) {
+					t.Errorf("namespace %s: protected %v, matched %v, namespace matched %v; want a match", ns, l.IsProtectedNamespace(ns), l.Matches(s, ns, web), l.MatchesNamespace(s, ns))
+				}
 			}
 		})
 	}

@@ -72,7 +72,7 @@ func Name(name string) string {
 
 // Options are the cluster facts a compilation depends on.
 type Options struct {
-	// ProtectedNamespaces are never injected (sidecarcontrol.IsProtectedNamespace).
+	// ProtectedNamespaces are never injected (sidecarcontrol.Lister.IsProtectedNamespace).
 	ProtectedNamespaces []string
 	// ManagerUser is the username of Deckhand's own requests
 	// (sidecarcontrol.Lister.ManagerUser): its pods with the skip-injection
@@ -80,9 +80,9 @@ type Options struct {
 	ManagerUser string
 }
 
-// DefaultOptions are the manager's.
-func DefaultOptions() Options {
-	return Options{ProtectedNamespaces: sidecarcontrol.ProtectedNamespaceNames()}
+// OptionsOf are the facts of the manager whose SidecarSets l reads.
+func OptionsOf(l *sidecarcontrol.Lister) Options {
+	return Options{ProtectedNamespaces: l.ProtectedNamespaceNames(), ManagerUser: l.ManagerUser()}
 }
 
 // Compile returns the MutatingAdmissionPolicy and binding that inject s.

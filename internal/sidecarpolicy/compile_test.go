@@ -95,13 +95,13 @@ func TestCompile(t *testing.T) {
 func TestCompilePeers(t *testing.T) {
 	s := scs("b", nil)
 	a, c := scs("a", nil), scs("c", nil)
-	p1, _ := Compile(s, []*deckhandv1alpha1.SidecarSet{a, c}, DefaultOptions())
-	p2, _ := Compile(s, []*deckhandv1alpha1.SidecarSet{c, a, s}, DefaultOptions())
+	p1, _ := Compile(s, []*deckhandv1alpha1.SidecarSet{a, c}, Options{ProtectedNamespaces: []string{"deckhand-system", "kube-system"}})
+	p2, _ := Compile(s, []*deckhandv1alpha1.SidecarSet{c, a, s}, Options{ProtectedNamespaces: []string{"deckhand-system", "kube-system"}})
 	if !apiequality.Semantic.DeepEqual(p1, p2) {
 		t.Error("the compiled policy depends on the order of its peers")
 	}
 	c.Spec.Containers[0].Name = "renamed"
-	p3, _ := Compile(s, []*deckhandv1alpha1.SidecarSet{a, c}, DefaultOptions())
+	p3, _ := Compile(s, []*deckhandv1alpha1.SidecarSet{a, c}, Options{ProtectedNamespaces: []string{"deckhand-system", "kube-system"}})
 	if apiequality.Semantic.DeepEqual(p1, p3) {
 		t.Error("a peer's container names do not enter the compiled policy")
 	}

@@ -64,7 +64,7 @@ type Reconciler struct {
 	// Lister reads SidecarSets (the policy of one depends on its peers) and
 	// the injection modes.
 	Lister *sidecarcontrol.Lister
-	// Options are the compilation's cluster facts; DefaultOptions if zero.
+	// Options are the compilation's cluster facts; OptionsOf(Lister) if zero.
 	Options *sidecarpolicy.Options
 
 	// backoff is, per SidecarSet whose policy is not in effect yet, the
@@ -103,8 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("sidecarpolicy: the Reconciler needs the SidecarSet Lister")
 	}
 	if r.Options == nil {
-		o := sidecarpolicy.DefaultOptions()
-		o.ManagerUser = r.Lister.ManagerUser()
+		o := sidecarpolicy.OptionsOf(r.Lister)
 		r.Options = &o
 	}
 	// A SidecarSet's policy depends on its peers' names and containers:

@@ -34,7 +34,7 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	pods := make([]*corev1.Pod, 0, len(selected))
 	var terminating []*corev1.Pod
 	for _, p := range selected {
-		if !c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
+		if r.Lister.IsProtectedNamespace(p.Namespace) || !c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
 			continue
 		}
 		switch {

@@ -109,7 +109,7 @@ func readyAgainAfterRestart(oldObj, newObj client.Object) bool {
 // annotation) and those that select it (through the namespace index).
 func (r *Reconciler) podToSidecarSets(_ context.Context, obj client.Object) []reconcile.Request {
 	pod, ok := obj.(*corev1.Pod)
-	if !ok || sidecarcontrol.IsProtectedNamespace(pod.Namespace) {
+	if !ok || r.Lister.IsProtectedNamespace(pod.Namespace) {
 		return nil
 	}
 	seen := map[string]bool{}

@@ -84,7 +84,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, sc *scope) (ctrl.Result,
 	}
 	collided := func(name string) {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonRevisionCollision, "SyncRevision",
-			"ControllerRevision %s/%s exists with other data or another owner; collisionCount goes up", sidecarcontrol.RevisionNamespace(), name)
+			"ControllerRevision %s/%s exists with other data or another owner; collisionCount goes up", r.Lister.RevisionNamespace(), name)
 	}
 	latest, count, err := revisionhistory.Resolve(s.Status.CollisionCount, nameFor, get, holds, collided)
 	if count != nil {
@@ -117,7 +117,7 @@ func (r *Reconciler) createRevision(ctx context.Context, s *deckhandv1alpha1.Sid
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
-			Namespace: sidecarcontrol.RevisionNamespace(),
+			Namespace: r.Lister.RevisionNamespace(),
 			Labels:    lbls,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: deckhandv1alpha1.GroupVersion.String(), Kind: "SidecarSet", Name: s.Name, UID: s.UID,

@@ -27,7 +27,7 @@ import (
 // server, oldest revision number first.
 func revisionsOf(ctx context.Context, name string) ([]appsv1.ControllerRevision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	err := env.Client.List(ctx, list, client.InNamespace(sidecarcontrol.RevisionNamespace()),
+	err := env.Client.List(ctx, list, client.InNamespace(suiteLister.RevisionNamespace()),
 		client.MatchingLabels{deckhandv1alpha1.SidecarSetNameLabel: sidecarcontrol.NameLabelValue(name)})
 	slices.SortFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return int(a.Revision - b.Revision) })
 	return list.Items, err
@@ -64,7 +64,7 @@ func TestRevisionHistoryLimitKeepsRevisionsInUse(t *testing.T) {
 		t.Fatalf("latestRevisionName = %s, want %s", first.Status.LatestRevisionName, want)
 	}
 	cr := &appsv1.ControllerRevision{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: sidecarcontrol.RevisionNamespace(), Name: first.Status.LatestRevisionName}, cr); err != nil {
+	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: suiteLister.RevisionNamespace(), Name: first.Status.LatestRevisionName}, cr); err != nil {
 		t.Fatal(err)
 	}
 	ref := metav1.GetControllerOf(cr)
@@ -132,7 +132,7 @@ func TestRevisionNameCollision(t *testing.T) {
 	}
 	hash := hashOf(&dry.Spec)
 	squatter := &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{Namespace: sidecarcontrol.RevisionNamespace(), Name: revisionhistory.Name(s.Name, hash)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: suiteLister.RevisionNamespace(), Name: revisionhistory.Name(s.Name, hash)},
 		Data:       runtime.RawExtension{Raw: []byte(`{"spec":{}}`)},
 		Revision:   1,
 	}

@@ -122,7 +122,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.memory.updates = r.Expectations
 	if r.Lister == nil {
-		lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{})
+		lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{Revisions: mgr})
 		if err != nil {
 			return err
 		}
@@ -138,9 +138,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		r.Pods = pods
 	}
-	revisions, err := r.Lister.WatchRevisions(mgr)
-	if err != nil {
-		return err
+	revisions := r.Lister.RevisionCache()
+	if revisions == nil {
+		return errors.New("sidecarset: the Reconciler's Lister reads no revisions (sidecarcontrol.Options.Revisions)")
 	}
 	// A spec change, or a change of the InjectionPolicyReady condition the
 	// policy controller writes: Ready summarises it.

@@ -29,6 +29,9 @@ var expectClock = &offsetClock{}
 // new ones, as a restarted process would.
 var updateExpectations *expectations.Expectations
 
+// suiteLister is the Lister the controller and the webhooks share.
+var suiteLister *sidecarcontrol.Lister
+
 type offsetClock struct {
 	mu     sync.Mutex
 	offset time.Duration
@@ -63,10 +66,12 @@ func TestMain(m *testing.M) {
 			}
 			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
 				PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: allow},
+				Revisions:   mgr,
 			})
 			if err != nil {
 				return err
 			}
+			suiteLister = lister
 			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
 				return err
 			}

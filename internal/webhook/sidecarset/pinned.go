@@ -53,7 +53,7 @@ func validatePin(old, s *deckhandv1alpha1.SidecarSet, l *sidecarcontrol.Lister) 
 			return errs
 		}
 		errs = append(errs, field.NotFound(path.Child("revisionName"), *pin.RevisionName))
-		errs[len(errs)-1].Detail = fmt.Sprintf("no ControllerRevision of this SidecarSet in namespace %s has this name (status.latestRevisionName names the latest)", sidecarcontrol.RevisionNamespace())
+		errs[len(errs)-1].Detail = fmt.Sprintf("no ControllerRevision of this SidecarSet in namespace %s has this name (status.latestRevisionName names the latest)", l.RevisionNamespace())
 	case pin.CustomVersion != nil:
 		if s.Labels[deckhandv1alpha1.SidecarSetCustomVersionLabel] == *pin.CustomVersion {
 			return errs

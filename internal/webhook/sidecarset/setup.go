@@ -28,11 +28,8 @@ const DryRunNamespace = "default"
 // validating webhooks with mgr, reading SidecarSets through a Lister of
 // their own. The pod injection webhook is internal/inject's.
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
-	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{})
+	lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{Revisions: mgr})
 	if err != nil {
-		return err
-	}
-	if _, err := lister.WatchRevisions(mgr); err != nil {
 		return err
 	}
 	return SetupWebhookWithLister(mgr, lister)

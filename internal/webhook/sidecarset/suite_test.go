@@ -58,11 +58,9 @@ func TestMain(m *testing.M) {
 			}
 			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
 				PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: testMetadataAllowlist, Labels: testLabelAllowlist},
+				Revisions:   mgr,
 			})
 			if err != nil {
-				return err
-			}
-			if _, err := lister.WatchRevisions(mgr); err != nil {
 				return err
 			}
 			if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
