@@ -63,3 +63,17 @@ func (c *Counter) Newest(key string, uid types.UID, cur *appsv1.ControllerRevisi
 	}
 	return others + 1, true
 }
+
+// Prune deletes the ControllerRevisions revs (the ones OldestIdle picked),
+// each only while it is the object that was read (its UID): one deleted and
+// created again under the same name since is left alone, and one already
+// gone is no error. revs may be shared with a cache: they are not modified.
+func Prune(ctx context.Context, cl client.Client, revs []*appsv1.ControllerRevision) error {
+	for _, cr := range revs {
+		uid := cr.UID
+		if err := cl.Delete(ctx, cr.DeepCopy(), client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting ControllerRevision %s: %w", cr.Name, err)
+		}
+	}
+	return nil
+}

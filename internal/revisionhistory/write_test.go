@@ -76,3 +76,26 @@ func TestNewest(t *testing.T) {
 		})
 	}
 }
+
+// TestPrune pins what a prune deletes: the revisions named and nothing
+// else, with no error for one already gone. (The UID precondition is the API
+// server's to enforce; the fake client ignores it.)
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	old, kept := revisionOf("old", "uid", 1), revisionOf("kept", "uid", 2)
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(old, kept).Build()
+	gone := revisionOf("gone", "uid", 0)
+	if err := Prune(ctx, cl, []*appsv1.ControllerRevision{old, gone}); err != nil {
+		t.Fatalf("Prune = %v; a revision already gone is no error", err)
+	}
+	for name, want := range map[string]bool{"old": false, "kept": true} {
+		err := cl.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, &appsv1.ControllerRevision{})
+		if exists := err == nil; exists != want {
+			t.Errorf("after Prune, %s exists = %v (%v), want %v", name, exists, err, want)
+		}
+	}
+}

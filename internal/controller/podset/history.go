@@ -245,12 +245,10 @@ func (r *Reconciler) truncateHistory(ctx context.Context, s *scope) (ctrl.Result
 		infos[i] = infoOf(cr)
 		byName[cr.Name] = cr
 	}
-	for _, victim := range revisionsToPrune(infos, inUse, limit) {
-		cr := byName[victim.name]
-		uid := cr.UID
-		if err := r.Client.Delete(ctx, cr, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting ControllerRevision %s: %w", cr.Name, err)
-		}
+	victims := revisionsToPrune(infos, inUse, limit)
+	crs := make([]*appsv1.ControllerRevision, len(victims))
+	for i, v := range victims {
+		crs[i] = byName[v.name]
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, revisionhistory.Prune(ctx, r.Client, crs)
 }

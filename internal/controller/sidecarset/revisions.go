@@ -188,13 +188,7 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, sc *scope, latest *apps
 	if pinned := r.Lister.PinnedRevision(s); pinned != nil {
 		inUse["name/"+pinned.Name] = true
 	}
-	for _, cr := range revisionsToPrune(all, inUse, limit) {
-		uid := cr.UID
-		if err := r.Client.Delete(ctx, cr.DeepCopy(), client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting ControllerRevision %s: %w", cr.Name, err)
-		}
-	}
-	return nil
+	return revisionhistory.Prune(ctx, r.Client, revisionsToPrune(all, inUse, limit))
 }
 
 func containsRevision(revs []*appsv1.ControllerRevision, name string) bool {
