@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -144,5 +145,49 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 			got = append(got, names[uid])
 		}
 		t.Fatalf("deleted %v, want only the leaking pod %s:\n%s", got, leaking, watch.History())
+	}
+}
+
+// percentOfLimit on a container with no memory limit: the pod is never a
+// candidate however much it uses, and MetricsUnavailable says which
+// container lacks the limit.
+func TestIntegrationMemoryPercentWithoutLimit(t *testing.T) {
+	needEnv(t)
+	ctx := testutil.Context(t, 3*time.Minute)
+	ns := env.Namespace(t)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nolimit"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nolimit"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "nolimit"},
+					Annotations: map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "1Gi"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
+			},
+		},
+	}
+	testutil.Create(ctx, t, env.Client, d)
+	rs := &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mem"},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "nolimit"}},
+			Triggers: []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
+				Container: "app", PercentOfLimit: ptr.To[int32](1), For: &metav1.Duration{}}}},
+			Action: deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
+		},
+	}
+	testutil.Create(ctx, t, env.Client, rs)
+	var got *deckhandv1alpha1.RestartSchedule
+	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		got = &deckhandv1alpha1.RestartSchedule{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rs), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "NoMemoryLimit" && strings.Contains(c.Message, "/app has no memory limit"), nil
+	}, "MetricsUnavailable names the container without a limit")
+	if len(got.Status.Candidates) > 0 || len(got.Status.History) > 0 {
+		t.Fatalf("acted on a pod without a limit: candidates %+v, history %+v", got.Status.Candidates, got.Status.History)
 	}
 }
