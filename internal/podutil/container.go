@@ -13,6 +13,17 @@ func FindContainer(list []corev1.Container, name string) *corev1.Container {
 	return nil
 }
 
+// FindStatus returns the status of the container called name in statuses
+// (a pod's container or init container statuses), nil if there is none.
+func FindStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
 // HasContainer reports whether pod has a container or init container
 // called name.
 func HasContainer(pod *corev1.Pod, name string) bool {
@@ -24,10 +35,6 @@ func HasContainer(pod *corev1.Pod, name string) bool {
 // running image (ImageMatches) and ready: what an in-place image update
 // waits for. A container without a status does not.
 func RunsReady(statuses []corev1.ContainerStatus, name, image string) bool {
-	for i := range statuses {
-		if statuses[i].Name == name {
-			return statuses[i].Ready && ImageMatches(image, statuses[i])
-		}
-	}
-	return false
+	st := FindStatus(statuses, name)
+	return st != nil && st.Ready && ImageMatches(image, *st)
 }

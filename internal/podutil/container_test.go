@@ -24,6 +24,16 @@ func TestFindContainer(t *testing.T) {
 	}
 }
 
+func TestFindStatus(t *testing.T) {
+	statuses := []corev1.ContainerStatus{{Name: "app"}, {Name: "proxy", Image: "proxy:1"}}
+	if st := FindStatus(statuses, "proxy"); st != &statuses[1] {
+		t.Errorf("FindStatus(proxy) = %v, want the pod's own element", st)
+	}
+	if st := FindStatus(statuses, "other"); st != nil {
+		t.Errorf("FindStatus(other) = %v, want nil", st)
+	}
+}
+
 func TestRunsReady(t *testing.T) {
 	statuses := []corev1.ContainerStatus{
 		{Name: "ready", Image: "docker.io/library/proxy:1", Ready: true},

@@ -71,22 +71,19 @@ func PodResizeState(pod *corev1.Pod, names []string) (ResizeState, time.Time) {
 // containerResources returns the spec resources of the container or init
 // container called name and the resources its status reports (nil if none).
 func containerResources(pod *corev1.Pod, name string) (spec, status *corev1.ResourceRequirements) {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			spec = &pod.Spec.Containers[i].Resources
-		}
+	c := FindContainer(pod.Spec.InitContainers, name)
+	if c == nil {
+		c = FindContainer(pod.Spec.Containers, name)
 	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			spec = &pod.Spec.InitContainers[i].Resources
-		}
+	if c != nil {
+		spec = &c.Resources
 	}
-	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
-		for i := range list {
-			if list[i].Name == name {
-				status = list[i].Resources
-			}
-		}
+	st := FindStatus(pod.Status.InitContainerStatuses, name)
+	if st == nil {
+		st = FindStatus(pod.Status.ContainerStatuses, name)
+	}
+	if st != nil {
+		status = st.Resources
 	}
 	return spec, status
 }
