@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/names"
 )
 
 // A SidecarSet's revisions are ControllerRevisions in the manager's own
@@ -65,9 +66,5 @@ func RevisionNameHash(hash string, count *int32) string {
 // value may be, its start and a hash of the whole. The controller reference
 // tells apart the rare SidecarSets whose values are equal.
 func NameLabelValue(name string) string {
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return name[:46] + "-" + hex.EncodeToString(sum[:8])
+	return names.Rule{Max: 63, Digits: 16}.Shorten(name, name)
 }

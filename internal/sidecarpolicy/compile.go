@@ -1,8 +1,6 @@
 package sidecarpolicy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
 
@@ -11,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/names"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -62,12 +61,7 @@ const (
 // SidecarSet called name: the prefix and the name, or, when that is longer
 // than an object name may be, a cut with a hash of the whole.
 func Name(name string) string {
-	n := namePrefix + name
-	if len(n) <= 253 {
-		return n
-	}
-	sum := sha256.Sum256([]byte(name))
-	return n[:253-17] + "-" + hex.EncodeToString(sum[:8])
+	return names.Rule{Max: 253, Digits: 16}.Shorten(namePrefix+name, name)
 }
 
 // Options are the cluster facts a compilation depends on.

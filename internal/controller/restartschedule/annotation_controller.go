@@ -2,8 +2,6 @@ package restartschedule
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -27,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/names"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
@@ -221,13 +220,7 @@ func (r *AnnotationReconciler) reconcileWorkload(ctx context.Context, kind strin
 // every reconcile and every replica.
 func generatedName(name, kind string) string {
 	full := name + "-" + strings.ToLower(kind)
-	if len(full) <= validation.DNS1123SubdomainMaxLength {
-		return full
-	}
-	sum := sha256.Sum256([]byte(full))
-	hash := hex.EncodeToString(sum[:])[:8]
-	cut := strings.TrimRight(full[:validation.DNS1123SubdomainMaxLength-len(hash)-1], ".-")
-	return cut + "-" + hash
+	return names.Rule{Max: validation.DNS1123SubdomainMaxLength, Digits: 8, Trim: ".-"}.Shorten(full, full)
 }
 
 // legacyGenerated returns the RestartSchedule that an earlier version of
