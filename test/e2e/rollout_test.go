@@ -150,6 +150,11 @@ func TestSidecarSetRolloutStopsAtMaxUnavailable(t *testing.T) {
 
 	updateSidecarSet(t, ss, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
 	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		select {
+		case uid := <-extra:
+			t.Fatalf("the rollout updated pod %s, a pod beyond maxUnavailable %d", uid, maxUnavailable)
+		default:
+		}
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
 		st := ss.Status
 		return err == nil && st.ObservedGeneration == ss.Generation && st.MatchedPods == pods &&
@@ -310,6 +315,12 @@ func TestHotUpgradeSwitchesOnlyOnceReady(t *testing.T) {
 
 	updateSidecarSet(t, ss, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = newImage })
 	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		mu.Lock()
+		switchedEarly := append([]string(nil), early...)
+		mu.Unlock()
+		if len(switchedEarly) > 0 {
+			t.Fatalf("the working container switched before the new one was ready: %v", switchedEarly)
+		}
 		live, err := testutil.LivePods(ctx, suite.client, ns, labels)
 		if err != nil || len(live) != pods {
 			return false, err
