@@ -235,15 +235,6 @@ func listPods(ctx context.Context, ns string) ([]corev1.Pod, error) {
 
 func containerImage(p *corev1.Pod, name string) string { return imageOf(p.Spec.Containers, name) }
 
-func containerStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
-	for i := range statuses {
-		if statuses[i].Name == name {
-			return &statuses[i]
-		}
-	}
-	return nil
-}
-
 func initImage(p *corev1.Pod, name string) string { return imageOf(p.Spec.InitContainers, name) }
 
 // imageOf is the image of the container called name in list, "" if none.

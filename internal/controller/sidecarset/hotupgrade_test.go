@@ -40,10 +40,10 @@ type hotState struct {
 func readHotState(p *corev1.Pod) hotState {
 	work, idle := sidecarcontrol.HotUpgradeSlotsOf("proxy", sidecarcontrol.WorkingContainers(p.Annotations))
 	st := hotState{working: work, idle: idle, workImage: containerImage(p, work), idleImage: containerImage(p, idle)}
-	if s := containerStatus(p.Status.ContainerStatuses, work); s != nil {
+	if s := podutil.FindStatus(p.Status.ContainerStatuses, work); s != nil {
 		st.workRunning = s.Ready && podutil.ImageMatches(st.workImage, *s)
 	}
-	if s := containerStatus(p.Status.ContainerStatuses, idle); s != nil {
+	if s := podutil.FindStatus(p.Status.ContainerStatuses, idle); s != nil {
 		st.idleIdling = s.Ready && podutil.ImageMatches(emptyImage, *s) && st.idleImage == emptyImage
 	}
 	return st
@@ -172,7 +172,7 @@ func TestHotUpgradeResumesAfterRestart(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		st := containerStatus(p.Status.ContainerStatuses, "proxy-2")
+		st := podutil.FindStatus(p.Status.ContainerStatuses, "proxy-2")
 		return st != nil && st.Ready && podutil.ImageMatches("proxy:2", *st), nil
 	}, "the fake node runs proxy:2 in proxy-2")
 	if p, _ := sc.getPod(ctx, pod.Name); readHotState(p).working != "proxy-1" {

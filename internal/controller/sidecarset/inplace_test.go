@@ -85,7 +85,7 @@ func TestNotUpdate(t *testing.T) {
 		if rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name); rev != oldRevision {
 			t.Errorf("pod %s records revision %s, want the old %s", p.Name, rev, oldRevision)
 		}
-		if st := containerStatus(p.Status.ContainerStatuses, "proxy"); st == nil || !podutil.ImageMatches("proxy:1", *st) || st.RestartCount != 0 {
+		if st := podutil.FindStatus(p.Status.ContainerStatuses, "proxy"); st == nil || !podutil.ImageMatches("proxy:1", *st) || st.RestartCount != 0 {
 			t.Errorf("pod %s: sidecar status %+v, want proxy:1 never restarted", p.Name, st)
 		}
 	}
@@ -259,7 +259,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 		if got := initImage(p, "setup"); got != wantSetup {
 			t.Errorf("pod %s: plain init container spec image %s, want %s (never patched in place)", p.Name, got, wantSetup)
 		}
-		agent := containerStatus(p.Status.InitContainerStatuses, "agent")
+		agent := podutil.FindStatus(p.Status.InitContainerStatuses, "agent")
 		if agent == nil || !agent.Ready || !podutil.ImageMatches("agent:2", *agent) || agent.RestartCount < 1 {
 			t.Errorf("pod %s: native sidecar status %+v, want agent:2, ready, restarted", p.Name, agent)
 		}
@@ -287,7 +287,7 @@ func (sc *scenario) markInitContainerNotReady(pod, container string) {
 		if err != nil {
 			return false, err
 		}
-		st := containerStatus(p.Status.InitContainerStatuses, container)
+		st := podutil.FindStatus(p.Status.InitContainerStatuses, container)
 		if st == nil {
 			return false, fmt.Errorf("pod %s has no status for init container %s", pod, container)
 		}

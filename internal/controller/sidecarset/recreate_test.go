@@ -300,7 +300,7 @@ func TestResizeInPlace(t *testing.T) {
 				spec = &p.Spec.Containers[i]
 			}
 		}
-		st := containerStatus(p.Status.ContainerStatuses, "proxy")
+		st := podutil.FindStatus(p.Status.ContainerStatuses, "proxy")
 		if spec == nil || st == nil || spec.Image != "proxy:2" || !podutil.SameCPUMemory(&spec.Resources, &want) ||
 			st.Resources == nil || !podutil.SameCPUMemory(st.Resources, &want) {
 			t.Errorf("pod %s: proxy spec %+v status %+v, want proxy:2 with %v reported", p.Name, spec, st, want)

@@ -52,10 +52,8 @@ func (a *availabilityWatch) observe(p *corev1.Pod, sidecar, newImage string) {
 	defer a.mu.Unlock()
 	spec := containerImage(p, sidecar)
 	status := ""
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == sidecar {
-			status = cs.Image
-		}
+	if cs := podutil.FindStatus(p.Status.ContainerStatuses, sidecar); cs != nil {
+		status = cs.Image
 	}
 	a.unavailable[p.Name] = !podutil.IsPodReady(p) || spec != status
 	if spec == newImage && !a.seen[p.Name] {

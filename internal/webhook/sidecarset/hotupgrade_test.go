@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -36,7 +37,7 @@ func TestHotUpgradeInjection(t *testing.T) {
 		t.Fatalf("containers = %v, want %v", got, want)
 	}
 	for _, c := range []struct{ name, image string }{{"mesh-1", "mesh:1"}, {"mesh-2", "mesh-empty:1"}, {"log", "log:1"}} {
-		got := findContainer(p.Spec.Containers, c.name)
+		got := podutil.FindContainer(p.Spec.Containers, c.name)
 		if got.Image != c.image {
 			t.Errorf("%s: image %q, want %q", c.name, got.Image, c.image)
 		}

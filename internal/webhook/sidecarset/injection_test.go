@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -42,11 +43,11 @@ func TestInjectionOrderAndInitContainers(t *testing.T) {
 	if got, want := names(p.Spec.InitContainers), []string{"init-before", "native", "app-init", "init-after"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("init containers = %v, want %v", got, want)
 	}
-	if c := findContainer(p.Spec.InitContainers, "native"); c == nil || c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+	if c := podutil.FindContainer(p.Spec.InitContainers, "native"); c == nil || c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Errorf("the native sidecar lost restartPolicy: Always: %+v", c)
 	}
 	// The SidecarSet defaulter gave the containers the API server's defaults.
-	if c := findContainer(p.Spec.Containers, "before"); c.ImagePullPolicy != corev1.PullIfNotPresent || c.TerminationMessagePath != "/dev/termination-log" {
+	if c := podutil.FindContainer(p.Spec.Containers, "before"); c.ImagePullPolicy != corev1.PullIfNotPresent || c.TerminationMessagePath != "/dev/termination-log" {
 		t.Errorf("sidecar defaults missing: %+v", c)
 	}
 
@@ -121,7 +122,7 @@ func TestInjectionVolumesSecretsSharedMountsAndTransferEnv(t *testing.T) {
 	if got, want := p.Spec.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "shared"}, {Name: "sidecar-registry"}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("imagePullSecrets = %v, want %v", got, want)
 	}
-	c := findContainer(p.Spec.Containers, "logger")
+	c := podutil.FindContainer(p.Spec.Containers, "logger")
 	if c == nil {
 		t.Fatalf("logger not injected: %v", names(p.Spec.Containers))
 	}
@@ -163,17 +164,17 @@ func TestInjectionNamespaceAndNamespaceSelector(t *testing.T) {
 	createSidecarSet(t, sel)
 	labelNamespace(t, nsB, "team", team)
 
-	if p := createPod(t, newPod(nsA, "a", map[string]string{"app": "web"}, "app")); findContainer(p.Spec.Containers, "ns-scoped") == nil {
+	if p := createPod(t, newPod(nsA, "a", map[string]string{"app": "web"}, "app")); podutil.FindContainer(p.Spec.Containers, "ns-scoped") == nil {
 		t.Errorf("pod in %s not injected: %v", nsA, names(p.Spec.Containers))
 	}
-	if p := createPod(t, newPod(nsB, "b", map[string]string{"app": "web"}, "app")); findContainer(p.Spec.Containers, "ns-scoped") != nil {
+	if p := createPod(t, newPod(nsB, "b", map[string]string{"app": "web"}, "app")); podutil.FindContainer(p.Spec.Containers, "ns-scoped") != nil {
 		t.Errorf("pod in %s injected by a SidecarSet limited to %s", nsB, nsA)
 	}
 	// Deployment-style: no namespace in the object; the request's namespace counts.
-	if p := createPod(t, newPod(nsB, "c", map[string]string{"app": "web-" + nsA}, "app")); findContainer(p.Spec.Containers, "team-sidecar") == nil {
+	if p := createPod(t, newPod(nsB, "c", map[string]string{"app": "web-" + nsA}, "app")); podutil.FindContainer(p.Spec.Containers, "team-sidecar") == nil {
 		t.Errorf("pod in namespace labelled team=%s not injected: %v", team, names(p.Spec.Containers))
 	}
-	if p := createPod(t, newPod(nsA, "d", map[string]string{"app": "web-" + nsA}, "app")); findContainer(p.Spec.Containers, "team-sidecar") != nil {
+	if p := createPod(t, newPod(nsA, "d", map[string]string{"app": "web-" + nsA}, "app")); podutil.FindContainer(p.Spec.Containers, "team-sidecar") != nil {
 		t.Errorf("pod in a namespace without the team label was injected")
 	}
 }
@@ -212,7 +213,7 @@ func TestInjectionPaused(t *testing.T) {
 		t.Errorf("paused SidecarSet injected: %v", names(p.Spec.Containers))
 	}
 	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Paused = false })
-	if p := createPod(t, newPod(ns, "b", map[string]string{"app": "web"}, "app")); findContainer(p.Spec.Containers, "paused-sidecar") == nil {
+	if p := createPod(t, newPod(ns, "b", map[string]string{"app": "web"}, "app")); podutil.FindContainer(p.Spec.Containers, "paused-sidecar") == nil {
 		t.Errorf("unpaused SidecarSet did not inject: %v", names(p.Spec.Containers))
 	}
 }
@@ -256,7 +257,7 @@ func TestTwoSidecarSetsOnOnePodAndIdempotency(t *testing.T) {
 	if got, want := names(own.Spec.Containers), []string{"b-sidecar", "app", "a-sidecar"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}
-	if c := findContainer(own.Spec.Containers, "a-sidecar"); c.Image != "mine:7" {
+	if c := podutil.FindContainer(own.Spec.Containers, "a-sidecar"); c.Image != "mine:7" {
 		t.Errorf("the pod's own a-sidecar was replaced: %s", c.Image)
 	}
 }

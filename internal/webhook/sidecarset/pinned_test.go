@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -57,7 +58,7 @@ func TestPinnedRevisionIsInjected(t *testing.T) {
 	second := waitLatestRevision(t, s.Name)
 	waitCached(t, second)
 	pod := createPod(t, newPod(ns, "pinned", map[string]string{"app": "web"}, "app"))
-	if c := findContainer(pod.Spec.Containers, "proxy"); c == nil || c.Image != "proxy:1" {
+	if c := podutil.FindContainer(pod.Spec.Containers, "proxy"); c == nil || c.Image != "proxy:1" {
 		t.Fatalf("pod created while pinned: containers %v, want proxy at the pinned proxy:1", pod.Spec.Containers)
 	}
 	if rev, _ := sidecarcontrol.ReadPodRecord(pod.Annotations).Revisions(s.Name); rev != first.Status.LatestRevision || rev == second.Status.LatestRevision {
@@ -67,7 +68,7 @@ func TestPinnedRevisionIsInjected(t *testing.T) {
 	// Unpinned: the latest.
 	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionStrategy.Revision = nil })
 	pod = createPod(t, newPod(ns, "latest", map[string]string{"app": "web"}, "app"))
-	if c := findContainer(pod.Spec.Containers, "proxy"); c == nil || c.Image != "proxy:2" {
+	if c := podutil.FindContainer(pod.Spec.Containers, "proxy"); c == nil || c.Image != "proxy:2" {
 		t.Fatalf("pod created without a pin: containers %v, want proxy:2", pod.Spec.Containers)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // TestResourcesPolicyInjected: on the real API server, the sidecar's
@@ -35,7 +36,7 @@ func TestResourcesPolicyInjected(t *testing.T) {
 	set(1, "1", "200m")
 	set(2, "8", "4") // not a target
 	got := createPod(t, p)
-	c := findContainer(got.Spec.Containers, "proxy")
+	c := podutil.FindContainer(got.Spec.Containers, "proxy")
 	if c == nil {
 		t.Fatalf("no proxy sidecar: %v", names(got.Spec.Containers))
 	}

@@ -171,15 +171,6 @@ func names(cs []corev1.Container) []string {
 	return out
 }
 
-func findContainer(cs []corev1.Container, name string) *corev1.Container {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
-		}
-	}
-	return nil
-}
-
 // wantRefused creates s and fails t unless the API server refuses it as
 // Invalid with a message naming field and containing words.
 func wantRefused(t *testing.T, s *deckhandv1alpha1.SidecarSet, field, words string) {

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // TestTransferEnvNamesSourceFromAndSharedDevices: on the real API server,
@@ -32,7 +33,7 @@ func TestTransferEnvNamesSourceFromAndSharedDevices(t *testing.T) {
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
 	got := createPod(t, p)
 
-	c := findContainer(got.Spec.Containers, "agent")
+	c := podutil.FindContainer(got.Spec.Containers, "agent")
 	if c == nil {
 		t.Fatalf("no agent sidecar: %v", names(got.Spec.Containers))
 	}
@@ -51,7 +52,7 @@ func TestTransferEnvNamesSourceFromAndSharedDevices(t *testing.T) {
 	// A pod without the label transfers nothing from it.
 	q := newPod(ns, "plain", map[string]string{"app": "transfer"}, "server")
 	q.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "REGION", Value: "us"}}
-	c = findContainer(createPod(t, q).Spec.Containers, "agent")
+	c = podutil.FindContainer(createPod(t, q).Spec.Containers, "agent")
 	if c == nil || len(c.Env) != 1 || c.Env[0].Value != "sidecar-default" {
 		t.Errorf("agent of a pod without the label: %+v, want only its own REGION", c)
 	}
@@ -75,7 +76,7 @@ func TestTransferEnvKeepsTheSidecarsOwnEnv(t *testing.T) {
 	p := newPod(ns, "web", map[string]string{"app": "own-env"}, "main")
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "OD_NAME", Value: "app"}, {Name: "OD_ZONE", Value: "z1"}}
 	got := createPod(t, p)
-	c := findContainer(got.Spec.Containers, "agent")
+	c := podutil.FindContainer(got.Spec.Containers, "agent")
 	if c == nil {
 		t.Fatalf("no agent sidecar: %v", names(got.Spec.Containers))
 	}
@@ -86,7 +87,7 @@ func TestTransferEnvKeepsTheSidecarsOwnEnv(t *testing.T) {
 	if want := "OD_NAME=sidecar,LEVEL=info,OD_ZONE=z1"; strings.Join(envs, ",") != want {
 		t.Errorf("agent env %v, want %s", envs, want)
 	}
-	if app := findContainer(got.Spec.Containers, "main"); app == nil || len(app.Env) != 2 || app.Env[0].Value != "app" {
+	if app := podutil.FindContainer(got.Spec.Containers, "main"); app == nil || len(app.Env) != 2 || app.Env[0].Value != "app" {
 		t.Errorf("the app container changed: %+v", app)
 	}
 }

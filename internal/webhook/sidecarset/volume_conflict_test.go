@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // TestVolumeConflict checks the cross-SidecarSet volume rule: a SidecarSet
@@ -65,7 +66,7 @@ func TestVolumeConflict(t *testing.T) {
 
 	// Both compatible SidecarSets inject into a pod, each volume once.
 	p := createPod(t, newPod(ns, "web-0", map[string]string{"app": "web"}, "app"))
-	if findContainer(p.Spec.Containers, "logger") == nil || findContainer(p.Spec.Containers, "proxy") == nil {
+	if podutil.FindContainer(p.Spec.Containers, "logger") == nil || podutil.FindContainer(p.Spec.Containers, "proxy") == nil {
 		t.Fatalf("pod containers %v, want logger and proxy injected", names(p.Spec.Containers))
 	}
 	count := map[string]int{}
