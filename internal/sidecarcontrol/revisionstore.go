@@ -107,9 +107,7 @@ func (r *revision) decode() *decodedRevision {
 	d.once.Do(func() {
 		d.spec, d.err = DecodeRevision(r.cr)
 		if d.err == nil {
-			spec := deckhandv1alpha1.SidecarSetSpec{InitContainers: d.spec.InitContainers, Containers: d.spec.Containers,
-				Volumes: d.spec.Volumes, ImagePullSecrets: d.spec.ImagePullSecrets}
-			d.running.Hash, d.running.WithoutImage = RunningHashes(&spec)
+			d.running = RunningRevisionOf(d.spec)
 		}
 	})
 	return d
@@ -268,6 +266,15 @@ func (l *Lister) Revisions(s *deckhandv1alpha1.SidecarSet) []*appsv1.ControllerR
 // RunningRevision is a revision's RunningHashes.
 type RunningRevision struct {
 	Hash, WithoutImage string
+}
+
+// RunningRevisionOf returns the RunningHashes of what a revision holds.
+func RunningRevisionOf(spec RevisionSpec) RunningRevision {
+	s := deckhandv1alpha1.SidecarSetSpec{InitContainers: spec.InitContainers, Containers: spec.Containers,
+		Volumes: spec.Volumes, ImagePullSecrets: spec.ImagePullSecrets}
+	var r RunningRevision
+	r.Hash, r.WithoutImage = RunningHashes(&s)
+	return r
 }
 
 // RunningRevisions returns the RunningHashes of the revisions s controls,
