@@ -125,71 +125,63 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 	scale := func(replicas int) error {
 		return e.c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, replicas)))
 	}
+	up, down := func() error { return scale(n) }, func() error { return scale(0) }
+	if kind == kindPlain {
+		name := func(i int) string { return fmt.Sprintf("plain-%05d", i) }
+		up = func() error {
+			return runWorkers(n, 32, func(i int) error {
+				t := scaleTemplate(app)
+				p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: ns, Labels: t.Labels}, Spec: t.Spec}
+				_, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+				return err
+			})
+		}
+		down = func() error {
+			return runWorkers(n, 32, func(i int) error { return e.cs.CoreV1().Pods(ns).Delete(ctx, name(i), metav1.DeleteOptions{}) })
+		}
+	}
 	res := &scaleResult{kind: kind, n: n, ns: ns}
-	s0, err := e.scrape(ctx)
+	phases := []struct {
+		what string
+		act  func() error
+		done func(total, ready int) bool
+		took *time.Duration
+		cpu  *cpuSnapshot
+		cost *cost
+	}{
+		{fmt.Sprintf("%s 0->%d Ready", kind, n), up, func(_, ready int) bool { return ready >= n }, &res.up, &res.upCPU, &res.upCost},
+		{fmt.Sprintf("%s %d->0 gone", kind, n), down, func(total, _ int) bool { return total == 0 }, &res.down, &res.downCPU, &res.downCost},
+	}
+	before, err := e.scrape(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c0, err := readCPU()
-	if err != nil {
-		return nil, err
+	for _, ph := range phases {
+		// The CPU time is taken over the timed part only; the cost also
+		// counts the requests that follow it until the metrics settle.
+		c0, err := readCPU()
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		if err := ph.act(); err != nil {
+			return nil, err
+		}
+		if *ph.took, err = tr.waitFor(ctx, start, 15*time.Minute, ph.what, ph.done); err != nil {
+			return nil, err
+		}
+		c1, err := readCPU()
+		if err != nil {
+			return nil, err
+		}
+		*ph.cpu = c1.sub(c0)
+		settle()
+		after, err := e.scrape(ctx)
+		if err != nil {
+			return nil, err
+		}
+		*ph.cost, before = diff(before, after), after
 	}
-	start := time.Now()
-	if kind == kindPlain {
-		err = runWorkers(n, 32, func(i int) error {
-			t := scaleTemplate(app)
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("plain-%05d", i), Namespace: ns, Labels: t.Labels}, Spec: t.Spec}
-			_, err := e.cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
-			return err
-		})
-	} else {
-		err = scale(n)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if res.up, err = tr.waitFor(ctx, start, 15*time.Minute, fmt.Sprintf("%s 0->%d Ready", kind, n), func(total, ready int) bool { return ready >= n }); err != nil {
-		return nil, err
-	}
-	c1, err := readCPU()
-	if err != nil {
-		return nil, err
-	}
-	res.upCPU = c1.sub(c0)
-	settle()
-	s1, err := e.scrape(ctx)
-	if err != nil {
-		return nil, err
-	}
-	c2, err := readCPU()
-	if err != nil {
-		return nil, err
-	}
-	start = time.Now()
-	if kind == kindPlain {
-		err = runWorkers(n, 32, func(i int) error {
-			return e.cs.CoreV1().Pods(ns).Delete(ctx, fmt.Sprintf("plain-%05d", i), metav1.DeleteOptions{})
-		})
-	} else {
-		err = scale(0)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if res.down, err = tr.waitFor(ctx, start, 15*time.Minute, fmt.Sprintf("%s %d->0 gone", kind, n), func(total, _ int) bool { return total == 0 }); err != nil {
-		return nil, err
-	}
-	c3, err := readCPU()
-	if err != nil {
-		return nil, err
-	}
-	res.downCPU = c3.sub(c2)
-	settle()
-	s2, err := e.scrape(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res.upCost, res.downCost = diff(s0, s1), diff(s1, s2)
 	logf("[podset] %s (%s): 0->%d Ready %s, %d->0 gone %s", kind, ns, n, secs(res.up), n, secs(res.down))
 	return res, nil
 }
