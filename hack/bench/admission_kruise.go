@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -58,32 +57,6 @@ func kruiseRequests(ctx context.Context, k *kruiseManager) float64 {
 		return 0
 	}
 	return m.sum("rest_client_requests_total")
-}
-
-func msFloat(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// admissionRaw is one variant's raw results.
-type admissionRaw struct {
-	Pods         int       `json:"pods"`
-	CreatesPerS  []float64 `json:"creates_per_s"`
-	P50ms        []float64 `json:"p50_ms"`
-	OneClientP50 []float64 `json:"one_client_p50_ms"`
-	// InjectionChecked is the measured pods listed after their runs and
-	// checked for the variant's injection; InjectionMismatched those that
-	// were not injected as the variant injects (any fails the item).
-	InjectionChecked    int `json:"injection_checked"`
-	InjectionMismatched int `json:"injection_mismatched"`
-}
-
-// recordAdmission keeps every variant's raw results so far: recorded after
-// each run, so that an item failed by a mismatch leaves its counts behind.
-func recordAdmission(r *report, res map[admVariant]*admResult) {
-	raw := map[string]admissionRaw{}
-	for v, a := range res {
-		raw[string(v)] = admissionRaw{Pods: a.pods, CreatesPerS: a.runs, P50ms: a.p50s, OneClientP50: a.seqP50s,
-			InjectionChecked: a.checked, InjectionMismatched: a.mismatched}
-	}
-	r.record("admission", raw)
 }
 
 // kruiseAdmission compares Deckhand's one-SidecarSet variant with Kruise's in

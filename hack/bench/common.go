@@ -19,7 +19,8 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+func ms(d time.Duration) string       { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }
+func msFloat(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func secs(d time.Duration) string {
 	return fmt.Sprintf("%.2f s", d.Seconds())
 }
