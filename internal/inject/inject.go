@@ -28,7 +28,7 @@ func inject(l *sidecarcontrol.Lister, encs *encodings, ns, user string, dryRun b
 	if l.SkipsAll(user, dryRun, pod.Annotations) {
 		return res, nil
 	}
-	sets, byPolicy, err := selectSidecarSets(l, ns, pod)
+	sets, byPolicy, err := l.Select(ns, pod.Labels, pod.Annotations)
 	if err != nil {
 		return res, err
 	}
@@ -61,34 +61,6 @@ func inject(l *sidecarcontrol.Lister, encs *encodings, ns, user string, dryRun b
 	}
 	res.patch, err = podjson.WritePatch(pod, &p.additions)
 	return res, err
-}
-
-// selectSidecarSets returns the unpaused SidecarSets that select pod and
-// that the pod has not opted out of (sidecarcontrol.OptedOut), in name
-// order (the order of injection), and the names of the SidecarSets the API
-// server injects through their MutatingAdmissionPolicy (Policy mode) that
-// select it. Those are not injected here: the pod has their sidecars
-// already, and injecting them again would record them twice.
-func selectSidecarSets(l *sidecarcontrol.Lister, ns string, pod *podjson.RawPod) (sets []*deckhandv1alpha1.SidecarSet, byPolicy []string, err error) {
-	cands, err := l.Candidates(ns)
-	if err != nil || len(cands) == 0 {
-		return nil, nil, err
-	}
-	var matched [8]*deckhandv1alpha1.SidecarSet
-	sets = matched[:0]
-	modes := l.Modes()
-	for _, s := range cands {
-		if !l.Matches(s, ns, pod.Labels) {
-			continue
-		}
-		switch {
-		case modes.ByPolicy(s):
-			byPolicy = append(byPolicy, s.Name)
-		case !s.Spec.InjectionStrategy.Paused && !sidecarcontrol.OptedOut(s, pod.Annotations):
-			sets = append(sets, s)
-		}
-	}
-	return sets, byPolicy, nil
 }
 
 // planner decides, SidecarSet by SidecarSet, what injection adds to a pod

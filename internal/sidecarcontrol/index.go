@@ -215,6 +215,34 @@ func (l *Lister) Matches(s *deckhandv1alpha1.SidecarSet, ns string, podLabels ma
 	return !l.protected[ns] && l.Compiled(s).Matches(s, ns, podLabels, l.NamespaceLabels)
 }
 
+// Select returns the SidecarSets that inject into a pod with these labels
+// and annotations in namespace ns, in name order (the order of injection):
+// the unpaused ones that select it and that it has not opted out of
+// (OptedOut). byPolicy names the SidecarSets that select it but that the API
+// server injects through their MutatingAdmissionPolicy (Policy mode): the
+// pod has their sidecars already, and injecting them again would record them
+// twice.
+func (l *Lister) Select(ns string, labels, annotations map[string]string) (sets []*deckhandv1alpha1.SidecarSet, byPolicy []string, err error) {
+	cands, err := l.Candidates(ns)
+	if err != nil || len(cands) == 0 {
+		return nil, nil, err
+	}
+	// Candidates returns a slice of its own: the selection reuses it.
+	sets = cands[:0]
+	for _, s := range cands {
+		if !l.Matches(s, ns, labels) {
+			continue
+		}
+		switch {
+		case l.modes.ByPolicy(s):
+			byPolicy = append(byPolicy, s.Name)
+		case !s.Spec.InjectionStrategy.Paused && !OptedOut(s, annotations):
+			sets = append(sets, s)
+		}
+	}
+	return sets, byPolicy, nil
+}
+
 // MatchesNamespace reports whether s can select pods in namespace ns.
 func (l *Lister) MatchesNamespace(s *deckhandv1alpha1.SidecarSet, ns string) bool {
 	return !l.protected[ns] && l.Compiled(s).MatchesNamespace(s, ns, l.NamespaceLabels)

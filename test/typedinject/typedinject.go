@@ -6,8 +6,10 @@
 // the fast path's patch.
 //
 // It shares with the webhook only what is not under test: which
-// SidecarSets select the pod (sidecarcontrol.Lister) and the pod's
-// injection record (sidecarcontrol.PodRecord).
+// SidecarSets select the pod (sidecarcontrol.Lister.Select), the pod's
+// injection record (sidecarcontrol.PodRecord) and which container and
+// variables a transferEnv names (sidecarcontrol.TransferSource,
+// TransferEnvNames).
 package typedinject
 
 import (
@@ -26,21 +28,7 @@ import (
 // that selects it and that it has not opted out of, as the pod webhook
 // does for a pod created by anyone but Deckhand itself.
 func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
-	cands, _ := l.Candidates(ns)
-	modes := l.Modes()
-	var sets []*deckhandv1alpha1.SidecarSet
-	var byPolicy []string
-	for _, s := range cands {
-		if !l.Matches(s, ns, pod.Labels) {
-			continue
-		}
-		switch {
-		case modes.ByPolicy(s):
-			byPolicy = append(byPolicy, s.Name)
-		case !s.Spec.InjectionStrategy.Paused && !sidecarcontrol.OptedOut(s, pod.Annotations):
-			sets = append(sets, s)
-		}
-	}
+	sets, byPolicy, _ := l.Select(ns, pod.Labels, pod.Annotations)
 	// A new pod's record is Deckhand's to write: what came with the pod is
 	// dropped, but for the entries of the SidecarSets injected by policy.
 	record, forged := sidecarcontrol.ReadPodRecord(pod.Annotations).Keep(func(name string) bool { return slices.Contains(byPolicy, name) })
@@ -201,7 +189,7 @@ func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Cont
 	for _, t := range sc.TransferEnv {
 		// A pod without the label or annotation sourceContainerNameFrom
 		// names transfers nothing (not the env of a container without a name).
-		name := in.sourceName(t)
+		name := sidecarcontrol.TransferSource(&t, in.orig.Labels, in.orig.Annotations)
 		if name == "" {
 			continue
 		}
@@ -209,11 +197,7 @@ func (in *injector) container(sc *deckhandv1alpha1.SidecarContainer) corev1.Cont
 		if src == nil {
 			continue
 		}
-		names := t.EnvNames
-		if len(names) == 0 {
-			names = []string{t.EnvName}
-		}
-		for _, name := range names {
+		for _, name := range sidecarcontrol.TransferEnvNames(&t) {
 			// The sidecar's own variable, or one transferred before, wins.
 			if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name }) {
 				continue
@@ -296,21 +280,4 @@ func (in *injector) sourceContainer(name string) *corev1.Container {
 		}
 	}
 	return nil
-}
-
-// sourceName is the name of the container t copies from: its
-// sourceContainerName, or the pod label or annotation its
-// sourceContainerNameFrom names.
-func (in *injector) sourceName(t deckhandv1alpha1.TransferEnvVar) string {
-	if t.SourceContainerName != "" || t.SourceContainerNameFrom == nil || t.SourceContainerNameFrom.FieldRef == nil {
-		return t.SourceContainerName
-	}
-	kind, key, err := sidecarcontrol.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
-	if err != nil {
-		return ""
-	}
-	if kind == "labels" {
-		return in.orig.Labels[key]
-	}
-	return in.orig.Annotations[key]
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
 // Fragments are a SidecarSet's injectable parts, JSON-encoded once per
@@ -172,7 +173,7 @@ func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar,
 	env := append([]rawElement(nil), own...)
 	for i := range transfers {
 		t := &transfers[i]
-		name := sourceContainer(t, a.pod.Labels, a.pod.Annotations)
+		name := sidecarcontrol.TransferSource(t, a.pod.Labels, a.pod.Annotations)
 		if name == "" {
 			continue
 		}
@@ -180,7 +181,7 @@ func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar,
 		if err != nil {
 			return nil, err
 		}
-		for _, want := range envNamesOf(t) {
+		for _, want := range sidecarcontrol.TransferEnvNames(t) {
 			if hasKey(env, want) {
 				continue
 			}

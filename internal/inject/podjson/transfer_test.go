@@ -16,7 +16,7 @@ import (
 // sidecar's own in transfer order, and of two transfers of one name the
 // first wins.
 func TestTransferEnvKeepsTheSidecarsOwnValue(t *testing.T) {
-	pod := `{"metadata":{"labels":{"main":"server"}},"spec":{
+	pod := `{"metadata":{"labels":{"main":"server"},"annotations":{"main":"helper"}},"spec":{
 		"initContainers":[{"name":"init-app","env":[{"name":"FROM_INIT","value":"init"}]}],
 		"containers":[
 			{"name":"server","env":[{"name":"OD_NAME","value":"app"},{"name":"ZONE","value":"a"},{"name":"FROM_INIT","value":"server"}]},
@@ -39,6 +39,10 @@ func TestTransferEnvKeepsTheSidecarsOwnValue(t *testing.T) {
 			transfers: []deckhandv1alpha1.TransferEnvVar{{SourceContainerNameFrom: from("metadata.labels['main']"),
 				EnvNames: []string{"OD_NAME", "ZONE", "ABSENT"}}},
 			want: "A=1,OD_NAME=sidecar,ZONE=a",
+		},
+		"an annotation source": {
+			transfers: []deckhandv1alpha1.TransferEnvVar{{SourceContainerNameFrom: from("metadata.annotations['main']"), EnvName: "MODE"}},
+			want:      "MODE=fast",
 		},
 		"appended when the sidecar has none": {
 			own:       []corev1.EnvVar{{Name: "A", Value: "1"}},

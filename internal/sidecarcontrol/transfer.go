@@ -1,18 +1,17 @@
-package podjson
+package sidecarcontrol
 
 import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
-// sourceContainer returns the name of the container t copies from: its
+// TransferSource returns the name of the container t copies from: its
 // sourceContainerName, or the pod label or annotation its
 // sourceContainerNameFrom names ("" when the pod has none).
-func sourceContainer(t *deckhandv1alpha1.TransferEnvVar, labels, annotations map[string]string) string {
+func TransferSource(t *deckhandv1alpha1.TransferEnvVar, labels, annotations map[string]string) string {
 	if t.SourceContainerName != "" || t.SourceContainerNameFrom == nil || t.SourceContainerNameFrom.FieldRef == nil {
 		return t.SourceContainerName
 	}
-	kind, key, err := sidecarcontrol.ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
+	kind, key, err := ParseMetadataFieldPath(t.SourceContainerNameFrom.FieldRef.FieldPath)
 	if err != nil {
 		return ""
 	}
@@ -22,8 +21,8 @@ func sourceContainer(t *deckhandv1alpha1.TransferEnvVar, labels, annotations map
 	return annotations[key]
 }
 
-// envNamesOf returns the variables t copies, in order.
-func envNamesOf(t *deckhandv1alpha1.TransferEnvVar) []string {
+// TransferEnvNames returns the variables t copies, in order.
+func TransferEnvNames(t *deckhandv1alpha1.TransferEnvVar) []string {
 	if len(t.EnvNames) > 0 {
 		return t.EnvNames
 	}
