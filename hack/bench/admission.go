@@ -93,13 +93,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 	nSeq := cfg.size(300, 60)
 	// A B ... B A, twice (A ... once at the quick size): four runs a variant,
 	// each variant as often early as late.
-	forward := []admVariant{admNone, admPre, admNull, admNullInj, admOne, admPolicy, admKruise, admHundred}
-	backward := slices.Clone(forward)
-	slices.Reverse(backward)
-	order := slices.Concat(forward, backward, forward, backward)
-	if cfg.quick {
-		order = forward
-	}
+	order := runOrder([]admVariant{admNone, admPre, admNull, admNullInj, admOne, admPolicy, admKruise, admHundred}, cfg.size(4, 1))
 	if k == nil {
 		order = slices.DeleteFunc(order, func(v admVariant) bool { return v == admKruise })
 	}

@@ -16,7 +16,7 @@ func reportAdmission(r *report, res map[admVariant]*admResult, order, variants [
 		"Run order %s (the variants are interleaved so that drift in machine load hits them alike); throughput is the median of a variant's runs, latency percentiles pool them. "+
 		"After each run every measured pod is listed and checked for its variant's injection (the sidecar once, and Deckhand's injection record or Kruise's hash annotation where they inject; none of them where nothing injects): "+
 		"a pod webhook that fails open admits pods unchanged, and any pod not injected as its variant injects fails the item.\n\n",
-		n, clients, joinVariants(order))
+		n, clients, joinOrder(order))
 	b.WriteString("| variant | pods | creates/s (per run) | creates/s (median) | p50 | p99 | throughput vs none (medians) | manager requests per pod (Deckhand's; Kruise's in its row) | API writes per pod | pods checked / not injected as the variant injects |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	base := res[admNone]
 	for _, v := range variants {
@@ -98,14 +98,6 @@ func reportAdmission(r *report, res map[admVariant]*admResult, order, variants [
 	r.sections[len(r.sections)-1] = "## 1. Pod admission with sidecar injection\n\n" + lead + b.String()
 	p50slower := percentile(hundred.lat, 50) - percentile(one.lat, 50)
 	r.note(fmt.Sprintf("Admission: p50 with 100 SidecarSets minus p50 with 1: %s.", ms(p50slower)))
-}
-
-func joinVariants(v []admVariant) string {
-	var s []string
-	for _, x := range v {
-		s = append(s, string(x))
-	}
-	return strings.Join(s, " → ")
 }
 
 // admissionCPU writes where the CPU went during the 16-client runs: each

@@ -64,3 +64,24 @@ func (s spread) format(f func(float64) string) string {
 	}
 	return fmt.Sprintf("%s (%s–%s, n=%d)", f(s.Median), f(s.Min), f(s.Max), s.N)
 }
+
+// msOf is the p-th percentile of millisecond figures, printed.
+func msOf(xs []float64, p float64) string {
+	d := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		d[i] = time.Duration(x * float64(time.Millisecond))
+	}
+	return ms(percentile(d, p))
+}
+
+// msOfMean is the mean of xs (milliseconds), formatted as ms formats.
+func msOfMean(xs []float64) string {
+	if len(xs) == 0 {
+		return ms(0)
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return ms(time.Duration(sum / float64(len(xs)) * float64(time.Millisecond)))
+}

@@ -34,6 +34,24 @@ func TestInterleaved(t *testing.T) {
 	}
 }
 
+// TestRunOrder: every variant runs as often early as late (item 1 runs
+// four rounds of A..B B..A at full size, one at the quick size).
+func TestRunOrder(t *testing.T) {
+	for _, tc := range []struct {
+		variants []string
+		rounds   int
+		want     string
+	}{
+		{[]string{"A", "B"}, 2, "A → B → B → A"},
+		{[]string{"A", "B", "C"}, 1, "A → B → C"},
+		{[]string{"A", "B", "C"}, 4, "A → B → C → C → B → A → A → B → C → C → B → A"},
+	} {
+		if got := joinOrder(runOrder(tc.variants, tc.rounds)); got != tc.want {
+			t.Errorf("runOrder(%v, %d) = %s, want %s", tc.variants, tc.rounds, got, tc.want)
+		}
+	}
+}
+
 func TestInsideDir(t *testing.T) {
 	for _, tc := range []struct {
 		path string

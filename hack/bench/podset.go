@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -64,17 +63,6 @@ var scaleNamespaces = map[scaleKind]string{kindRS: "rs", kindPodSet: "podset", k
 
 // scaleRounds is how many times each workload kind is scaled up and down.
 const scaleRounds = 3
-
-// interleaved is the order of round i: kinds as given in even rounds,
-// reversed in odd ones (A B, B A, A B, ...), so that a drift of the
-// machine's load during the benchmark falls on every kind alike.
-func interleaved[T any](kinds []T, i int) []T {
-	out := append([]T(nil), kinds...)
-	if i%2 == 1 {
-		slices.Reverse(out)
-	}
-	return out
-}
 
 // runScales runs runScale scaleRounds times for each of kinds, interleaved,
 // each run in a namespace of its own (cluster-kind-round), and returns the

@@ -269,7 +269,7 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 		"(*plain client*) a plain client without rate limit patches the same `%s` template annotation on all of them at once with %d workers, the RestartSchedule controller's worker count (`restartschedule.Workers`). "+
 		"Skew = the time the bench's Deployment informer saw the annotation change, minus the slot (Deckhand; by design the controller wakes 100 ms after it) or the plain client's start. "+
 		"A run ends once every rollout has finished and its namespace is deleted and gone, so the next one starts on a quiet control plane. The variants alternate (%s), %d runs each.\n\n",
-		n, deckhandv1alpha1.RestartedAtAnnotation, restartschedule.Workers, restartOrder(variants), restartRounds)
+		n, deckhandv1alpha1.RestartedAtAnnotation, restartschedule.Workers, joinOrder(runOrder(variants, restartRounds)), restartRounds)
 	b.WriteString("| variant | skew p50 | skew p99 | trigger -> all rolled out |\n|---|---|---|---|\n")
 	for _, v := range variants {
 		x := sum[v]
@@ -319,15 +319,4 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 	r.target("4", "every Deployment restarted exactly once by its RestartSchedule (all Deckhand runs)", fmt.Sprintf("%d/%d", total, total), atMost(0), single(float64(off)),
 		func(x float64) string { return fmt.Sprintf("%.0f off", x) },
 		fmt.Sprintf("%d/%d restarted, %d more than once, %d wrong value, %d generation != 2", restarted, total, twice, wrong, genOff))
-}
-
-// restartOrder prints the order of the runs, e.g. "Deckhand → plain client → ...".
-func restartOrder(variants []restartVariant) string {
-	var names []string
-	for i := range restartRounds {
-		for _, v := range interleaved(variants, i) {
-			names = append(names, string(v))
-		}
-	}
-	return strings.Join(names, " → ")
 }
