@@ -2,99 +2,21 @@ package sidecarpolicy_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/sidecarpolicy"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
-
-func policySet(name, ns, image string) *deckhandv1alpha1.SidecarSet {
-	return &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Namespace:     ns,
-			Selector:      &metav1.LabelSelector{MatchLabels: web},
-			InjectionMode: deckhandv1alpha1.PolicyInjection,
-			Containers:    []deckhandv1alpha1.SidecarContainer{sc("log", image, "")},
-		},
-	}
-}
-
-// podImage creates a web pod and returns the image its log sidecar got
-// ("" when it has none) and the revision its record shows.
-func podImage(t *testing.T, ns, name string) (image, revision string) {
-	t.Helper()
-	got, err := createPod(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}, false)
-	if err != nil {
-		t.Fatalf("creating pod %s: %v", name, err)
-	}
-	for _, c := range got.Spec.Containers {
-		if c.Name == "log" {
-			image = c.Image
-		}
-	}
-	rec := sidecarcontrol.ReadPodRecord(got.Annotations)
-	for _, n := range rec.Names() {
-		revision, _ = rec.Revisions(n)
-	}
-	return image, revision
-}
-
-// eventuallyInjects waits until a dry-run web pod gets image (the API
-// server picks a changed policy up within about a second).
-func eventuallyInjects(t *testing.T, ns, image string) {
-	t.Helper()
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		got, err := createPod(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe", Labels: web},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}, true)
-		if err != nil {
-			return false, err
-		}
-		for _, c := range got.Spec.Containers {
-			if c.Name == "log" {
-				return c.Image == image, nil
-			}
-		}
-		return image == "", nil
-	}, "new pods in %s get the log sidecar at image %q", ns, image)
-}
-
-func getPolicy(ctx context.Context, name string) (*admissionregistrationv1.MutatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicyBinding, error) {
-	p := &admissionregistrationv1.MutatingAdmissionPolicy{}
-	b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: sidecarpolicy.Name(name)}, p); err != nil {
-		return nil, nil, err
-	}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: sidecarpolicy.Name(name)}, b); err != nil {
-		return p, nil, err
-	}
-	return p, b, nil
-}
-
-func waitPolicyGone(t *testing.T, name string) {
-	t.Helper()
-	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		_, _, err := getPolicy(ctx, name)
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}, "the policy and binding of %s are gone", name)
-	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, types.NamespacedName{Name: sidecarpolicy.Name(name)}, &admissionregistrationv1.MutatingAdmissionPolicyBinding{})
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}, "the binding of %s is gone", name)
-}
 
 // TestPolicyFollowsTheSidecarSet: the policy and binding are owned by the
 // SidecarSet, follow its spec, go when it leaves Policy mode, come back
@@ -116,11 +38,11 @@ func TestPolicyFollowsTheSidecarSet(t *testing.T) {
 	if b.Spec.PolicyName != p.Name {
 		t.Fatalf("the binding binds %q, want %q", b.Spec.PolicyName, p.Name)
 	}
-	eventuallyInjects(t, ns, "log:1")
+	eventuallyInjects(t, ns, logImage, "log:1")
 
 	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "log:2" })
 	waitPolicyReady(t, s.Name)
-	eventuallyInjects(t, ns, "log:2")
+	eventuallyInjects(t, ns, logImage, "log:2")
 
 	// Deleted by hand: restored.
 	if err := env.Client.Delete(ctx, b); err != nil {
@@ -135,13 +57,9 @@ func TestPolicyFollowsTheSidecarSet(t *testing.T) {
 	// injects (the pod is injected once, as the record shows).
 	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = deckhandv1alpha1.WebhookInjection })
 	waitPolicyGone(t, s.Name)
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: s.Name}, got); err != nil {
-			return false, err
-		}
-		return meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition) == nil, nil
-	}, "the InjectionPolicyReady condition is removed in Webhook mode")
+	waitSidecarSet(t, time.Minute, s.Name, "the InjectionPolicyReady condition is removed in Webhook mode", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return meta.FindStatusCondition(s.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition) == nil
+	})
 	if img, _ := podImage(t, ns, "by-webhook"); img != "log:2" {
 		t.Fatalf("in Webhook mode a new pod got log image %q, want log:2", img)
 	}
@@ -166,16 +84,10 @@ func TestPodsAreInjectedWhileDeckhandIsDown(t *testing.T) {
 	s := policySet("outage-"+ns[len(ns)-5:], ns, "log:1")
 	createSidecarSet(t, s)
 	waitPolicyReady(t, s.Name)
-	eventuallyInjects(t, ns, "log:1")
+	eventuallyInjects(t, ns, logImage, "log:1")
 	hash1, _ := sidecarcontrol.Hashes(&s.Spec)
-	t.Cleanup(func() {
-		// Whatever happens, the next test finds the whole manager running.
-		env.StopManager()
-		webhooksOnly.Store(false)
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the manager: %v", err)
-		}
-	})
+	// Whatever happens, the next test finds the whole manager running.
+	restoreManagerAtEnd(t, &webhooksOnly)
 
 	env.StopManager()
 	for _, name := range []string{"down-1", "down-2"} {
@@ -186,8 +98,7 @@ func TestPodsAreInjectedWhileDeckhandIsDown(t *testing.T) {
 	}
 
 	// Controllers down, webhooks up: the change is accepted, not applied.
-	webhooksOnly.Store(true)
-	if _, err := env.StartManager(); err != nil {
+	if err := restartManager(&webhooksOnly, true); err != nil {
 		t.Fatal(err)
 	}
 	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "log:2" })
@@ -195,13 +106,11 @@ func TestPodsAreInjectedWhileDeckhandIsDown(t *testing.T) {
 		t.Fatalf("with the controllers down a new pod got log image %q at revision %q, want log:1 at %s (the policy's)", img, rev, hash1)
 	}
 
-	env.StopManager()
-	webhooksOnly.Store(false)
-	if _, err := env.StartManager(); err != nil {
+	if err := restartManager(&webhooksOnly, false); err != nil {
 		t.Fatal(err)
 	}
 	waitPolicyReady(t, s.Name)
-	eventuallyInjects(t, ns, "log:2")
+	eventuallyInjects(t, ns, logImage, "log:2")
 	s.Spec.Containers[0].Image = "log:2"
 	hash2, _ := sidecarcontrol.Hashes(&s.Spec)
 	if img, rev := podImage(t, ns, "after-return"); img != "log:2" || rev != hash2 {
@@ -213,31 +122,36 @@ func TestPodsAreInjectedWhileDeckhandIsDown(t *testing.T) {
 // MutatingAdmissionPolicies, a Policy-mode SidecarSet says so in its
 // condition and the webhook injects it.
 func TestPolicyModeFallsBackToTheWebhook(t *testing.T) {
+	restartManagerWith(t, &policyAPIServed, false)
+	checkFallsBackToTheWebhook(t, "fallback", "")
+}
+
+// TestPolicyInjectionOffFallsBackToTheWebhook: without
+// --sidecarset-policy-injection (the default install, which grants no
+// permission on MutatingAdmissionPolicies) a Policy-mode SidecarSet says so
+// in its condition, naming the flag, no policy is written, and the webhook
+// injects it.
+func TestPolicyInjectionOffFallsBackToTheWebhook(t *testing.T) {
+	restartManagerWith(t, &policyInjectionOff, true)
+	checkFallsBackToTheWebhook(t, "off", "--sidecarset-policy-injection")
+}
+
+// checkFallsBackToTheWebhook checks, on a manager that cannot write
+// policies, that a new Policy-mode SidecarSet reports
+// InjectionPolicyReady=False PolicyAPIUnavailable with words in its
+// message, that no policy is written and that the webhook injects its
+// sidecar.
+func checkFallsBackToTheWebhook(t *testing.T, name, words string) {
+	t.Helper()
 	ns := env.Namespace(t)
-	t.Cleanup(func() {
-		env.StopManager()
-		policyAPIServed.Store(true)
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the manager: %v", err)
-		}
-	})
-	env.StopManager()
-	policyAPIServed.Store(false)
-	if _, err := env.StartManager(); err != nil {
-		t.Fatal(err)
-	}
-	s := policySet("fallback-"+ns[len(ns)-5:], ns, "log:1")
+	s := policySet(name+"-"+ns[len(ns)-5:], ns, "log:1")
 	createSidecarSet(t, s)
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: s.Name}, got); err != nil {
-			return false, err
-		}
-		c := meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
-		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "PolicyAPIUnavailable", nil
-	}, "the SidecarSet reports InjectionPolicyReady=False PolicyAPIUnavailable")
+	waitSidecarSet(t, time.Minute, s.Name, fmt.Sprintf("reports InjectionPolicyReady=False PolicyAPIUnavailable naming %q", words), func(s *deckhandv1alpha1.SidecarSet) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "PolicyAPIUnavailable" && strings.Contains(c.Message, words)
+	})
 	waitCached(t, s.Name, 1)
-	if img, _ := podImage(t, ns, "fallback"); img != "log:1" {
+	if img, _ := podImage(t, ns, name); img != "log:1" {
 		t.Fatalf("in the fallback a new pod got log image %q, want log:1 from the webhook", img)
 	}
 	if _, _, err := getPolicy(ctxT(t), s.Name); !apierrors.IsNotFound(err) {

@@ -1,20 +1,17 @@
 package sidecarpolicy_test
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // A revision pinned with policy Always is compiled into the policy: a pod
@@ -26,15 +23,9 @@ func TestPinnedRevisionIsCompiledIntoThePolicy(t *testing.T) {
 	s.Spec.InjectionMode = deckhandv1alpha1.WebhookInjection
 	s.Labels = map[string]string{deckhandv1alpha1.SidecarSetCustomVersionLabel: "v1"}
 	createSidecarSet(t, s)
-	var pinnedHash string
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: s.Name}, got); err != nil {
-			return false, err
-		}
-		pinnedHash = got.Status.LatestRevision
-		return got.Status.LatestRevisionName != "", nil
-	}, "SidecarSet %s records its first revision", s.Name)
+	pinnedHash := waitSidecarSet(t, time.Minute, s.Name, "records its first revision", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.LatestRevisionName != ""
+	}).Status.LatestRevision
 
 	gen := updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Image = "log:2"
@@ -54,9 +45,8 @@ func TestPinnedRevisionIsCompiledIntoThePolicy(t *testing.T) {
 	gen = updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection })
 	waitCached(t, s.Name, gen)
 	waitPolicyReady(t, s.Name)
-	eventuallyInjects(t, ns, "log:1")
-	byPolicy, err := createPod(ctxT(t), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: web},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}}}, true)
+	eventuallyInjects(t, ns, logImage, "log:1")
+	byPolicy, err := createPod(ctxT(t), webPod(ns, "p"), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,18 +16,7 @@ import (
 // injected by its policy.
 func TestWithoutThePodWebhookOnlyPolicyModeInjects(t *testing.T) {
 	ns := env.Namespace(t)
-	t.Cleanup(func() {
-		env.StopManager()
-		withoutPodWebhook.Store(false)
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the manager: %v", err)
-		}
-	})
-	env.StopManager()
-	withoutPodWebhook.Store(true)
-	if _, err := env.StartManager(); err != nil {
-		t.Fatal(err)
-	}
+	restartManagerWith(t, &withoutPodWebhook, true)
 
 	req, err := http.NewRequest(http.MethodPost, inject.PodWebhookPath, nil)
 	if err != nil {
@@ -52,7 +41,7 @@ func TestWithoutThePodWebhookOnlyPolicyModeInjects(t *testing.T) {
 	unset.Spec.InjectionMode = ""
 	createSidecarSet(t, unset)
 	waitPolicyReady(t, unset.Name)
-	eventuallyInjects(t, ns, "log:1")
+	eventuallyInjects(t, ns, logImage, "log:1")
 	if img, rev := podImage(t, ns, "nohook"); img != "log:1" || rev == "" {
 		t.Fatalf("a new pod got log image %q and revision %q, want log:1 from the policy with its record", img, rev)
 	}

@@ -8,20 +8,12 @@ import (
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
-	"github.com/deckhand-dev/deckhand/internal/sidecarpolicy"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
@@ -85,87 +77,34 @@ func TestMain(m *testing.M) {
 
 func ctxT(t *testing.T) context.Context { return testutil.Context(t, 2*time.Minute) }
 
-// createSidecarSet creates s and deletes it when the test ends.
-func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
+// restartManagerWith restarts the manager with flag set to value for the
+// rest of the test; the next test finds it running with flag as it was.
+func restartManagerWith(t *testing.T, flag *atomic.Bool, value bool) {
 	t.Helper()
-	if err := env.Client.Create(ctxT(t), s); err != nil {
-		t.Fatalf("creating SidecarSet %s: %v", s.Name, err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), s) })
-}
-
-// waitCached waits until the manager's cache (which the pod webhook reads)
-// shows SidecarSet name at generation gen or later.
-func waitCached(t *testing.T, name string, gen int64) {
-	t.Helper()
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
-			return false, client.IgnoreNotFound(err)
-		}
-		return got.Generation >= gen, nil
-	}, "the manager's cache has SidecarSet %s at generation %d", name, gen)
-}
-
-// updateSidecarSet applies mutate to SidecarSet name (retrying conflicts)
-// and returns the new generation.
-func updateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.SidecarSet)) int64 {
-	t.Helper()
-	ctx := ctxT(t)
-	for {
-		s := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
-			t.Fatal(err)
-		}
-		mutate(s)
-		err := env.Client.Update(ctx, s)
-		if err == nil {
-			return s.Generation
-		}
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("updating SidecarSet %s: %v", name, err)
-		}
+	restoreManagerAtEnd(t, flag)
+	if err := restartManager(flag, value); err != nil {
+		t.Fatal(err)
 	}
 }
 
-// waitPolicyReady waits until SidecarSet name reports its policy in place
-// for its current generation, and returns the policy.
-func waitPolicyReady(t *testing.T, name string) *admissionregistrationv1.MutatingAdmissionPolicy {
-	t.Helper()
-	var last string
-	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		s := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
-			return false, err
+// restoreManagerAtEnd makes sure that, whatever the test does to the
+// manager, the next test finds it running with flag as it is now.
+func restoreManagerAtEnd(t *testing.T, flag *atomic.Bool) {
+	old := flag.Load()
+	t.Cleanup(func() {
+		if err := restartManager(flag, old); err != nil {
+			t.Error(err)
 		}
-		c := meta.FindStatusCondition(s.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
-		if c == nil {
-			last = "no condition"
-			return false, nil
-		}
-		last = fmt.Sprintf("%s %s: %s (generation %d of %d)", c.Status, c.Reason, c.Message, c.ObservedGeneration, s.Generation)
-		return c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation, nil
-	}, "SidecarSet %s reports InjectionPolicyReady=True (last: %s)", name, lazy(func() string { return last }))
-	p := &admissionregistrationv1.MutatingAdmissionPolicy{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: sidecarpolicy.Name(name)}, p); err != nil {
-		t.Fatalf("the policy of %s: %v", name, err)
-	}
-	return p
+	})
 }
 
-// createPod creates p (dry-run if asked) and returns what the API server
-// stored (or would store).
-func createPod(ctx context.Context, p *corev1.Pod, dryRun bool) (*corev1.Pod, error) {
-	p = p.DeepCopy()
-	var opts []client.CreateOption
-	if dryRun {
-		opts = append(opts, client.DryRunAll)
+// restartManager stops the manager (if it runs) and starts it with flag
+// set to value.
+func restartManager(flag *atomic.Bool, value bool) error {
+	env.StopManager()
+	flag.Store(value)
+	if _, err := env.StartManager(); err != nil {
+		return fmt.Errorf("restarting the manager: %w", err)
 	}
-	err := env.Client.Create(ctx, p, opts...)
-	return p, err
+	return nil
 }
-
-// lazy is a message part computed when the message is printed.
-type lazy func() string
-
-func (l lazy) String() string { return l() }

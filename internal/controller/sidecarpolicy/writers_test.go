@@ -1,7 +1,6 @@
 package sidecarpolicy_test
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -10,11 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestConditionsHaveOneWriterEach: both controllers write conditions on a
@@ -27,14 +24,10 @@ func TestConditionsHaveOneWriterEach(t *testing.T) {
 	ns := env.Namespace(t)
 	createSidecarSet(t, policySet(ns, ns, "registry.example/log:1"))
 	waitPolicyReady(t, ns)
-	s := &deckhandv1alpha1.SidecarSet{}
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: ns}, s); err != nil {
-			return false, err
-		}
+	s := waitSidecarSet(t, time.Minute, ns, "has its summary for its generation", func(s *deckhandv1alpha1.SidecarSet) bool {
 		ready := meta.FindStatusCondition(s.Status.Conditions, deckhandv1alpha1.ReadyCondition)
-		return ready != nil && ready.ObservedGeneration == s.Generation && s.Status.ObservedGeneration == s.Generation, nil
-	}, "SidecarSet %s has its summary for its generation", ns)
+		return ready != nil && ready.ObservedGeneration == s.Generation && s.Status.ObservedGeneration == s.Generation
+	})
 
 	owners := map[string][]string{}
 	for _, mf := range s.ManagedFields {
