@@ -126,7 +126,7 @@ type RestartWindow struct {
 }
 
 // RestartTrigger says what started a run or a pod's replacement.
-// +kubebuilder:validation:Enum=Schedule;RunNow;PodAge;Memory
+// +kubebuilder:validation:Enum=Schedule;RunNow;PodAge;Memory;Query
 type RestartTrigger string
 
 const (
@@ -139,12 +139,15 @@ const (
 	// RestartTriggerMemory: a container's working set above a memory
 	// trigger's threshold for its whole `for` duration.
 	RestartTriggerMemory RestartTrigger = "Memory"
+	// RestartTriggerQuery: a pod's value in a query trigger's answer above
+	// its threshold for its whole `for` duration.
+	RestartTriggerQuery RestartTrigger = "Query"
 )
 
 // RestartNeedTrigger is one condition under which a pod of a target
 // workload needs replacing, whatever the schedule: exactly one member is
 // set.
-// +kubebuilder:validation:XValidation:rule="[has(self.podAge), has(self.memory)].filter(x, x).size() == 1",message="exactly one kind of trigger (podAge, memory) must be set"
+// +kubebuilder:validation:XValidation:rule="[has(self.podAge), has(self.memory), has(self.query)].filter(x, x).size() == 1",message="exactly one kind of trigger (podAge, memory, query) must be set"
 type RestartNeedTrigger struct {
 	// podAge replaces a pod once it is older than maxAge.
 	// +optional
@@ -154,6 +157,106 @@ type RestartNeedTrigger struct {
 	// threshold.
 	// +optional
 	Memory *RestartMemoryTrigger `json:"memory,omitempty"`
+	// query replaces a pod whose value in the answer of a PromQL query to
+	// a Prometheus-compatible API stays above a threshold (GPU memory, as
+	// NVIDIA's DCGM exporter reports it, for instance).
+	// +optional
+	Query *RestartQueryTrigger `json:"query,omitempty"`
+}
+
+// RestartQueryTrigger replaces a pod once its value in the answer of an
+// instant query has been above a threshold in every evaluation for the
+// `for` duration: a value at or below it starts the count again, so spikes
+// are ignored. The answer must be a vector with one series per pod,
+// labelled with the pod's namespace and name; series of other namespaces,
+// and of pods that are not the target workloads', are ignored. A query that
+// fails (an unreachable endpoint, an error, an answer that is not a
+// vector, a missing Secret) replaces nothing: the MetricsUnavailable
+// condition says why, with reason QueryFailed.
+type RestartQueryTrigger struct {
+	// prometheus is the endpoint the query is sent to.
+	// +required
+	Prometheus RestartPrometheusEndpoint `json:"prometheus"`
+	// expr is the PromQL instant query, evaluated at each look
+	// ("max by (namespace, pod) (DCGM_FI_DEV_FB_USED)").
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Expr string `json:"expr"`
+	// namespaceLabel is the label of a series that holds the pod's
+	// namespace.
+	// +kubebuilder:default=namespace
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	// +optional
+	NamespaceLabel string `json:"namespaceLabel,omitempty"`
+	// podLabel is the label of a series that holds the pod's name.
+	// +kubebuilder:default=pod
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z_][a-zA-Z0-9_]*$`
+	// +optional
+	PodLabel string `json:"podLabel,omitempty"`
+	// above is the threshold, a decimal number in the query's unit
+	// ("20000", "0.9", "1e3"): a pod is a candidate while its value is
+	// greater.
+	// +required
+	Above resource.Quantity `json:"above"`
+	// for is how long the value must stay above the threshold, evaluation
+	// after evaluation, before the pod is replaced. At most 24h.
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be between 0s and 24h"
+	// +optional
+	For *metav1.Duration `json:"for,omitempty"`
+}
+
+// RestartPrometheusEndpoint is where a query trigger sends its query: the
+// Prometheus HTTP API (GET <url>/api/v1/query), or any server that serves
+// it (Thanos, Mimir, VictoriaMetrics...). The server's certificate is
+// always verified.
+type RestartPrometheusEndpoint struct {
+	// url is the base address of the API ("https://prometheus.monitoring:9090"),
+	// http or https.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="must be an http or https URL with a host"
+	// +required
+	URL string `json:"url"`
+	// bearerTokenSecret is a key of a Secret in the RestartSchedule's
+	// namespace whose value is sent as "Authorization: Bearer <value>".
+	// +optional
+	BearerTokenSecret *RestartKeyReference `json:"bearerTokenSecret,omitempty"`
+	// caBundle is the PEM certificates that verify an https server, in
+	// place of the system's roots: a key of a Secret or of a ConfigMap in
+	// the RestartSchedule's namespace.
+	// +optional
+	CABundle *RestartCABundleSource `json:"caBundle,omitempty"`
+}
+
+// RestartCABundleSource is a key of a Secret or of a ConfigMap: exactly one.
+// +kubebuilder:validation:XValidation:rule="has(self.secret) != has(self.configMap)",message="exactly one of secret or configMap must be set"
+type RestartCABundleSource struct {
+	// secret is a key of a Secret in the RestartSchedule's namespace.
+	// +optional
+	Secret *RestartKeyReference `json:"secret,omitempty"`
+	// configMap is a key of a ConfigMap in the RestartSchedule's namespace.
+	// +optional
+	ConfigMap *RestartKeyReference `json:"configMap,omitempty"`
+}
+
+// RestartKeyReference is a key of a Secret or ConfigMap in the
+// RestartSchedule's namespace.
+type RestartKeyReference struct {
+	// name of the Secret or ConfigMap.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+	// key in its data.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +required
+	Key string `json:"key"`
 }
 
 // RestartMemoryTrigger replaces a pod once a container's working set has
@@ -281,9 +384,9 @@ const (
 	RestartScheduleTriggeredCondition = "Triggered"
 	// RestartScheduleMetricsUnavailableCondition is True while a trigger
 	// lacks the data it needs (the metrics API is absent or fails, a sample
-	// is stale, a container has no memory limit for percentOfLimit): the
-	// pods concerned are not replaced, and the message says which. Unset
-	// without memory triggers.
+	// is stale, a container has no memory limit for percentOfLimit, a
+	// query fails): the pods concerned are not replaced, and the message
+	// says which. Unset without memory or query triggers.
 	RestartScheduleMetricsUnavailableCondition = "MetricsUnavailable"
 )
 

@@ -10,6 +10,7 @@ package restartschedule
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,8 +183,11 @@ const (
 	maxTriggers = 8
 	// maxPodAge bounds a podAge trigger's maxAge: a year.
 	maxPodAge = 365 * 24 * time.Hour
-	// maxSustained bounds a memory trigger's for: a day.
+	// maxSustained bounds a memory or query trigger's for: a day.
 	maxSustained = 24 * time.Hour
+	// maxQueryExpr and maxQueryURL bound a query trigger's expr and url.
+	maxQueryExpr = 4096
+	maxQueryURL  = 2048
 	// maxActionDuration bounds spec.action.minPodAge and cooldown: a week.
 	maxActionDuration = 7 * 24 * time.Hour
 	// maxPodsUnavailable bounds spec.action.maxConcurrent.
@@ -212,6 +216,34 @@ func validateMemory(p *field.Path, m *deckhandv1alpha1.RestartMemoryTrigger) fie
 	return errs
 }
 
+// validateQuery checks a query trigger.
+func validateQuery(p *field.Path, q *deckhandv1alpha1.RestartQueryTrigger) field.ErrorList {
+	var errs field.ErrorList
+	switch ep := p.Child("prometheus", "url"); {
+	case q.Prometheus.URL == "":
+		errs = append(errs, field.Required(ep, "the base address of a Prometheus HTTP API"))
+	case len(q.Prometheus.URL) > maxQueryURL:
+		errs = append(errs, field.TooLong(ep, "", maxQueryURL))
+	default:
+		if u, err := url.Parse(q.Prometheus.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+			errs = append(errs, field.Invalid(ep, q.Prometheus.URL, "must be an http or https URL with a host"))
+		}
+	}
+	if ca := q.Prometheus.CABundle; ca != nil && (ca.Secret == nil) == (ca.ConfigMap == nil) {
+		errs = append(errs, field.Required(p.Child("prometheus", "caBundle"), "exactly one of secret or configMap must be set"))
+	}
+	switch {
+	case q.Expr == "":
+		errs = append(errs, field.Required(p.Child("expr"), "a PromQL instant query"))
+	case len(q.Expr) > maxQueryExpr:
+		errs = append(errs, field.TooLong(p.Child("expr"), "", maxQueryExpr))
+	}
+	if q.For != nil && (q.For.Duration < 0 || q.For.Duration > maxSustained) {
+		errs = append(errs, field.Invalid(p.Child("for"), q.For.Duration.String(), "must be between 0s and 24h"))
+	}
+	return errs
+}
+
 // validateTriggers checks spec.triggers and spec.action, naming the
 // trigger and field at fault.
 func validateTriggers(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) field.ErrorList {
@@ -222,9 +254,17 @@ func validateTriggers(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) 
 	}
 	for i, t := range s.Triggers {
 		p := tp.Index(i)
+		kinds := 0
+		for _, set := range []bool{t.PodAge != nil, t.Memory != nil, t.Query != nil} {
+			if set {
+				kinds++
+			}
+		}
 		switch {
-		case (t.PodAge == nil) == (t.Memory == nil):
-			errs = append(errs, field.Required(p, "exactly one kind of trigger (podAge, memory) must be set"))
+		case kinds != 1:
+			errs = append(errs, field.Required(p, "exactly one kind of trigger (podAge, memory, query) must be set"))
+		case t.Query != nil:
+			errs = append(errs, validateQuery(p.Child("query"), t.Query)...)
 		case t.PodAge != nil:
 			if d := t.PodAge.MaxAge.Duration; d < time.Second || d > maxPodAge {
 				errs = append(errs, field.Invalid(p.Child("podAge", "maxAge"), d.String(), "must be between 1s and 8760h"))

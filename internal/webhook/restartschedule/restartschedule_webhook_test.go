@@ -24,6 +24,27 @@ func valid() *deckhandv1alpha1.RestartSchedule {
 	}
 }
 
+// validQuery is a query trigger on the DCGM exporter's GPU memory in use,
+// through an https Prometheus with a token and a CA bundle.
+func validQuery() *deckhandv1alpha1.RestartQueryTrigger {
+	return &deckhandv1alpha1.RestartQueryTrigger{
+		Prometheus: deckhandv1alpha1.RestartPrometheusEndpoint{URL: "https://prometheus.monitoring:9090",
+			BearerTokenSecret: &deckhandv1alpha1.RestartKeyReference{Name: "prometheus", Key: "token"},
+			CABundle:          &deckhandv1alpha1.RestartCABundleSource{ConfigMap: &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-ca", Key: "ca.crt"}}},
+		Expr:  "max by (namespace, pod) (DCGM_FI_DEV_FB_USED)",
+		Above: resource.MustParse("20000"),
+	}
+}
+
+// withQuery sets one query trigger, validQuery changed by mutate.
+func withQuery(mutate func(*deckhandv1alpha1.RestartQueryTrigger)) func(*deckhandv1alpha1.RestartSchedule) {
+	return func(r *deckhandv1alpha1.RestartSchedule) {
+		q := validQuery()
+		mutate(q)
+		r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Query: q}}
+	}
+}
+
 // The webhook's own checks (the API-server table is in the controller
 // package's end-to-end tests).
 func TestValidate(t *testing.T) {
@@ -89,7 +110,7 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		"empty trigger": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{}}
-		}, "spec.triggers[0]: Required value: exactly one kind of trigger (podAge, memory) must be set"},
+		}, "spec.triggers[0]: Required value: exactly one kind of trigger (podAge, memory, query) must be set"},
 		"pod age zero": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{}}}
 		}, `spec.triggers[0].podAge.maxAge: Invalid value: "0s": must be between 1s and 8760h`},
@@ -118,6 +139,22 @@ func TestValidate(t *testing.T) {
 			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}},
 				Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("1Gi"))}}}
 		}, "spec.triggers[0]: Required value: exactly one kind"},
+		"query": {withQuery(func(*deckhandv1alpha1.RestartQueryTrigger) {}), ""},
+		"query with podAge": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Query: validQuery(), PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}}}}
+		}, "spec.triggers[0]: Required value: exactly one kind of trigger (podAge, memory, query) must be set"},
+		"query no expr":       {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "" }), "spec.triggers[0].query.expr: Required value"},
+		"query expr too long": {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = strings.Repeat("x", 4097) }), "spec.triggers[0].query.expr: Too long: may not be more than 4096"},
+		"query no url":        {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Prometheus.URL = "" }), "spec.triggers[0].query.prometheus.url: Required value"},
+		"query url scheme":    {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Prometheus.URL = "prometheus:9090" }), `spec.triggers[0].query.prometheus.url: Invalid value: "prometheus:9090": must be an http or https URL with a host`},
+		"query url too long": {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) {
+			q.Prometheus.URL = "http://p/" + strings.Repeat("x", 2048)
+		}), "spec.triggers[0].query.prometheus.url: Too long"},
+		"query CA from both": {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) {
+			ref := &deckhandv1alpha1.RestartKeyReference{Name: "ca", Key: "ca.crt"}
+			q.Prometheus.CABundle = &deckhandv1alpha1.RestartCABundleSource{Secret: ref, ConfigMap: ref}
+		}), "spec.triggers[0].query.prometheus.caBundle: Required value: exactly one of secret or configMap"},
+		"query for":             {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.For = &metav1.Duration{Duration: 25 * time.Hour} }), "spec.triggers[0].query.for"},
 		"action scope":          {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.Scope = "Node" }, "spec.action.scope: Unsupported value"},
 		"action max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.MaxConcurrent = 101 }, "spec.action.maxConcurrent"},
 		"action min pod age": {func(r *deckhandv1alpha1.RestartSchedule) {
