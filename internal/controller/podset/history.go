@@ -11,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -192,23 +191,6 @@ func (r *Reconciler) createRevision(ctx context.Context, s *scope, name, hash st
 		Data: runtime.RawExtension{Raw: data},
 	}
 	return r.revisionNumbers.Create(ctx, r.Client, r.APIReader, s.key, s.ps.UID, cr, revs, client.FieldOwner(deckhandv1alpha1.FieldManager))
-}
-
-// renumber gives the current template's ControllerRevision the highest
-// number when the template came back to an earlier revision (a rollback
-// or a revert), as a Deployment's rollback makes the old ReplicaSet's
-// revision the newest.
-func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.ControllerRevision, revs []*appsv1.ControllerRevision) error {
-	number, renumber := r.revisionNumbers.Newest(s.key, s.ps.UID, cur, revs)
-	if !renumber {
-		return nil
-	}
-	patch := fmt.Appendf(nil, `{"revision":%d}`, number)
-	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
-	}
-	r.revisionNumbers.Record(s.key, s.ps.UID, cur.Name, number)
-	return nil
 }
 
 // revisionsToPrune picks the ControllerRevisions to delete: of those no pod

@@ -1,11 +1,17 @@
 package podset
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
@@ -152,4 +158,59 @@ func isPodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool
 		return true, 0
 	}
 	return false, wait
+}
+
+// updatePodsInPlace patches the container images (and revision label) of
+// pods whose template differs from the current one only in images; the
+// pod keeps its name, UID, IP and node, and the kubelet restarts the
+// changed containers.
+func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*corev1.Pod) error {
+	want := map[string]string{}
+	for _, p := range pods {
+		want[podKey(p)] = s.revision
+	}
+	r.Expectations.ExpectUpdates(s.key, want)
+	s.wrote = true
+	now := r.Clock.Now()
+	var done podEventBatch
+	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulUpdate, "Update", "Updated", " in place to revision "+s.revision)
+	var errs []error
+	sendCtx := context.WithoutCancel(ctx) // see createPods
+	for _, p := range pods {
+		if ctx.Err() != nil {
+			r.Expectations.UpdateAbandoned(s.key, podKey(p))
+			continue
+		}
+		patch, err := inPlacePatch(p, &s.ps.Spec.Template, s.revision, now)
+		if err == nil {
+			// p is the cache's: the patched pod is read into a pod of its
+			// own, which this sync's status then counts.
+			patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+			err = r.PodWriter.Patch(sendCtx, patched, client.RawPatch(types.StrategicMergePatchType, patch),
+				client.FieldOwner(deckhandv1alpha1.FieldManager))
+			if err == nil {
+				s.replacePod(p, patched)
+			}
+		}
+		podOps.WithLabelValues("inplace_update", result(err)).Inc()
+		if err != nil {
+			r.Expectations.UpdateAbandoned(s.key, podKey(p))
+			r.distrustOnUnknownOutcome(s, err)
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				// Gone or changed since it was read: the next sync judges it again.
+				if apierrors.IsConflict(err) {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedUpdate, "Update", "Error updating pod in place: %v", err)
+			errs = append(errs, err)
+			continue
+		}
+		done.add(p)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("updating pods in place: %w", errors.Join(errs...))
+	}
+	return nil
 }

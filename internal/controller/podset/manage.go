@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,12 +117,7 @@ const evictionRetryInterval = 5 * time.Second
 // recorded in s.blocked and tried again by a later sync; nothing is ever
 // forced. The eviction is UID-preconditioned, as deletes are.
 func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod) error {
-	keys := make([]string, len(pods))
-	for i, p := range pods {
-		keys[i] = podKey(p)
-	}
-	r.Expectations.ExpectDeletions(s.key, keys...)
-	s.wrote = true
+	r.expectDeletions(s, pods)
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulEvict, "Evict", "Evicted", "")
 	var errs []error
@@ -141,9 +135,7 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 			continue
 		}
 		r.Expectations.DeletionObserved(s.key, podKey(p))
-		if writeOutcomeUnknown(err) {
-			r.trust.distrust(s.key, r.Clock.Now())
-		}
+		r.distrustOnUnknownOutcome(s, err)
 		switch res {
 		case podutil.EvictionStale:
 		case podutil.EvictionBlocked:
@@ -163,10 +155,7 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 			"Eviction of %d pod(s) refused, retried later: %s: %s", len(names), strings.Join(names, ", "), s.blocked[names[0]])
 	}
 	if len(errs) > 0 {
-		s.failure = &metav1.Condition{
-			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
-			Reason: ReasonFailedEvict, Message: errs[0].Error(),
-		}
+		s.replicaFailure(ReasonFailedEvict, errs[0])
 		return fmt.Errorf("evicting pods: %w", errors.Join(errs...))
 	}
 	return nil
@@ -221,9 +210,7 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 		pod := newPod(s.ps, s.revision, s.inPlace)
 		err := r.PodWriter.Create(sendCtx, pod, client.FieldOwner(deckhandv1alpha1.FieldManager))
 		podOps.WithLabelValues("create", result(err)).Inc()
-		if err != nil && writeOutcomeUnknown(err) {
-			r.trust.distrust(s.key, r.Clock.Now())
-		}
+		r.distrustOnUnknownOutcome(s, err)
 		if err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// Every create would fail; nothing worth an event or a retry.
@@ -248,10 +235,7 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 		if ctx.Err() != nil { // the manager is stopping: no failure of the PodSet's
 			return err
 		}
-		s.failure = &metav1.Condition{
-			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
-			Reason: ReasonFailedCreate, Message: err.Error(),
-		}
+		s.replicaFailure(ReasonFailedCreate, err)
 		return fmt.Errorf("creating pods: %w", err)
 	}
 	return nil
@@ -260,12 +244,7 @@ func (r *Reconciler) createPods(ctx context.Context, s *scope, n int) error {
 // deletePods deletes pods concurrently, expecting each by key first. The
 // delete is UID-preconditioned so that a same-named successor is never hit.
 func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Pod) error {
-	keys := make([]string, len(pods))
-	for i, p := range pods {
-		keys[i] = podKey(p)
-	}
-	r.Expectations.ExpectDeletions(s.key, keys...)
-	s.wrote = true
+	r.expectDeletions(s, pods)
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulDelete, "Delete", "Deleted", "")
 	var mu sync.Mutex
@@ -279,9 +258,7 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Po
 			podOps.WithLabelValues("delete", result(err)).Inc()
 			if err != nil {
 				r.Expectations.DeletionObserved(s.key, podKey(p))
-				if writeOutcomeUnknown(err) {
-					r.trust.distrust(s.key, r.Clock.Now())
-				}
+				r.distrustOnUnknownOutcome(s, err)
 				if apierrors.IsNotFound(err) {
 					return
 				}
@@ -297,68 +274,8 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, pods []*corev1.Po
 	wg.Wait()
 	if len(errs) > 0 {
 		err := errors.Join(errs...)
-		s.failure = &metav1.Condition{
-			Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
-			Reason: ReasonFailedDelete, Message: errs[0].Error(),
-		}
+		s.replicaFailure(ReasonFailedDelete, errs[0])
 		return fmt.Errorf("deleting pods: %w", err)
-	}
-	return nil
-}
-
-// updatePodsInPlace patches the container images (and revision label) of
-// pods whose template differs from the current one only in images; the
-// pod keeps its name, UID, IP and node, and the kubelet restarts the
-// changed containers.
-func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*corev1.Pod) error {
-	want := map[string]string{}
-	for _, p := range pods {
-		want[podKey(p)] = s.revision
-	}
-	r.Expectations.ExpectUpdates(s.key, want)
-	s.wrote = true
-	now := r.Clock.Now()
-	var done podEventBatch
-	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulUpdate, "Update", "Updated", " in place to revision "+s.revision)
-	var errs []error
-	sendCtx := context.WithoutCancel(ctx) // see createPods
-	for _, p := range pods {
-		if ctx.Err() != nil {
-			r.Expectations.UpdateAbandoned(s.key, podKey(p))
-			continue
-		}
-		patch, err := inPlacePatch(p, &s.ps.Spec.Template, s.revision, now)
-		if err == nil {
-			// p is the cache's: the patched pod is read into a pod of its
-			// own, which this sync's status then counts.
-			patched := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
-			err = r.PodWriter.Patch(sendCtx, patched, client.RawPatch(types.StrategicMergePatchType, patch),
-				client.FieldOwner(deckhandv1alpha1.FieldManager))
-			if err == nil {
-				s.replacePod(p, patched)
-			}
-		}
-		podOps.WithLabelValues("inplace_update", result(err)).Inc()
-		if err != nil {
-			r.Expectations.UpdateAbandoned(s.key, podKey(p))
-			if writeOutcomeUnknown(err) {
-				r.trust.distrust(s.key, r.Clock.Now())
-			}
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				// Gone or changed since it was read: the next sync judges it again.
-				if apierrors.IsConflict(err) {
-					errs = append(errs, err)
-				}
-				continue
-			}
-			r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedUpdate, "Update", "Error updating pod in place: %v", err)
-			errs = append(errs, err)
-			continue
-		}
-		done.add(p)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("updating pods in place: %w", errors.Join(errs...))
 	}
 	return nil
 }
@@ -370,4 +287,33 @@ func podNames(pods []*corev1.Pod) []string {
 		names[i] = p.Name
 	}
 	return names
+}
+
+// expectDeletions expects the deletion of every pod by key before the first
+// is sent, so that a watch event arriving before its answer is already
+// counted.
+func (r *Reconciler) expectDeletions(s *scope, pods []*corev1.Pod) {
+	keys := make([]string, len(pods))
+	for i, p := range pods {
+		keys[i] = podKey(p)
+	}
+	r.Expectations.ExpectDeletions(s.key, keys...)
+	s.wrote = true
+}
+
+// distrustOnUnknownOutcome withdraws trust in the PodSet's pod cache when a
+// pod write failed in a way that may still have stored it (see cacheTrust).
+func (r *Reconciler) distrustOnUnknownOutcome(s *scope, err error) {
+	if err != nil && writeOutcomeUnknown(err) {
+		r.trust.distrust(s.key, r.Clock.Now())
+	}
+}
+
+// replicaFailure records, for this sync's status, that pods could not be
+// created, deleted or evicted: the ReplicaFailure condition with err.
+func (s *scope) replicaFailure(reason string, err error) {
+	s.failure = &metav1.Condition{
+		Type: deckhandv1alpha1.PodSetReplicaFailureCondition, Status: metav1.ConditionTrue,
+		Reason: reason, Message: err.Error(),
+	}
 }

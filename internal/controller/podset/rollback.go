@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,4 +111,21 @@ func (r *Reconciler) rollback(ctx context.Context, ps *deckhandv1alpha1.PodSet) 
 			"Rolled back to revision %d (%s)", target.number, target.name)
 	}
 	return true, nil
+}
+
+// renumber gives the current template's ControllerRevision the highest
+// number when the template came back to an earlier revision (a rollback
+// or a revert), as a Deployment's rollback makes the old ReplicaSet's
+// revision the newest.
+func (r *Reconciler) renumber(ctx context.Context, s *scope, cur *appsv1.ControllerRevision, revs []*appsv1.ControllerRevision) error {
+	number, renumber := r.revisionNumbers.Newest(s.key, s.ps.UID, cur, revs)
+	if !renumber {
+		return nil
+	}
+	patch := fmt.Appendf(nil, `{"revision":%d}`, number)
+	if err := r.Client.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("renumbering ControllerRevision %s: %w", cur.Name, err)
+	}
+	r.revisionNumbers.Record(s.key, s.ps.UID, cur.Name, number)
+	return nil
 }
