@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -27,6 +28,18 @@ func secs(d time.Duration) string {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// latencies are measured durations; the raw results have them in
+// milliseconds.
+type latencies []time.Duration
+
+func (l latencies) MarshalJSON() ([]byte, error) {
+	ms := make([]float64, len(l))
+	for i, d := range l {
+		ms[i] = msFloat(d)
+	}
+	return json.Marshal(ms)
 }
 
 // spread summarises repeated measurements of one figure: every figure with

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestSpreadOf(t *testing.T) {
@@ -49,6 +52,26 @@ func TestRunOrder(t *testing.T) {
 		if got := joinOrder(runOrder(tc.variants, tc.rounds)); got != tc.want {
 			t.Errorf("runOrder(%v, %d) = %s, want %s", tc.variants, tc.rounds, got, tc.want)
 		}
+	}
+}
+
+// TestLatenciesJSON: the raw results have every latency in milliseconds.
+func TestLatenciesJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   latencies
+		want string
+	}{
+		{nil, `[]`},
+		{latencies{1500 * time.Microsecond, 2 * time.Second}, `[1.5,2000]`},
+	} {
+		got, err := json.Marshal(tc.in)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("json.Marshal(%v) = %s, %v; want %s", []time.Duration(tc.in), got, err, tc.want)
+		}
+	}
+	got, err := json.Marshal(restartRun{Skews: latencies{250 * time.Millisecond}})
+	if err != nil || !strings.Contains(string(got), `"skewMs":[250]`) {
+		t.Errorf("a restart run's skews in its raw results: %s, %v; want \"skewMs\":[250]", got, err)
 	}
 }
 

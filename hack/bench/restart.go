@@ -88,8 +88,8 @@ type restartRun struct {
 	// Trigger is the scheduled slot (Deckhand) or when the plain client's
 	// workers started.
 	Trigger time.Time `json:"trigger"`
-	// SkewMs is each Deployment's first seen change minus Trigger.
-	SkewMs []float64 `json:"skewMs"`
+	// Skews are each Deployment's first seen change minus Trigger.
+	Skews latencies `json:"skewMs"`
 	// AckMs is, for the plain client, when each of its patches returned,
 	// minus Trigger: the restart as its sender knows it, before any watcher
 	// has seen it.
@@ -103,7 +103,6 @@ type restartRun struct {
 	HistSum   float64        `json:"histogramSumSeconds,omitempty"`
 	Cost      map[string]any `json:"cost"`
 	cost      cost
-	skews     []time.Duration
 }
 
 // benchRestart: item 4. Each run has n fresh Deployments (even ones 0
@@ -223,8 +222,7 @@ func runRestart(ctx context.Context, cfg *config, e *env, v restartVariant, roun
 
 	tr.mu.Lock()
 	for d, at := range tr.first {
-		run.skews = append(run.skews, at.Sub(run.Trigger))
-		run.SkewMs = append(run.SkewMs, float64(at.Sub(run.Trigger))/float64(time.Millisecond))
+		run.Skews = append(run.Skews, at.Sub(run.Trigger))
 		if tr.changes[d] != 1 {
 			run.Twice++
 		}
@@ -243,7 +241,7 @@ func runRestart(ctx context.Context, cfg *config, e *env, v restartVariant, roun
 			run.GenOff++
 		}
 	}
-	logf("[restart] %s: skew p50 %s, p99 %s; all rolled out %.1f s after the trigger", ns, ms(percentile(run.skews, 50)), ms(percentile(run.skews, 99)), run.RolledOut)
+	logf("[restart] %s: skew p50 %s, p99 %s; all rolled out %.1f s after the trigger", ns, ms(percentile(run.Skews, 50)), ms(percentile(run.Skews, 99)), run.RolledOut)
 	return run, e.deleteNamespace(ctx, ns, 10*time.Minute)
 }
 
@@ -254,8 +252,8 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 		var p50, p99, rolled []float64
 		for _, x := range runs {
 			if x.Variant == v {
-				p50 = append(p50, percentile(x.skews, 50).Seconds())
-				p99 = append(p99, percentile(x.skews, 99).Seconds())
+				p50 = append(p50, percentile(x.Skews, 50).Seconds())
+				p99 = append(p99, percentile(x.Skews, 99).Seconds())
 				rolled = append(rolled, x.RolledOut)
 			}
 		}
@@ -279,8 +277,8 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 	b.WriteString("| run | variant | restarted | p50 | p90 | p99 | max | changed more than once | wrong value | generation != 2 | API writes per restart | Deckhand requests per restart | reconciles per restart |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for i, x := range runs {
 		fn := float64(x.N)
-		fmt.Fprintf(&b, "| %d | %s | %d/%d | %s | %s | %s | %s | %d | %d | %d | %.2f | %.2f | %.2f |\n", i+1, x.Variant, len(x.skews), x.N,
-			ms(percentile(x.skews, 50)), ms(percentile(x.skews, 90)), ms(percentile(x.skews, 99)), ms(percentile(x.skews, 100)),
+		fmt.Fprintf(&b, "| %d | %s | %d/%d | %s | %s | %s | %s | %d | %d | %d | %.2f | %.2f | %.2f |\n", i+1, x.Variant, len(x.Skews), x.N,
+			ms(percentile(x.Skews, 50)), ms(percentile(x.Skews, 90)), ms(percentile(x.Skews, 99)), ms(percentile(x.Skews, 100)),
 			x.Twice, x.Wrong, x.GenOff, x.cost.apiMutating/fn, x.cost.mgrRequests/fn, x.cost.reconciles["restartschedule"]/fn)
 	}
 	b.WriteString("\nWhen the API server acknowledged the restarts, before any watcher saw them: the manager's own histogram `deckhand_restartschedule_restart_skew_seconds` " +
@@ -310,7 +308,7 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 	restarted, twice, wrong, genOff, total := 0, 0, 0, 0, 0
 	for _, x := range runs {
 		if x.Variant == restartDeckhand {
-			restarted, twice, wrong, genOff, total = restarted+len(x.skews), twice+x.Twice, wrong+x.Wrong, genOff+x.GenOff, total+x.N
+			restarted, twice, wrong, genOff, total = restarted+len(x.Skews), twice+x.Twice, wrong+x.Wrong, genOff+x.GenOff, total+x.N
 		}
 	}
 	// Judged on the Deployments restarted other than exactly once (none

@@ -59,17 +59,13 @@ func (t *revTracker) close() { close(t.stop); t.factory.Shutdown() }
 // churnResult is one churn phase: latency from each change sent to its
 // value seen in a Deployment template.
 type churnResult struct {
-	lat              []time.Duration
+	lat              latencies
 	sent, errs, lost int
 }
 
 // fields is c for the raw results' JSON: every latency in milliseconds.
 func (c churnResult) fields() map[string]any {
-	lat := make([]float64, len(c.lat))
-	for i, d := range c.lat {
-		lat[i] = float64(d) / float64(time.Millisecond)
-	}
-	return map[string]any{"sent": c.sent, "failed": c.errs, "neverSeen": c.lost, "latencyMs": lat}
+	return map[string]any{"sent": c.sent, "failed": c.errs, "neverSeen": c.lost, "latencyMs": c.lat}
 }
 
 // runChurn sends one change every 100 ms for d, round robin over n objects
