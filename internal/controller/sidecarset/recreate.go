@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/deckhand-dev/deckhand/internal/eviction"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
@@ -20,17 +21,14 @@ import (
 // for it forever.
 const evictionReplaceTimeout = 5 * time.Minute
 
-// evictionRecord is a pod this process evicted, kept until its controller
-// has replaced it.
-type evictionRecord struct {
-	namespace, name string
-	// owner is the UID of the pod's controller; siblings are the UIDs of
-	// that controller's pods when the pod was evicted. A pod of the same
-	// controller that is not among them is the replacement. No clock is
-	// compared with the API server's.
-	owner    types.UID
-	siblings map[types.UID]bool
-	at       time.Time
+// evictedPod is what is kept with a pod this process evicted until its
+// controller has replaced it: controller is the UID of the pod's controller;
+// siblings are the UIDs of that controller's pods when the pod was evicted.
+// A pod of the same controller that is not among them is the replacement.
+// No clock is compared with the API server's.
+type evictedPod struct {
+	controller types.UID
+	siblings   map[types.UID]bool
 }
 
 // recreateState is what the controller remembers between reconciles about
@@ -46,7 +44,7 @@ type evictionRecord struct {
 // not counted.
 type recreateState struct {
 	// evicted, by pod UID.
-	evicted map[types.UID]*evictionRecord
+	evicted eviction.Pods[evictedPod]
 	// blocked: pods whose last eviction a PodDisruptionBudget refused, by
 	// pod UID, with when.
 	blocked map[types.UID]time.Time
@@ -59,7 +57,7 @@ type recreateState struct {
 
 func newRecreateState() recreateState {
 	return recreateState{
-		evicted:       map[types.UID]*evictionRecord{},
+		evicted:       eviction.Pods[evictedPod]{},
 		blocked:       map[types.UID]time.Time{},
 		resizeRefused: map[string]bool{},
 		reported:      map[string]bool{},
@@ -128,36 +126,27 @@ func (rs *recreateState) observe(active, terminating []*corev1.Pod, now time.Tim
 	for _, p := range terminating {
 		terminatingUIDs[p.UID] = true
 	}
-	for uid, rec := range evicted {
-		replaced := false
-		for _, sib := range byOwner[rec.owner] {
-			if !rec.siblings[sib] && sib != uid {
-				replaced = true
-				break
-			}
-		}
+	// Past evictionReplaceTimeout an eviction stops counting, whatever
+	// became of it: a lost event or a controller that never replaces the
+	// pod cannot hold the rollout.
+	evicted.Sweep(now, evictionReplaceTimeout, func(uid types.UID, rec eviction.Record[evictedPod]) bool {
 		switch {
-		case now.Sub(rec.at) > evictionReplaceTimeout:
-			// Whatever became of it, it stops counting: a lost event or a
-			// controller that never replaces it cannot hold the rollout.
-			delete(evicted, uid)
 		case activeUIDs[uid]:
 			if obs.lagging == nil {
 				obs.lagging = map[types.UID]bool{}
 			}
 			obs.lagging[uid] = true
-			obs.evicting++
 		case terminatingUIDs[uid]:
 			// Counted among the terminating pods until it is gone, even once
 			// replaced: the replacement counts too while it is not Ready.
-			obs.evicting++
-		case replaced:
-			delete(evicted, uid)
+		case replacedBy(rec.Info, byOwner[rec.Info.controller], uid):
+			return true
 		default:
-			obs.evicting++
 			obs.gone++
 		}
-	}
+		obs.evicting++
+		return false
+	})
 	for uid := range rs.blocked {
 		if activeUIDs[uid] {
 			obs.blocked++
@@ -178,19 +167,31 @@ func (rs *recreateState) observe(active, terminating []*corev1.Pod, now time.Tim
 	return obs
 }
 
+// replacedBy reports whether one of pods, the active pods of the evicted
+// pod's controller, is its replacement: one that was not there when it was
+// evicted.
+func replacedBy(ev evictedPod, pods []types.UID, uid types.UID) bool {
+	for _, p := range pods {
+		if !ev.siblings[p] && p != uid {
+			return true
+		}
+	}
+	return false
+}
+
 // evictionStarted records that pod, one of active (the SidecarSet's active
 // pods), is being evicted.
 func (rs *recreateState) evictionStarted(pod *corev1.Pod, active []*podState, now time.Time) {
-	rec := &evictionRecord{namespace: pod.Namespace, name: pod.Name, at: now, siblings: map[types.UID]bool{}}
+	info := evictedPod{siblings: map[types.UID]bool{}}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		rec.owner = ref.UID
+		info.controller = ref.UID
 		for _, p := range active {
 			if r := metav1.GetControllerOfNoCopy(p.pod); r != nil && r.UID == ref.UID {
-				rec.siblings[p.pod.UID] = true
+				info.siblings[p.pod.UID] = true
 			}
 		}
 	}
-	rs.evicted[pod.UID] = rec
+	rs.evicted[pod.UID] = eviction.Record[evictedPod]{At: now, Info: info}
 	delete(rs.blocked, pod.UID)
 }
 
