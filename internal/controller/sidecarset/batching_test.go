@@ -6,35 +6,9 @@ import (
 	"testing"
 	"time"
 
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 )
-
-// sidecarSetReconciles reads controller_runtime_reconcile_total for the
-// sidecarset controller (all results) from the in-process manager's registry.
-func sidecarSetReconciles(t *testing.T) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "sidecarset" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
-}
 
 // TestPodEventsBatched counts every reconcile of the sidecarset controller,
 // so it runs first in the package (its file sorts first): later tests leave
@@ -60,7 +34,7 @@ func TestPodEventsBatched(t *testing.T) {
 		return s.Status.MatchedPods == pods && s.Status.ReadyPods == pods
 	})
 	elapsed := time.Since(start)
-	reconciles := sidecarSetReconciles(t) - before
+	reconciles := waitReconcileCounted(t, before) - before
 
 	// One reconcile per delay while events keep coming, plus one for the
 	// last batch and some slack for the rollout-requeue and status writes.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
@@ -104,6 +105,15 @@ func (sc *scenario) update(mutate func(*deckhandv1alpha1.SidecarSet)) *deckhandv
 func (sc *scenario) waitStatus(timeout time.Duration, what string, ok func(*deckhandv1alpha1.SidecarSet) bool) *deckhandv1alpha1.SidecarSet {
 	sc.t.Helper()
 	return waitStatus(sc.t, sc.name, timeout, what, ok)
+}
+
+// waitUpdatedReady waits until the scenario's SidecarSet matches n pods,
+// every one updated and ready.
+func (sc *scenario) waitUpdatedReady(timeout time.Duration, n int32) *deckhandv1alpha1.SidecarSet {
+	sc.t.Helper()
+	return sc.waitStatus(timeout, fmt.Sprintf("%d pods matched, updated and ready", n), func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
+	})
 }
 
 // ctxT bounds a test's requests by two minutes.
@@ -251,4 +261,48 @@ func names(cs []corev1.Container) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// counterTotal sums, from the in-process manager's registry, the counters
+// of the metrics whose name is matched and that carry label=value.
+func counterTotal(t *testing.T, matched func(metric string) bool, label, value string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if !matched(f.GetName()) {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// sidecarSetReconciles reads controller_runtime_reconcile_total for the
+// sidecarset controller (all results) from the in-process manager's registry.
+func sidecarSetReconciles(t *testing.T) float64 {
+	t.Helper()
+	return counterTotal(t, func(metric string) bool { return metric == "controller_runtime_reconcile_total" }, "controller", "sidecarset")
+}
+
+// waitReconcileCounted waits until sidecarSetReconciles exceeds before and
+// returns it: the controller counts a reconcile once it returns, which can
+// be after the status it wrote is visible.
+func waitReconcileCounted(t *testing.T, before float64) float64 {
+	t.Helper()
+	var now float64
+	testutil.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		now = sidecarSetReconciles(t)
+		return now > before, nil
+	}, "a reconcile of the sidecarset controller counted (else the metric read is wrong)")
+	return now
 }

@@ -36,9 +36,7 @@ func TestNotUpdate(t *testing.T) {
 	for _, p := range sc.createPods("pod-%d", 2) {
 		uids[p.Name] = p.UID
 	}
-	before := sc.waitStatus(60*time.Second, "2 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == 2 && s.Status.UpdatedReadyPods == 2
-	})
+	before := sc.waitUpdatedReady(60*time.Second, 2)
 	oldRevision := before.Status.LatestRevision
 
 	s := sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "proxy:2" })
@@ -180,9 +178,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 		}
 		uids[p.Name] = p.UID
 	}
-	first := sc.waitStatus(60*time.Second, "2 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
-	})
+	first := sc.waitUpdatedReady(60*time.Second, n)
 	firstRevision := first.Status.LatestRevision
 	running := map[string]*corev1.Pod{}
 	for _, p := range sc.pods() {
@@ -204,9 +200,7 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 	if got := initImage(fresh, "setup"); got != "setup:2" {
 		t.Fatalf("a pod created after the change was injected with setup image %q, want setup:2", got)
 	}
-	sc.waitStatus(60*time.Second, "3 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == n+1 && s.Status.UpdatedReadyPods == n+1
-	})
+	sc.waitUpdatedReady(60*time.Second, n+1)
 	for _, p := range sc.pods() {
 		if p.Name == "fresh" {
 			continue

@@ -51,13 +51,11 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	plain := sc.pod("plain")
 	plain.Annotations = map[string]string{merge: "plain"}
 	sc.create(plain)
-	wantAnnotations(t, own, map[string]string{retain: "pod", overwrite: "v1", merge: `{"a":"1","own":"x"}`})
-	wantAnnotations(t, bare, map[string]string{retain: "v1", overwrite: "v1", merge: `{"a":"1"}`})
-	wantLabels(t, own, map[string]string{retain: "pod", overwrite: "v1"})
-	wantLabels(t, bare, map[string]string{retain: "v1", overwrite: "v1"})
-	sc.waitStatus(60*time.Second, "2 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == 3 && s.Status.UpdatedReadyPods == 3
-	})
+	wantEntries(t, "annotations", own.Annotations, map[string]string{retain: "pod", overwrite: "v1", merge: `{"a":"1","own":"x"}`})
+	wantEntries(t, "annotations", bare.Annotations, map[string]string{retain: "v1", overwrite: "v1", merge: `{"a":"1"}`})
+	wantEntries(t, "labels", own.Labels, map[string]string{retain: "pod", overwrite: "v1"})
+	wantEntries(t, "labels", bare.Labels, map[string]string{retain: "v1", overwrite: "v1"})
+	sc.waitUpdatedReady(60*time.Second, 3)
 
 	// The pod's owner changes the annotations after injection: bare loses
 	// the Retain key and adds a member to the merged object.
@@ -84,46 +82,33 @@ func TestPatchPodMetadataOnInPlaceUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantAnnotations(t, got, map[string]string{retain: "pod", overwrite: "v2", merge: `{"a":"2","b":"3","own":"x"}`})
-	wantLabels(t, got, map[string]string{retain: "pod", overwrite: "v2"})
+	wantEntries(t, "annotations", got.Annotations, map[string]string{retain: "pod", overwrite: "v2", merge: `{"a":"2","b":"3","own":"x"}`})
+	wantEntries(t, "labels", got.Labels, map[string]string{retain: "pod", overwrite: "v2"})
 	got, err = sc.getPod(ctx, "bare")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantAnnotations(t, got, map[string]string{retain: "v2", overwrite: "v2", merge: `{"a":"2","b":"3","mine":"y"}`})
-	wantLabels(t, got, map[string]string{retain: "v2", overwrite: "v2"})
+	wantEntries(t, "annotations", got.Annotations, map[string]string{retain: "v2", overwrite: "v2", merge: `{"a":"2","b":"3","mine":"y"}`})
+	wantEntries(t, "labels", got.Labels, map[string]string{retain: "v2", overwrite: "v2"})
 	got, err = sc.getPod(ctx, "plain")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantAnnotations(t, got, map[string]string{overwrite: "v2", merge: "plain"})
+	wantEntries(t, "annotations", got.Annotations, map[string]string{overwrite: "v2", merge: "plain"})
 	waitEvent(t, sc.name, corev1.EventTypeWarning, sidecarsetctrl.ReasonPodMetadataNotMerged, "/plain")
 }
 
-// wantAnnotations checks the values of the annotations named in want.
-func wantAnnotations(t *testing.T, p interface{ GetAnnotations() map[string]string }, want map[string]string) {
+// wantEntries checks the values of the entries of have (a pod's
+// annotations or labels, named by what) that want names.
+func wantEntries(t *testing.T, what string, have, want map[string]string) {
 	t.Helper()
 	got := map[string]string{}
 	for k := range want {
-		if v, ok := p.GetAnnotations()[k]; ok {
+		if v, ok := have[k]; ok {
 			got[k] = v
 		}
 	}
 	if !maps.Equal(got, want) {
-		t.Errorf("annotations %v, want %v", got, want)
-	}
-}
-
-// wantLabels checks the values of the labels named in want.
-func wantLabels(t *testing.T, p interface{ GetLabels() map[string]string }, want map[string]string) {
-	t.Helper()
-	got := map[string]string{}
-	for k := range want {
-		if v, ok := p.GetLabels()[k]; ok {
-			got[k] = v
-		}
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("labels %v, want %v", got, want)
+		t.Errorf("%s %v, want %v", what, got, want)
 	}
 }

@@ -73,20 +73,13 @@ func TestPlanRolloutOrder(t *testing.T) {
 			evict: []string{"b"},
 		},
 	}
-	names := func(ps []*podState) []string {
-		var out []string
-		for _, s := range ps {
-			out = append(out, s.pod.Name)
-		}
-		return out
-	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			plan := planRollout(tc.in)
-			if got := names(plan.inPlace); !reflect.DeepEqual(got, tc.inPlace) {
+			if got := podNames(plan.inPlace); !reflect.DeepEqual(got, tc.inPlace) {
 				t.Errorf("inPlace = %v, want %v", got, tc.inPlace)
 			}
-			if got := names(plan.evict); !reflect.DeepEqual(got, tc.evict) {
+			if got := podNames(plan.evict); !reflect.DeepEqual(got, tc.evict) {
 				t.Errorf("evict = %v, want %v", got, tc.evict)
 			}
 		})

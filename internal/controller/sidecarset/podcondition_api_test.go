@@ -2,12 +2,12 @@ package sidecarset_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
@@ -22,6 +22,24 @@ func podCondition(p *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
+// podsWithCondition counts the pods of ns whose pod condition has status
+// and a message containing msg, and returns the resourceVersions of all the
+// namespace's pods by name.
+func podsWithCondition(ctx context.Context, ns string, status corev1.ConditionStatus, msg string) (int, map[string]string, error) {
+	pods, err := listPods(ctx, ns)
+	if err != nil {
+		return 0, nil, err
+	}
+	k, rv := 0, map[string]string{}
+	for _, p := range pods {
+		rv[p.Name] = p.ResourceVersion
+		if c := podCondition(&p); c != nil && c.Status == status && strings.Contains(c.Message, msg) {
+			k++
+		}
+	}
+	return k, rv, nil
+}
+
 // TestPodConditionFollowsNotUpdatablePods: a change that cannot reach
 // running pods in place (an env change, recreate Never) sets the pod
 // condition apps.deckhand.dev/SidecarSetsUpdatable False on each pod
@@ -31,9 +49,7 @@ func TestPodConditionFollowsNotUpdatablePods(t *testing.T) {
 	sc := newScenario(t, "podcond")
 	const n = 3
 	sc.createPods("pod-%d", n)
-	sc.waitStatus(90*time.Second, "all pods matched and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
-	})
+	sc.waitUpdatedReady(90*time.Second, n)
 	for _, p := range sc.pods() {
 		if c := podCondition(&p); c != nil {
 			t.Fatalf("pod %s carries %s before anything blocked it: %+v", p.Name, c.Type, c)
@@ -43,16 +59,9 @@ func TestPodConditionFollowsNotUpdatablePods(t *testing.T) {
 	// count returns the pods whose condition has status, and their
 	// resourceVersions.
 	count := func(ctx context.Context, status corev1.ConditionStatus, msg string) (int, map[string]string) {
-		pods, err := listPods(ctx, sc.ns)
+		k, rv, err := podsWithCondition(ctx, sc.ns, status, msg)
 		if err != nil {
 			t.Fatal(err)
-		}
-		k, rv := 0, map[string]string{}
-		for _, p := range pods {
-			rv[p.Name] = p.ResourceVersion
-			if c := podCondition(&p); c != nil && c.Status == status && strings.Contains(c.Message, msg) {
-				k++
-			}
 		}
 		return k, rv
 	}
@@ -89,10 +98,9 @@ func TestPodConditionFollowsNotUpdatablePods(t *testing.T) {
 	sc.waitStatus(60*time.Second, "the new generation observed", func(got *deckhandv1alpha1.SidecarSet) bool {
 		return got.Status.ObservedGeneration >= s.Generation && got.Status.NotUpdatablePods == n
 	})
-	if sidecarSetReconciles(t) == reconciles {
-		t.Fatal("no reconcile counted: the check below would prove nothing")
-	}
-	if _, after := count(ctxT(t), corev1.ConditionFalse, ""); !equalMaps(after, rvs) {
+	// Else the check below would prove nothing.
+	waitReconcileCounted(t, reconciles)
+	if _, after := count(ctxT(t), corev1.ConditionFalse, ""); !maps.Equal(after, rvs) {
 		t.Errorf("a reconcile that changed nothing wrote pods: resourceVersions %v, then %v", rvs, after)
 	}
 	if got := podConditionWrites(t, sc.name); got != writes {
@@ -116,36 +124,7 @@ func TestPodConditionFollowsNotUpdatablePods(t *testing.T) {
 // for SidecarSet name (all results) from the in-process manager's registry.
 func podConditionWrites(t *testing.T, name string) float64 {
 	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if !strings.HasSuffix(f.GetName(), "pod_condition_writes_total") {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "sidecarset" && l.GetValue() == name {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
-}
-
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+	return counterTotal(t, func(metric string) bool { return strings.HasSuffix(metric, "pod_condition_writes_total") }, "sidecarset", name)
 }
 
 // TestPodConditionDropsDeletedSidecarSet: deleting a SidecarSet that named
@@ -156,25 +135,14 @@ func TestPodConditionDropsDeletedSidecarSet(t *testing.T) {
 	sc := newScenario(t, "podconddel")
 	const n = 2
 	sc.createPods("pod-%d", n)
-	sc.waitStatus(90*time.Second, "all pods matched and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
-		return s.Status.MatchedPods == n && s.Status.UpdatedReadyPods == n
-	})
+	sc.waitUpdatedReady(90*time.Second, n)
 	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
 	})
 	carrying := func(status corev1.ConditionStatus, msg string) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
-			pods, err := listPods(ctx, sc.ns)
-			if err != nil {
-				return false, err
-			}
-			k := 0
-			for _, p := range pods {
-				if c := podCondition(&p); c != nil && c.Status == status && strings.Contains(c.Message, msg) {
-					k++
-				}
-			}
-			return k == n, nil
+			k, _, err := podsWithCondition(ctx, sc.ns, status, msg)
+			return k == n, err
 		}
 	}
 	testutil.Eventually(t, 60*time.Second, carrying(corev1.ConditionFalse, "SidecarSet "+sc.name+": "),

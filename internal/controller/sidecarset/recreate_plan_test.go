@@ -6,13 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
-
-	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
 // TestPlanRollout pins the decisions of a rollout that may recreate pods:
@@ -63,17 +58,10 @@ func TestPlanRollout(t *testing.T) {
 		"failed resize, evict, no controller": {pods: []*podState{p("a", "rcfo")}, maxUnavailable: 1, evict: true,
 			want: want{unmanaged: []string{"a"}}},
 	}
-	names := func(ps []*podState) []string {
-		var out []string
-		for _, p := range ps {
-			out = append(out, p.pod.Name)
-		}
-		return out
-	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := planRollout(rolloutInput{pods: tc.pods, gone: tc.gone, maxUnavailable: tc.maxUnavailable, partition: tc.partition, evict: tc.evict})
-			g := want{inPlace: names(got.inPlace), evict: names(got.evict), resize: names(got.resize), unmanaged: names(got.unmanaged)}
+			g := want{inPlace: podNames(got.inPlace), evict: podNames(got.evict), resize: podNames(got.resize), unmanaged: podNames(got.unmanaged)}
 			if !reflect.DeepEqual(g, tc.want) {
 				t.Errorf("planRollout = %+v, want %+v", g, tc.want)
 			}
@@ -117,69 +105,5 @@ func TestRecreateStateObserve(t *testing.T) {
 	fresh := newRecreateState()
 	if obs := fresh.observe([]*corev1.Pod{b}, []*corev1.Pod{pod("x", true)}, now); obs.gone != 1 {
 		t.Errorf("a terminating pod after a restart: gone %d, want 1", obs.gone)
-	}
-}
-
-// TestClassifyResize pins the resize fallback rule: a resize reached through
-// the resize annotation is in progress until the kubelet reports the new
-// resources; Infeasible fails at once, Deferred after deferredTimeout
-// (counted from the condition's lastTransitionTime), a refused resize at
-// once.
-func TestClassifyResize(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	s := &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: deckhandv1alpha1.SidecarSetSpec{
-		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
-		Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: "proxy:1",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}},
-	}}
-	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{}).Compiled(s)
-	pod := func(specCPU, statusCPU string, conds ...corev1.PodCondition) *corev1.Pod {
-		rec := sidecarcontrol.PodRecord{}
-		rec.Set("s", c.Hash, c.HashWithoutImage, []string{"proxy"})
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "u"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "proxy", Image: "proxy:1",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(specCPU)}}}}},
-			Status: corev1.PodStatus{
-				Conditions: append([]corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}, conds...),
-				ContainerStatuses: []corev1.ContainerStatus{{Name: "proxy", Image: "proxy:1", Ready: true,
-					Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(statusCPU)}}}},
-			},
-		}
-		rec.Apply(p)
-		withResizeAnnotation(p, "s", c.Hash)
-		return p
-	}
-	pending := func(reason string, since time.Duration) corev1.PodCondition {
-		return corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: reason, LastTransitionTime: metav1.NewTime(now.Add(-since))}
-	}
-	cases := map[string]struct {
-		pod                         *corev1.Pod
-		refused                     bool
-		due, resizing, failed, done bool
-	}{
-		"done":                     {pod: pod("200m", "200m"), done: true},
-		"kubelet not caught up":    {pod: pod("200m", "100m"), resizing: true},
-		"in progress":              {pod: pod("200m", "100m", corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}), resizing: true},
-		"request still to make":    {pod: pod("100m", "100m"), due: true, resizing: true},
-		"infeasible":               {pod: pod("200m", "100m", pending(corev1.PodReasonInfeasible, 0)), resizing: true, failed: true},
-		"deferred, within":         {pod: pod("200m", "100m", pending(corev1.PodReasonDeferred, time.Minute)), resizing: true},
-		"deferred, too long":       {pod: pod("200m", "100m", pending(corev1.PodReasonDeferred, 2*time.Minute)), resizing: true, failed: true},
-		"refused, request to make": {pod: pod("100m", "100m"), refused: true, due: true, resizing: true, failed: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			refused := map[string]bool{}
-			if tc.refused {
-				refused[resizeKey(tc.pod, c.Hash)] = true
-			}
-			st := &podState{}
-			classify(classifyInput{set: s, compiled: c, now: now, deferredTimeout: 2 * time.Minute, resizeRefused: refused}, tc.pod, st)
-			due, failed, done := st.resize == resizeDue, st.stage == stageResizeFailed, st.stage == stageUpdated
-			if !st.atLatest() || st.resize == resizeNone || due != tc.due || st.resizing() != tc.resizing || failed != tc.failed || done != tc.done {
-				t.Errorf("podState: stage %d resize %d: due %v resizing %v failed %v updated %v; want due %v resizing %v failed %v updated %v",
-					st.stage, st.resize, due, st.resizing(), failed, done, tc.due, tc.resizing, tc.failed, tc.done)
-			}
-		})
 	}
 }

@@ -1,0 +1,172 @@
+package sidecarset
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// podWith builds the podState of a pod called name from flags: r ready, c
+// on the latest revision, u updated, p with an update pending, x not
+// upgradable in place, z upgradable through a resize, s out of the update
+// selector's scope, n not injected, k not injected because of a container
+// name clash, o without a controller owner, d resize due, f resize failed.
+// Without a flag, the opposite: an injected, controlled pod in scope, behind
+// the latest revision in images only.
+func podWith(name, flags string) *podState {
+	has := func(flag rune) bool { return strings.ContainsRune(flags, flag) }
+	st := &podState{
+		pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		ready: has('r'), inScope: !has('s'), pending: has('p'), controlled: !has('o'),
+	}
+	switch {
+	case has('k'):
+		st.stage, st.clash = stageNameClash, "proxy"
+	case has('n'):
+		st.stage = stageNotInjected
+	case has('c') && has('f'):
+		st.stage, st.resize = stageResizeFailed, resizeWaiting
+	case has('c') && has('u'):
+		st.stage = stageUpdated
+	case has('c'):
+		st.stage = stageRollingOut
+	case has('x'):
+		st.stage = stageSpecBehind
+	case has('z'):
+		st.stage = stageResourcesBehind
+	default:
+		st.stage = stageImagesBehind
+	}
+	if has('d') {
+		st.resize = resizeDue
+	}
+	return st
+}
+
+// podNames are the names of the pods of ps, in order.
+func podNames(ps []*podState) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.pod.Name)
+	}
+	return out
+}
+
+// classifyInputFor is what a reconcile classifies s's pods with: s compiled
+// by a Lister of its own, now and a deferred resize timeout of a minute.
+func classifyInputFor(s *deckhandv1alpha1.SidecarSet) classifyInput {
+	c := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{}).Compiled(s)
+	return classifyInput{set: s, compiled: c, now: time.Now(), deferredTimeout: time.Minute}
+}
+
+// classifyPod is the podState classify computes for p.
+func classifyPod(in classifyInput, p *corev1.Pod) *podState {
+	st := &podState{}
+	classify(in, p, st)
+	return st
+}
+
+// recordInjection writes the record of SidecarSet set injecting containers
+// at revision hash (withoutImage: its hash without images) on p.
+func recordInjection(p *corev1.Pod, set, hash, withoutImage string, containers ...string) {
+	rec := sidecarcontrol.PodRecord{}
+	rec.Set(set, hash, withoutImage, containers)
+	rec.Apply(p)
+}
+
+// resizableSet is a SidecarSet s for the pods labelled app=a whose proxy
+// container (image image) requests 200m CPU.
+func resizableSet(image string) *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "s"},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: image,
+				Resources: corev1.ResourceRequirements{Requests: cpu("200m")}}}},
+		},
+	}
+}
+
+func cpu(q string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+}
+
+// cacheFixture is a SidecarSet read from an API server (UID, generation)
+// and a way to build its injected pods.
+type cacheFixture struct {
+	set *deckhandv1alpha1.SidecarSet
+	in  classifyInput
+}
+
+func newCacheFixture(generation int64) cacheFixture {
+	s := resizableSet(fmt.Sprintf("proxy:%d", generation))
+	s.UID, s.Generation = "set-uid", generation
+	return cacheFixture{set: s, in: classifyInputFor(s)}
+}
+
+// pod is an injected pod at the fixture's revision, Ready or not, at
+// resourceVersion rv.
+func (f cacheFixture) pod(uid, rv string, ready bool) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	image := f.set.Spec.Containers[0].Image
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p-" + uid, Namespace: "ns", UID: types.UID(uid), ResourceVersion: rv},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "proxy", Image: image}}},
+		Status: corev1.PodStatus{
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: status}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1", Ready: ready}, {Name: "proxy", Image: image, Ready: ready}},
+		},
+	}
+	recordInjection(p, f.set.Name, f.in.compiled.Hash, f.in.compiled.HashWithoutImage, "proxy")
+	return p
+}
+
+// initSet returns a SidecarSet with a plain init container (setup), a native
+// sidecar (agent) and a container (proxy), all at image version 1.
+func initSet() *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: deckhandv1alpha1.SidecarSetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}},
+		InitContainers: []deckhandv1alpha1.SidecarContainer{
+			{Container: corev1.Container{Name: "setup", Image: "setup:1"}},
+			{Container: corev1.Container{Name: "agent", Image: "agent:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}},
+		},
+		Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "proxy", Image: "proxy:1"}}},
+	}}
+}
+
+// initPod returns a running, ready pod injected with s, recording s's
+// revision.
+func initPod(s *deckhandv1alpha1.SidecarSet) *corev1.Pod {
+	hash, withoutImage := sidecarcontrol.Hashes(&s.Spec)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{s.Spec.InitContainers[0].Container, s.Spec.InitContainers[1].Container},
+			Containers:     []corev1.Container{{Name: "app", Image: "app:1"}, s.Spec.Containers[0].Container},
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{
+				{Name: "setup", Image: "setup:1", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}},
+				{Name: "agent", Image: "agent:1", Ready: true},
+			},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1", Ready: true}, {Name: "proxy", Image: "proxy:1", Ready: true}},
+		},
+	}
+	recordInjection(p, s.Name, hash, withoutImage, "setup", "agent", "proxy")
+	return p
+}
