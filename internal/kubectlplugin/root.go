@@ -91,6 +91,7 @@ did not get its sidecars, and pauses, resumes or triggers Deckhand's objects.`,
 		newRestartNowCommand(o),
 		newRollbackCommand(o),
 		newHistoryCommand(o),
+		newPlanCommand(o),
 		newVersionCommand(o),
 	)
 	return root

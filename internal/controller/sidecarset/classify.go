@@ -31,19 +31,7 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pods := make([]*corev1.Pod, 0, len(selected))
-	var terminating []*corev1.Pod
-	for _, p := range selected {
-		if r.Lister.IsProtectedNamespace(p.Namespace) || !c.MatchesNamespace(s, p.Namespace, r.Lister.NamespaceLabels) {
-			continue
-		}
-		switch {
-		case podActive(p):
-			pods = append(pods, p)
-		case terminatingPod(p):
-			terminating = append(terminating, p)
-		}
-	}
+	pods, terminating := reachable(r.Lister, s, c, selected)
 	mem := sc.memory
 	sc.observed = mem.recreates.observe(pods, terminating, sc.now)
 	in := classifyInput{set: s, compiled: c, now: sc.now, deferredTimeout: r.ResizeDeferredTimeout, resizeRefused: mem.recreates.refusedResizes(),
@@ -63,6 +51,25 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// reachable splits the pods a SidecarSet's selector selects into the active
+// ones it reaches (its namespaces, no protected one) and the terminating
+// ones; the rest it ignores.
+func reachable(l *sidecarcontrol.Lister, s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, selected []*corev1.Pod) (active, terminating []*corev1.Pod) {
+	active = make([]*corev1.Pod, 0, len(selected))
+	for _, p := range selected {
+		if l.IsProtectedNamespace(p.Namespace) || !c.MatchesNamespace(s, p.Namespace, l.NamespaceLabels) {
+			continue
+		}
+		switch {
+		case podActive(p):
+			active = append(active, p)
+		case terminatingPod(p):
+			terminating = append(terminating, p)
+		}
+	}
+	return active, terminating
 }
 
 // observeUpdates lowers the SidecarSet's update expectations by what the

@@ -1,0 +1,99 @@
+package kubectlplugin
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
+	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+)
+
+// TestPlan previews an image change of a SidecarSet over four injected
+// pods, one of them not ready and one kept back by partition, and checks
+// that nothing was written.
+func TestPlan(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	logging := newSidecarSet(ctx, t, ns, "log", "web")
+	hash, _ := sidecarcontrol.Hashes(&logging.Spec)
+	var pods []*corev1.Pod
+	for _, name := range []string{"web-a", "web-b", "web-c", "web-d"} {
+		p := newPod(ctx, t, ns, name, map[string]string{"app": "web"}, recordOf(logging, hash), nil, "log")
+		ready := corev1.ConditionTrue
+		if name == "web-c" {
+			ready = corev1.ConditionFalse
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}
+		if err := e.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, p)
+	}
+	newPod(ctx, t, ns, "db-a", map[string]string{"app": "db"}, nil, nil)
+
+	next := logging.DeepCopy()
+	next.APIVersion, next.Kind = deckhandv1alpha1.GroupVersion.String(), "SidecarSet"
+	next.ObjectMeta = metav1.ObjectMeta{Name: next.Name}
+	next.Spec.Containers[0].Image = "registry.example/log:2"
+	one := intstr.FromInt32(1)
+	next.Spec.UpdateStrategy.MaxUnavailable, next.Spec.UpdateStrategy.Partition = &one, &one
+	manifest := filepath.Join(t.TempDir(), "logging.yaml")
+	data, err := yaml.Marshal(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nextHash, _ := sidecarcontrol.Hashes(&next.Spec)
+
+	out := kubectlDeckhand(ctx, t, "plan", "-f", manifest)
+	// web-c is not ready: it goes first and keeps its share of the budget of
+	// one, so web-a and web-b wait; web-d is the partition's.
+	wantContains(t, out,
+		"SidecarSet "+logging.Name+": revision "+nextHash+" (now at revision "+hash+"); maxUnavailable 1, partition 1; 1 step(s)",
+		"1 "+ns+"/web-c UpdateInPlace",
+		"- "+ns+"/web-a None waiting: maxUnavailable is used up by pods unavailable for other reasons",
+		"- "+ns+"/web-d None kept at its revision by updateStrategy.partition",
+	)
+	if strings.Contains(out, "db-a") {
+		t.Errorf("a pod the selector does not select is listed:\n%s", out)
+	}
+
+	var preview sidecarset.RolloutPreview
+	if err := json.Unmarshal([]byte(kubectlDeckhand(ctx, t, "plan", "-f", manifest, "-o", "json")), &preview); err != nil {
+		t.Fatal(err)
+	}
+	if preview.Revision != nextHash || len(preview.Pods) != 4 || preview.Pods[0].Name != "web-c" || preview.Pods[0].Step != 1 {
+		t.Errorf("json plan: %+v", preview)
+	}
+
+	// Nothing was written.
+	got := &deckhandv1alpha1.SidecarSet{}
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(logging), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != logging.Generation || got.Spec.Containers[0].Image != logging.Spec.Containers[0].Image {
+		t.Errorf("the SidecarSet changed: generation %d, image %s", got.Generation, got.Spec.Containers[0].Image)
+	}
+	for _, p := range pods {
+		now := &corev1.Pod{}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(p), now); err != nil {
+			t.Fatal(err)
+		}
+		if now.ResourceVersion != p.ResourceVersion {
+			t.Errorf("pod %s changed", p.Name)
+		}
+	}
+}
