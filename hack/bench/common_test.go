@@ -75,6 +75,14 @@ func TestLatenciesJSON(t *testing.T) {
 	}
 }
 
+// TestCostJSON: a run's cost is in its raw results, under "cost".
+func TestCostJSON(t *testing.T) {
+	got, err := json.Marshal(burstRun{Cost: cost{mgrRequests: 3, apiMutating: 7}})
+	if err != nil || !strings.Contains(string(got), `"cost":{"apiRequests":0,"apiWrites":7,`) || !strings.Contains(string(got), `"deckhandRequests":3,`) {
+		t.Errorf("a burst's cost in its raw results: %s, %v; want its API writes and Deckhand's requests", got, err)
+	}
+}
+
 func TestInsideDir(t *testing.T) {
 	for _, tc := range []struct {
 		path string

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -196,10 +197,10 @@ func diff(a, b snapshot) cost {
 	return c
 }
 
-// fields is c for the raw results' JSON.
-func (c cost) fields() map[string]any {
-	return map[string]any{
+// MarshalJSON writes c into the raw results.
+func (c cost) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{
 		"deckhandRequests": c.mgrRequests, "deckhandByMethod": c.mgrByMethod, "kcmRequests": c.kcmRequests,
 		"apiWrites": c.apiMutating, "apiRequests": c.apiAll, "reconciles": c.reconciles, "apiWritesByResource": c.apiByResourceMu,
-	}
+	})
 }

@@ -219,7 +219,7 @@ func recordScales(r *report, name string, res map[scaleKind][]*scaleResult) {
 	for kind, xs := range res {
 		for _, x := range xs {
 			runs = append(runs, map[string]any{"kind": string(kind), "round": x.round, "namespace": x.ns, "pods": x.n,
-				"upSeconds": x.up.Seconds(), "downSeconds": x.down.Seconds(), "upCost": x.upCost.fields(), "downCost": x.downCost.fields(),
+				"upSeconds": x.up.Seconds(), "downSeconds": x.down.Seconds(), "upCost": x.upCost, "downCost": x.downCost,
 				"upCPUSeconds": x.upCPU.seconds(), "downCPUSeconds": x.downCPU.seconds()})
 		}
 	}

@@ -99,10 +99,9 @@ type restartRun struct {
 	GenOff    int       `json:"generationNot2"`
 	RolledOut float64   `json:"triggerToAllRolledOutSeconds"`
 	// The manager's skew histogram (Deckhand's runs).
-	HistCount float64        `json:"histogramCount,omitempty"`
-	HistSum   float64        `json:"histogramSumSeconds,omitempty"`
-	Cost      map[string]any `json:"cost"`
-	cost      cost
+	HistCount float64 `json:"histogramCount,omitempty"`
+	HistSum   float64 `json:"histogramSumSeconds,omitempty"`
+	Cost      cost    `json:"cost"`
 }
 
 // benchRestart: item 4. Each run has n fresh Deployments (even ones 0
@@ -214,8 +213,7 @@ func runRestart(ctx context.Context, cfg *config, e *env, v restartVariant, roun
 	if err != nil {
 		return nil, err
 	}
-	run.cost = diff(before, after)
-	run.Cost = run.cost.fields()
+	run.Cost = diff(before, after)
 	const hist = "deckhand_restartschedule_restart_skew_seconds"
 	run.HistCount = after.mgr.sum(hist+"_count") - before.mgr.sum(hist+"_count")
 	run.HistSum = after.mgr.sum(hist+"_sum") - before.mgr.sum(hist+"_sum")
@@ -279,7 +277,7 @@ func reportRestart(r *report, runs []*restartRun, variants []restartVariant, n i
 		fn := float64(x.N)
 		fmt.Fprintf(&b, "| %d | %s | %d/%d | %s | %s | %s | %s | %d | %d | %d | %.2f | %.2f | %.2f |\n", i+1, x.Variant, len(x.Skews), x.N,
 			ms(percentile(x.Skews, 50)), ms(percentile(x.Skews, 90)), ms(percentile(x.Skews, 99)), ms(percentile(x.Skews, 100)),
-			x.Twice, x.Wrong, x.GenOff, x.cost.apiMutating/fn, x.cost.mgrRequests/fn, x.cost.reconciles["restartschedule"]/fn)
+			x.Twice, x.Wrong, x.GenOff, x.Cost.apiMutating/fn, x.Cost.mgrRequests/fn, x.Cost.reconciles["restartschedule"]/fn)
 	}
 	b.WriteString("\nWhen the API server acknowledged the restarts, before any watcher saw them: the manager's own histogram `deckhand_restartschedule_restart_skew_seconds` " +
 		"(from the slot until each patch returned; a restart patched twice is observed twice), and the plain client's patches (from its start until each returned):")

@@ -86,7 +86,7 @@ func benchWebServer(ctx context.Context, cfg *config, e *env, r *report) error {
 
 	r.record("webserver", map[string]any{
 		"webServers": n, "churnSeconds": churn.Seconds(), "bursts": runs,
-		"baselineChurn": baseChurn.fields(), "churn": res.fields(), "churnCost": churnCost.fields(),
+		"baselineChurn": baseChurn.fields(), "churn": res.fields(), "churnCost": churnCost,
 	})
 	reportWebServer(r, variants, runs, n, churn, baseChurn, res, churnCost)
 	return nil

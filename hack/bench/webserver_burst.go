@@ -36,18 +36,17 @@ const (
 // burstRun is one burst of n WebServers (or of their Deployments and
 // Services by a plain client) in a namespace of its own.
 type burstRun struct {
-	Variant     string         `json:"variant"`
-	Round       int            `json:"round"`
-	Namespace   string         `json:"namespace"`
-	CreatedSecs float64        `json:"createdSeconds"`
-	Seconds     float64        `json:"allCurrentSeconds"`
-	Cost        map[string]any `json:"cost,omitempty"`
+	Variant     string  `json:"variant"`
+	Round       int     `json:"round"`
+	Namespace   string  `json:"namespace"`
+	CreatedSecs float64 `json:"createdSeconds"`
+	Seconds     float64 `json:"allCurrentSeconds"`
+	Cost        cost    `json:"cost"`
 	// SeenMs is, per Deployment, when the bench's informer first saw it
 	// (after the burst's start); AvailableMs from then until it saw it
 	// Available: the creator's part and kube-controller-manager's part.
 	SeenMs      []float64 `json:"deploymentSeenMs"`
 	AvailableMs []float64 `json:"seenToAvailableMs"`
-	cost        cost
 }
 
 // burstTimeline records through an informer when each Deployment of a
@@ -156,8 +155,7 @@ func runBurst(ctx context.Context, e *env, variant, ns string, n int) (*burstRun
 	if err != nil {
 		return nil, err
 	}
-	run.cost = diff(s0, s1)
-	run.Cost = run.cost.fields()
+	run.Cost = diff(s0, s1)
 	run.SeenMs, run.AvailableMs = tl.durations(start)
 	logf("[webserver] %s burst of %d in %s: created in %.2f s, all current after %.2f s", variant, n, ns, run.CreatedSecs, run.Seconds)
 	return run, nil

@@ -29,7 +29,7 @@ func reportWebServer(r *report, variants []string, runs []*burstRun, n int, chur
 			dhRuns = append(dhRuns, x)
 		}
 	}
-	burstCost := dhRuns[len(dhRuns)-1].cost
+	burstCost := dhRuns[len(dhRuns)-1].Cost
 	p99 := percentile(res.lat, 99)
 	dh, plain := sum[burstDeckhand], sum[burstPlain]
 	ratio := dh.Median / plain.Median
@@ -44,7 +44,7 @@ func reportWebServer(r *report, variants []string, runs []*burstRun, n int, chur
 		timeline := fmt.Sprintf("%s / %s | %s / %s", msOf(x.SeenMs, 50), msOf(x.SeenMs, 100), msOf(x.AvailableMs, 50), msOf(x.AvailableMs, 100))
 		if x.Variant == burstDeckhand {
 			fmt.Fprintf(&b, "| %d | %s | %.2f s | %.2f s | %s | %.2f | %.2f (%s) |\n", i+1, x.Variant, x.CreatedSecs, x.Seconds, timeline,
-				x.cost.reconciles["webserver"]/float64(n), x.cost.mgrRequests/float64(n), byMethod(x.cost.mgrByMethod, float64(n)))
+				x.Cost.reconciles["webserver"]/float64(n), x.Cost.mgrRequests/float64(n), byMethod(x.Cost.mgrByMethod, float64(n)))
 		} else {
 			fmt.Fprintf(&b, "| %d | %s | %.2f s | %.2f s | %s | | |\n", i+1, x.Variant, x.CreatedSecs, x.Seconds, timeline)
 		}
