@@ -16,8 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -131,15 +132,6 @@ func check(rulesPath, dashboardPath string) (*result, error) {
 			}
 		}
 	}
-	res.Metrics, res.MetricPatterns = sorted(names), sorted(patterns)
+	res.Metrics, res.MetricPatterns = slices.Sorted(maps.Keys(names)), slices.Sorted(maps.Keys(patterns))
 	return res, nil
-}
-
-func sorted(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
