@@ -2,7 +2,8 @@ package sidecarset
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -20,14 +21,7 @@ import (
 // other change (injection drops the keys the allowlist no longer allows).
 func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecarcontrol.MetadataAllowlist) field.ErrorList {
 	var errs field.ErrorList
-	had := map[string]bool{}
-	if old != nil {
-		for _, e := range old.Spec.PatchPodMetadata {
-			for k := range e.Annotations {
-				had[k] = true
-			}
-		}
-	}
+	had := keysSetBy(old, func(e deckhandv1alpha1.SidecarSetPatchPodMetadata) map[string]string { return e.Annotations })
 	base := field.NewPath("spec", "patchPodMetadata")
 	for i, e := range s.Spec.PatchPodMetadata {
 		p := base.Index(i)
@@ -44,12 +38,7 @@ func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecar
 			continue
 		}
 		errs = append(errs, apivalidation.ValidateAnnotations(e.Annotations, p.Child("annotations"))...)
-		keys := make([]string, 0, len(e.Annotations))
-		for k := range e.Annotations {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(e.Annotations)) {
 			kp := p.Child("annotations").Key(k)
 			switch {
 			case sidecarcontrol.IsReservedAnnotation(k):
@@ -75,14 +64,7 @@ func validatePatchPodMetadata(old, s *deckhandv1alpha1.SidecarSet, allow sidecar
 // annotations).
 func validatePatchPodLabels(old, s *deckhandv1alpha1.SidecarSet, allow sidecarcontrol.MetadataAllowlist) field.ErrorList {
 	var errs field.ErrorList
-	had := map[string]bool{}
-	if old != nil {
-		for _, e := range old.Spec.PatchPodMetadata {
-			for k := range e.Labels {
-				had[k] = true
-			}
-		}
-	}
+	had := keysSetBy(old, func(e deckhandv1alpha1.SidecarSetPatchPodMetadata) map[string]string { return e.Labels })
 	selectorKeys := map[string]bool{}
 	if sel := s.Spec.Selector; sel != nil {
 		for k := range sel.MatchLabels {
@@ -103,12 +85,7 @@ func validatePatchPodLabels(old, s *deckhandv1alpha1.SidecarSet, allow sidecarco
 			continue
 		}
 		errs = append(errs, metav1validation.ValidateLabels(e.Labels, p)...)
-		keys := make([]string, 0, len(e.Labels))
-		for k := range e.Labels {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(e.Labels)) {
 			kp := p.Key(k)
 			switch {
 			case sidecarcontrol.IsReservedAnnotation(k):
@@ -121,6 +98,21 @@ func validatePatchPodLabels(old, s *deckhandv1alpha1.SidecarSet, allow sidecarco
 		}
 	}
 	return errs
+}
+
+// keysSetBy returns the keys that old (nil on create) sets through
+// spec.patchPodMetadata in the map of each entry that pick returns.
+func keysSetBy(old *deckhandv1alpha1.SidecarSet, pick func(deckhandv1alpha1.SidecarSetPatchPodMetadata) map[string]string) map[string]bool {
+	had := map[string]bool{}
+	if old == nil {
+		return had
+	}
+	for _, e := range old.Spec.PatchPodMetadata {
+		for k := range pick(e) {
+			had[k] = true
+		}
+	}
+	return had
 }
 
 func allowlistText(a sidecarcontrol.MetadataAllowlist) string {

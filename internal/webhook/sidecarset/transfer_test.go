@@ -31,20 +31,8 @@ func TestTransferEnvNamesSourceFromAndSharedDevices(t *testing.T) {
 	p.Spec.Containers[1].Env = []corev1.EnvVar{{Name: "ZONE", Value: "a"}, {Name: "REGION", Value: "eu"}}
 	p.Spec.Containers[1].VolumeDevices = []corev1.VolumeDevice{{Name: "data", DevicePath: "/dev/xvda"}}
 	p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
-	got := createPod(t, p)
-
-	c := podutil.FindContainer(got.Spec.Containers, "agent")
-	if c == nil {
-		t.Fatalf("no agent sidecar: %v", names(got.Spec.Containers))
-	}
-	var envs []string
-	for _, e := range c.Env {
-		envs = append(envs, e.Name+"="+e.Value)
-	}
 	// REGION is the sidecar's own: it keeps its value.
-	if want := "REGION=sidecar-default,ZONE=a,HELPER_MODE=fast"; strings.Join(envs, ",") != want {
-		t.Errorf("agent env %v, want %s", envs, want)
-	}
+	c := agentWithEnv(t, createPod(t, p), "REGION=sidecar-default,ZONE=a,HELPER_MODE=fast")
 	if len(c.VolumeDevices) != 1 || c.VolumeDevices[0].DevicePath != "/dev/xvda" || c.VolumeDevices[0].Name != "data" {
 		t.Errorf("agent volumeDevices %+v, want the server's /dev/xvda", c.VolumeDevices)
 	}
@@ -52,10 +40,7 @@ func TestTransferEnvNamesSourceFromAndSharedDevices(t *testing.T) {
 	// A pod without the label transfers nothing from it.
 	q := newPod(ns, "plain", map[string]string{"app": "transfer"}, "server")
 	q.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "REGION", Value: "us"}}
-	c = podutil.FindContainer(createPod(t, q).Spec.Containers, "agent")
-	if c == nil || len(c.Env) != 1 || c.Env[0].Value != "sidecar-default" {
-		t.Errorf("agent of a pod without the label: %+v, want only its own REGION", c)
-	}
+	agentWithEnv(t, createPod(t, q), "REGION=sidecar-default")
 }
 
 // TestTransferEnvKeepsTheSidecarsOwnEnv: on the real API server, a pod
@@ -76,20 +61,28 @@ func TestTransferEnvKeepsTheSidecarsOwnEnv(t *testing.T) {
 	p := newPod(ns, "web", map[string]string{"app": "own-env"}, "main")
 	p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "OD_NAME", Value: "app"}, {Name: "OD_ZONE", Value: "z1"}}
 	got := createPod(t, p)
-	c := podutil.FindContainer(got.Spec.Containers, "agent")
-	if c == nil {
-		t.Fatalf("no agent sidecar: %v", names(got.Spec.Containers))
-	}
-	var envs []string
-	for _, e := range c.Env {
-		envs = append(envs, e.Name+"="+e.Value)
-	}
-	if want := "OD_NAME=sidecar,LEVEL=info,OD_ZONE=z1"; strings.Join(envs, ",") != want {
-		t.Errorf("agent env %v, want %s", envs, want)
-	}
+	agentWithEnv(t, got, "OD_NAME=sidecar,LEVEL=info,OD_ZONE=z1")
 	if app := podutil.FindContainer(got.Spec.Containers, "main"); app == nil || len(app.Env) != 2 || app.Env[0].Value != "app" {
 		t.Errorf("the app container changed: %+v", app)
 	}
+}
+
+// agentWithEnv checks that p has an agent sidecar whose env, as
+// NAME=value in order joined by commas, is want, and returns the sidecar.
+func agentWithEnv(t *testing.T, p *corev1.Pod, want string) *corev1.Container {
+	t.Helper()
+	c := podutil.FindContainer(p.Spec.Containers, "agent")
+	if c == nil {
+		t.Fatalf("no agent sidecar: %v", names(p.Spec.Containers))
+	}
+	envs := make([]string, 0, len(c.Env))
+	for _, e := range c.Env {
+		envs = append(envs, e.Name+"="+e.Value)
+	}
+	if got := strings.Join(envs, ","); got != want {
+		t.Errorf("agent env %s, want %s", got, want)
+	}
+	return c
 }
 
 // TestTransferEnvValidation: transferEnv needs exactly one source and
