@@ -129,18 +129,32 @@ func (d *DeckhandProcess) WaitReady(ctx context.Context, timeout time.Duration) 
 		if done, err := d.proc.exited(); done {
 			return false, fmt.Errorf("deckhand exited: %v", err)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return answersOK(ctx, url)
 	})
 	if err != nil {
 		return fmt.Errorf("deckhand not ready: %w\n%s", err, d.Logs(40))
 	}
 	return nil
+}
+
+// answersOK reports whether a GET of url answers 200. A request that fails
+// is no error: the server polled may not listen yet.
+func answersOK(ctx context.Context, url string) (bool, error) {
+	resp, err := httpGet(ctx, url)
+	if err != nil {
+		return false, nil
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, nil
+}
+
+// httpGet sends a GET of url bound to ctx.
+func httpGet(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // Kill ends the manager with SIGKILL, as a crash or an OOM kill would.

@@ -6,35 +6,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
-
-// waitingReason is the reason the named container (regular or init) waits
-// for, "" if it does not wait.
-func waitingReason(p *corev1.Pod, name string) string {
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
-		if cs.Name == name && cs.State.Waiting != nil {
-			return cs.State.Waiting.Reason
-		}
-	}
-	return ""
-}
-
-// containerStatus is the status of the named container (regular or init).
-func containerStatus(t *testing.T, p *corev1.Pod, name string) corev1.ContainerStatus {
-	t.Helper()
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), p.Status.ContainerStatuses...), p.Status.InitContainerStatuses...) {
-		if cs.Name == name {
-			return cs
-		}
-	}
-	t.Fatalf("pod %s reports no status for container %s", p.Name, name)
-	return corev1.ContainerStatus{}
-}
 
 // pullFailure follows a container whose image cannot be pulled: once it
 // stops running it must wait ErrImagePull, then ImagePullBackOff, with the
@@ -132,9 +107,7 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 				field = "initContainers"
 			}
 			fix := fmt.Sprintf(`{"spec":{%q:[{"name":%q,"image":"fixed:1"}]}}`, field, tc.failing)
-			if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(fix), metav1.PatchOptions{}); err != nil {
-				t.Fatal(err)
-			}
+			patchPod(t, ctx, pods, pod.Name, fix)
 			started := waitPod(t, ctx, pods, pod.Name, "", podutil.IsPodReady)
 			if started.Status.Phase != corev1.PodRunning {
 				t.Errorf("%s: fixed pod in phase %s, want Running", name, started.Status.Phase)
@@ -162,11 +135,7 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 				field = "initContainers"
 			}
 			image := UnpullableImage(name + ":2")
-			update := fmt.Sprintf(`{"spec":{%q:[{"name":%q,"image":%q}]}}`, field, name, image)
-			patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(update), metav1.PatchOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			patched := patchPod(t, ctx, pods, pod.Name, fmt.Sprintf(`{"spec":{%q:[{"name":%q,"image":%q}]}}`, field, name, image))
 			backoff := waitPod(t, ctx, pods, pod.Name, patched.ResourceVersion, pullFailure(t, name, corev1.PodRunning))
 			cs := containerStatus(t, backoff, name)
 			before := containerStatus(t, ready, name)
@@ -178,11 +147,7 @@ func TestFakeNodeFailsUnpullableImages(t *testing.T) {
 			}
 
 			// Back to a pullable image: the container runs it, the pod is Ready.
-			fix := fmt.Sprintf(`{"spec":{%q:[{"name":%q,"image":%q}]}}`, field, name, name+":3")
-			fixed, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(fix), metav1.PatchOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			fixed := patchPod(t, ctx, pods, pod.Name, fmt.Sprintf(`{"spec":{%q:[{"name":%q,"image":%q}]}}`, field, name, name+":3"))
 			ready = waitPod(t, ctx, pods, pod.Name, fixed.ResourceVersion, func(p *corev1.Pod) bool {
 				cs := containerStatus(t, p, name)
 				return podutil.IsPodReady(p) && cs.Image == name+":3" && cs.State.Running != nil

@@ -1,22 +1,16 @@
 package localcluster
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -32,13 +26,9 @@ import (
 // does not run again, still reports its first run. The pod keeps its UID.
 func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	_, pods, ctx := fakeNodePods(t)
-	created := createOnFakeNode(t, ctx, pods, "inplace", corev1.PodSpec{
-		InitContainers: []corev1.Container{
-			{Name: "init", Image: "init:1"},
-			{Name: "sidecar", Image: "example.com/team/sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
-		},
+	created := createOnFakeNode(t, ctx, pods, "inplace", withInitAndSidecar("example.com/team/sidecar:1", corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "app", Image: "app:1"}, {Name: "other", Image: "other:1"}},
-	})
+	}))
 	ready := waitPod(t, ctx, pods, created.Name, "", podutil.IsPodReady)
 	firstInit := ready.Status.InitContainerStatuses[0]
 	if !strings.HasPrefix(firstInit.ImageID, "docker.io/library/init@sha256:") {
@@ -46,9 +36,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 	}
 
 	patch := `{"spec":{"containers":[{"name":"app","image":"app:2"}],"initContainers":[{"name":"init","image":"init:2"},{"name":"sidecar","image":"example.com/team/sidecar@sha256:` + strings.Repeat("ab", 32) + `"}]}}`
-	if _, err := pods.Patch(ctx, created.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchPod(t, ctx, pods, created.Name, patch)
 	sawNotReady := false
 	final := waitPod(t, ctx, pods, created.Name, ready.ResourceVersion, func(p *corev1.Pod) bool {
 		if !podutil.IsPodReady(p) {
@@ -69,7 +57,7 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 		"init":    {"init:1", firstInit.ImageID, 0},
 		"sidecar": {"example.com/team/sidecar@sha256:" + strings.Repeat("ab", 32), "example.com/team/sidecar@sha256:" + strings.Repeat("ab", 32), 1},
 	}
-	statuses := append(append([]corev1.ContainerStatus(nil), final.Status.ContainerStatuses...), final.Status.InitContainerStatuses...)
+	statuses := allStatuses(final)
 	if len(statuses) != len(want) {
 		t.Fatalf("%d container statuses, want %d: %+v", len(statuses), len(want), statuses)
 	}
@@ -105,28 +93,17 @@ func TestFakeNodeRestartsChangedContainers(t *testing.T) {
 // restarted follows from kwok handling a pod's changes in order.
 func TestFakeNodeKeepsCompletedInitContainers(t *testing.T) {
 	_, pods, ctx := fakeNodePods(t)
-	pod := createOnFakeNode(t, ctx, pods, "init-done", corev1.PodSpec{
-		InitContainers: []corev1.Container{
-			{Name: "init", Image: "init:1"},
-			{Name: "sidecar", Image: "sidecar:1", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
-		},
+	pod := createOnFakeNode(t, ctx, pods, "init-done", withInitAndSidecar("sidecar:1", corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "app", Image: "app:1"}},
-	})
+	}))
 	ready := waitPod(t, ctx, pods, pod.Name, "", podutil.IsPodReady)
 	first := ready.Status.InitContainerStatuses[0]
 	if first.Name != "init" || first.State.Terminated == nil || first.ImageID == "" {
 		t.Fatalf("init container status after start: %+v, want terminated with an imageID", first)
 	}
 
-	initPatch := `{"spec":{"initContainers":[{"name":"init","image":"init:2"}]}}`
-	patched, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(initPatch), metav1.PatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sidecarPatch := `{"spec":{"initContainers":[{"name":"sidecar","image":"sidecar:2"}]}}`
-	if _, err := pods.Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(sidecarPatch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patched := patchPod(t, ctx, pods, pod.Name, `{"spec":{"initContainers":[{"name":"init","image":"init:2"}]}}`)
+	patchPod(t, ctx, pods, pod.Name, `{"spec":{"initContainers":[{"name":"sidecar","image":"sidecar:2"}]}}`)
 	final := waitPod(t, ctx, pods, pod.Name, patched.ResourceVersion, func(p *corev1.Pod) bool {
 		init := p.Status.InitContainerStatuses[0]
 		if init.Image != first.Image || init.ImageID != first.ImageID || init.RestartCount != 0 ||
@@ -193,70 +170,4 @@ func TestOwnerReferencesPermissionEnforcement(t *testing.T) {
 			t.Fatalf("blockOwnerDeletion without update on configmaps/finalizers: want Forbidden, got %v", err)
 		}
 	}
-}
-
-// fakeNode is the node of a cluster fakeNodePods starts.
-const fakeNode = "kwok-node-0"
-
-// fakeNodePods starts, for t, a cluster with one fake node and no
-// scheduler: a pod names its node (createOnFakeNode). It returns the
-// default namespace's pods and the context that bounds t's requests.
-func fakeNodePods(t *testing.T) (*Cluster, corev1client.PodInterface, context.Context) {
-	t.Helper()
-	c, ctx := startCluster(t, Options{FakeNodes: 1})
-	return c, c.Clientset().CoreV1().Pods(metav1.NamespaceDefault), ctx
-}
-
-// createOnFakeNode creates the pod name with spec, bound to fakeNode.
-func createOnFakeNode(t *testing.T, ctx context.Context, pods corev1client.PodInterface, name string, spec corev1.PodSpec) *corev1.Pod {
-	t.Helper()
-	spec.NodeName = fakeNode
-	pod, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
-
-// cpuMemory is a container's resources: requests and limits of cpu and mem.
-func cpuMemory(cpu, mem string) corev1.ResourceRequirements {
-	list := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
-	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
-}
-
-// waitPod watches the pod from resourceVersion rv (empty: its current state)
-// until done holds.
-func waitPod(t *testing.T, ctx context.Context, pods interface {
-	Get(context.Context, string, metav1.GetOptions) (*corev1.Pod, error)
-	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
-}, name, rv string, done func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	if rv == "" {
-		p, err := pods.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done(p) {
-			return p
-		}
-		rv = p.ResourceVersion
-	}
-	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: rv})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	var last *corev1.Pod
-	for ev := range w.ResultChan() {
-		if p, ok := ev.Object.(*corev1.Pod); ok {
-			last = p
-			if done(p) {
-				return p
-			}
-		}
-	}
-	t.Fatalf("pod %s: condition not reached within 60s; last status: %+v", name, last)
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -74,16 +73,7 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 		if err := c.checkAlive("prometheus"); err != nil {
 			return false, err
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.PrometheusURL+"/-/ready", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return answersOK(ctx, c.PrometheusURL+"/-/ready")
 	})
 	if err != nil {
 		return fmt.Errorf("prometheus not ready: %w", err)
@@ -113,11 +103,7 @@ func (c *Cluster) QueryPrometheus(ctx context.Context, query string) ([]Promethe
 		return nil, fmt.Errorf("the cluster runs no Prometheus (Options.Metrics)")
 	}
 	u := c.PrometheusURL + "/api/v1/query?" + url.Values{"query": {query}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpGet(ctx, u)
 	if err != nil {
 		return nil, err
 	}
