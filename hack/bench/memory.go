@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -282,4 +284,45 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		func(x float64) string { return fmt.Sprintf("%.0f B", x) }, fmt.Sprintf("%.0f B (upper bound, everything else included: %.0f B)", marginal, upper))
 	r.target("3", "process start -> caches synced (median)", "<= 5 s", atMost(5), syncS.figure(), secText, syncS.format(secText))
 	return nil
+}
+
+// cachesSynced waits until every controller the manager started has logged
+// "Starting workers" (controller-runtime does so once the controller's
+// caches have synced) and returns when the bench saw the last such line (the
+// log's timestamps have whole seconds only; the bench reads the log every
+// 20 ms).
+// want, when > 0, is the number of controllers to wait for (the count the
+// same manager reached on an empty cluster): controllers do not all log
+// "Starting Controller" at once when the caches are large.
+func cachesSynced(ctx context.Context, logPath string, want int, timeout time.Duration) (time.Time, int, error) {
+	var n, lastStarting, lastN int
+	var at, changed time.Time
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		data, err := os.ReadFile(logPath)
+		if err != nil {
+			return false, nil
+		}
+		s := string(data)
+		// Quoted messages match Deckhand's JSON log ("msg":"Starting workers")
+		// and kruise-manager's klog text ("Starting workers" controller=...).
+		starting := strings.Count(s, `"Starting Controller"`)
+		n = strings.Count(s, `"Starting workers"`)
+		now := time.Now()
+		if starting != lastStarting || n != lastN {
+			lastStarting, lastN, changed = starting, n, now
+			if starting > 0 && n == starting && (want == 0 || n >= want) {
+				at = now
+			}
+		}
+		// Done once every started controller has its workers and no new
+		// controller has shown up for 3 seconds (the manager adds its
+		// controllers once its webhook certificates are ready, and a late
+		// one was seen to start a second after the first ones were running).
+		// The figure is the time of the last change, not of the wait.
+		if want > 0 {
+			return n >= want, nil
+		}
+		return starting > 0 && n == starting && now.Sub(changed) >= 3*time.Second, nil
+	})
+	return at, n, err
 }

@@ -1,5 +1,8 @@
 package main
 
+// What /proc says of the processes the bench measures: their CPU time and
+// their resident memory.
+
 import (
 	"bytes"
 	"fmt"
@@ -138,4 +141,45 @@ func (s cpuSnapshot) seconds() map[string]float64 {
 		out[k] = v.Seconds()
 	}
 	return out
+}
+
+// rssBytes reads VmRSS from /proc/<pid>/status.
+func rssBytes(pid int) (int64, error) {
+	s, err := readRSS(pid)
+	return s.total, err
+}
+
+// rssSample is a process's resident memory split as the kernel counts it:
+// anonymous pages (the Go heap, stacks and runtime) and file-backed pages
+// (the mapped executable's code and read-only data that have been touched,
+// plus whatever the kernel mapped around them).
+type rssSample struct {
+	total, anon, file int64
+}
+
+// readRSS reads VmRSS, RssAnon and RssFile from /proc/<pid>/status.
+func readRSS(pid int) (rssSample, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return rssSample{}, err
+	}
+	var s rssSample
+	fields := map[string]*int64{"VmRSS:": &s.total, "RssAnon:": &s.anon, "RssFile:": &s.file}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		if dst, ok := fields[f[0]]; ok {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return rssSample{}, fmt.Errorf("%s in /proc/%d/status: %w", f[0], pid, err)
+			}
+			*dst = kb * 1024
+		}
+	}
+	if s.total == 0 {
+		return rssSample{}, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	}
+	return s, nil
 }
