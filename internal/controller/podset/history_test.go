@@ -45,31 +45,28 @@ func TestRevisionsToPrune(t *testing.T) {
 		}
 		return out
 	}
-	set := func(hs ...string) map[string]bool {
-		m := map[string]bool{}
-		for _, h := range hs {
-			m[h] = true
-		}
-		return m
-	}
 	cases := map[string]struct {
 		revs  []revisionInfo
-		inUse map[string]bool
+		inUse []string // the hashes some pod runs
 		limit int
 		want  string
 	}{
-		"under the limit":                {revs("a", "b", "c"), set("c"), 10, "[]"},
-		"oldest idle go first":           {revs("a", "b", "c", "d"), set("d"), 1, "[a b]"},
-		"limit zero keeps only in use":   {revs("a", "b", "c", "d"), set("b", "d"), 0, "[a c]"},
-		"in use is never pruned":         {revs("a", "b", "c"), set("a", "b", "c"), 0, "[]"},
-		"old revision a pod runs stays":  {revs("a", "b", "c", "d", "e"), set("a", "e"), 2, "[b]"},
-		"nothing to prune without revs":  {nil, set("a"), 0, "[]"},
-		"exactly at the limit keeps all": {revs("a", "b", "c"), set("c"), 2, "[]"},
+		"under the limit":                {revs("a", "b", "c"), []string{"c"}, 10, "[]"},
+		"oldest idle go first":           {revs("a", "b", "c", "d"), []string{"d"}, 1, "[a b]"},
+		"limit zero keeps only in use":   {revs("a", "b", "c", "d"), []string{"b", "d"}, 0, "[a c]"},
+		"in use is never pruned":         {revs("a", "b", "c"), []string{"a", "b", "c"}, 0, "[]"},
+		"old revision a pod runs stays":  {revs("a", "b", "c", "d", "e"), []string{"a", "e"}, 2, "[b]"},
+		"nothing to prune without revs":  {nil, []string{"a"}, 0, "[]"},
+		"exactly at the limit keeps all": {revs("a", "b", "c"), []string{"c"}, 2, "[]"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			inUse := map[string]bool{}
+			for _, h := range tc.inUse {
+				inUse[h] = true
+			}
 			var got []string
-			for _, r := range revisionsToPrune(tc.revs, tc.inUse, tc.limit) {
+			for _, r := range revisionsToPrune(tc.revs, inUse, tc.limit) {
 				got = append(got, r.hash)
 			}
 			if fmt.Sprint(got) != tc.want && !(tc.want == "[]" && got == nil) {

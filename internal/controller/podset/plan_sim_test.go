@@ -6,8 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -63,23 +61,19 @@ func (w *simWorld) clock() time.Time { return now.Add(time.Duration(w.step) * 10
 func (w *simWorld) add(phase simPhase) *simPod {
 	w.seq++
 	name := fmt.Sprintf("p%03d", w.seq)
-	p := &simPod{revision: w.revision, phase: phase, since: w.step, pod: &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(w.clock())},
-		Spec:   corev1.PodSpec{NodeName: fmt.Sprintf("node-%d", w.seq%3)},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}}
+	p := &simPod{revision: w.revision, phase: phase, since: w.step,
+		pod: mkPod(name, created(w.clock()), node(fmt.Sprintf("node-%d", w.seq%3)))}
 	p.setReady(phase == simAvailable, w.clock())
 	w.pods = append(w.pods, p)
 	return p
 }
 
-func (p *simPod) setReady(ready bool, at time.Time) {
-	st := corev1.ConditionFalse
-	if ready {
-		st = corev1.ConditionTrue
+func (p *simPod) setReady(isReady bool, at time.Time) {
+	if isReady {
+		ready(at)(p.pod)
+	} else {
+		notReady(p.pod)
 	}
-	p.pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(at)}}
 }
 
 func (w *simWorld) strategy() strategy { return resolveStrategy(w.spec, w.replicas) }

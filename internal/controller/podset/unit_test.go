@@ -8,72 +8,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
-
-var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-// mkPod builds a pod for the pure-logic tests.
-type podOpt func(*corev1.Pod)
-
-func mkPod(name string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
-		Spec:   corev1.PodSpec{NodeName: "node-a"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
-	ready(now.Add(-time.Hour))(p)
-	for _, o := range opts {
-		o(p)
-	}
-	return p
-}
-
-func ready(since time.Time) podOpt {
-	return func(p *corev1.Pod) {
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(since)}}
-	}
-}
-func notReady(p *corev1.Pod) {
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
-}
-func unscheduled(p *corev1.Pod) {
-	p.Spec.NodeName = ""
-	p.Status.Phase = corev1.PodPending
-	notReady(p)
-}
-func phase(ph corev1.PodPhase) podOpt {
-	return func(p *corev1.Pod) { p.Status.Phase = ph }
-}
-func node(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
-func cost(c string) podOpt {
-	return func(p *corev1.Pod) {
-		p.Annotations = map[string]string{deckhandv1alpha1.PodDeletionCostAnnotation: c}
-	}
-}
-func restarts(n int32) podOpt {
-	return func(p *corev1.Pod) {
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
-	}
-}
-func created(t time.Time) podOpt {
-	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t) }
-}
-
-func names(pods []*corev1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Name
-	}
-	return out
-}
 
 func TestSortForDeletion(t *testing.T) {
 	cases := map[string]struct {
@@ -199,20 +139,6 @@ func TestSlowStartBatchSizes(t *testing.T) {
 	}
 }
 
-func tmpl(image string, mut ...func(*corev1.PodTemplateSpec)) *corev1.PodTemplateSpec {
-	t := &corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "web", Image: image},
-			{Name: "side", Image: "busybox:1"},
-		}},
-	}
-	for _, m := range mut {
-		m(t)
-	}
-	return t
-}
-
 func TestRevisionHashing(t *testing.T) {
 	base := tmpl("nginx:1")
 	cases := map[string]struct {
@@ -275,16 +201,6 @@ func TestResolveStrategy(t *testing.T) {
 			}
 		})
 	}
-}
-
-// view builds a podView: updated / available / inPlaceOK flags from a spec
-// string such as "old,avail,inplace".
-func view(name string, updated, available, inPlaceOK bool, opts ...podOpt) podView {
-	p := mkPod(name, opts...)
-	if !available {
-		notReady(p)
-	}
-	return podView{pod: p, updated: updated, available: available, inPlaceOK: inPlaceOK}
 }
 
 func TestPlanSync(t *testing.T) {
