@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -49,6 +50,17 @@ func watchPods(t *testing.T, ns string) *podWatch {
 	return pw
 }
 
+// createWatchedPodSet creates, in a namespace of the test's own, a PodSet of
+// replicas and a podWatch over the namespace started before it.
+func createWatchedPodSet(t *testing.T, name string, replicas int32) (*deckhandv1alpha1.PodSet, *podWatch) {
+	t.Helper()
+	ns := env.Namespace(t)
+	pw := watchPods(t, ns)
+	ps := newPodSet(ns, name, replicas)
+	mustCreate(t, ps)
+	return ps, pw
+}
+
 // TestBurstWithSlowCache scales to 100 (then down to 10 and up to 60) with
 // a manager whose pod informer lags by design: every read of the watch
 // stream waits 40ms, so most syncs run on a cache that has not yet seen the
@@ -57,22 +69,9 @@ func watchPods(t *testing.T, ns string) *podWatch {
 // than the desired number of active pods, and no pod beyond the ones needed
 // is ever created.
 func TestBurstWithSlowCache(t *testing.T) {
-	slowWatchDelay.Store(int64(40 * time.Millisecond))
-	env.StopManager()
-	if _, err := env.StartManager(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		slowWatchDelay.Store(0)
-		env.StopManager()
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the normal manager: %v", err)
-		}
-	})
-	ns := env.Namespace(t)
-	pw := watchPods(t, ns)
-	ps := newPodSet(ns, "slow", 100)
-	mustCreate(t, ps)
+	useManagerSettings(t, managerSettings{slowWatch: 40 * time.Millisecond})
+	restartManager(t)
+	ps, pw := createWatchedPodSet(t, "slow", 100)
 	waitConverged(t, ps, 100, 3*time.Minute)
 	pw.mu.Lock()
 	if pw.maxActive > 100 {
@@ -84,7 +83,7 @@ func TestBurstWithSlowCache(t *testing.T) {
 	setReplicas(t, ps, 60)
 	waitConverged(t, ps, 60, 3*time.Minute)
 	// 100 created, 90 deleted, 50 created: exactly 150 pods ever.
-	pw.wantPods(t, ns, 100, 150)
+	pw.wantPods(t, ps.Namespace, 100, 150)
 	if len(pw.active) != 60 {
 		t.Fatalf("the watch ends with %d active pods, want 60", len(pw.active))
 	}
@@ -134,19 +133,13 @@ func (pw *podWatch) catchUp(t *testing.T, ns string) {
 // must never see more than 100 active pods, and exactly 100 pods must ever
 // have been created (no duplicate created and then deleted).
 func TestBurstNeverOvershoots(t *testing.T) {
-	ns := env.Namespace(t)
-	pw := watchPods(t, ns)
-	ps := newPodSet(ns, "burst", 100)
-	mustCreate(t, ps)
+	ps, pw := createWatchedPodSet(t, "burst", 100)
 
 	eventually(t, time.Minute, "some pods exist before the restart", func(ctx context.Context) (bool, string, error) {
 		pods, err := ownedPods(ctx, ps)
 		return len(pods) >= 7, fmt.Sprintf("%d pods", len(pods)), err
 	})
-	env.StopManager()
-	if _, err := env.StartManager(); err != nil {
-		t.Fatalf("restarting the manager: %v", err)
-	}
+	restartManager(t)
 	waitConverged(t, ps, 100, 3*time.Minute)
-	pw.wantPods(t, ns, 100, 100)
+	pw.wantPods(t, ps.Namespace, 100, 100)
 }

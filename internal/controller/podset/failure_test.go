@@ -1,8 +1,6 @@
 package podset_test
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
@@ -27,12 +24,7 @@ import (
 // is removed.
 func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	ns := env.Namespace(t)
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-count"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
-	}
-	mustCreate(t, quota)
-	waitQuotaEnforced(t, quota, "1")
+	quota := health.LimitPods(t, env.Client, ns, 1)
 
 	ps := newPodSet(ns, "quota", 3)
 	mustCreate(t, ps)
@@ -46,7 +38,7 @@ func TestQuotaFailureConditionsAndEvents(t *testing.T) {
 	if failure.Status != metav1.ConditionTrue || !strings.Contains(failure.Message, "exceeded quota") || !strings.Contains(failure.Message, quota.Name) {
 		t.Errorf("ReplicaFailure = %+v, want True with the quota error", failure)
 	}
-	waitWarningEvent(t, ps, podset.ReasonFailedCreate, "exceeded quota: "+quota.Name)
+	waitEvent(t, ps, corev1.EventTypeWarning, podset.ReasonFailedCreate, "exceeded quota: "+quota.Name)
 
 	// Room for every replica: the PodSet gets there and the failure goes.
 	setQuotaPods(t, quota, "3")
@@ -106,39 +98,15 @@ func hasCondition(st *deckhandv1alpha1.PodSetStatus, typ, reason string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
 }
 
-// waitPodSetConditions waits until the status of ps, for its current
-// generation, satisfies ok, and returns the PodSet.
-func waitPodSetConditions(t *testing.T, ps *deckhandv1alpha1.PodSet, what string, ok func(*deckhandv1alpha1.PodSetStatus) bool) *deckhandv1alpha1.PodSet {
-	t.Helper()
-	cur := &deckhandv1alpha1.PodSet{}
-	eventually(t, time.Minute, what, func(ctx context.Context) (bool, string, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
-			return false, "", err
-		}
-		var conds []string
-		for _, c := range cur.Status.Conditions {
-			conds = append(conds, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
-		}
-		state := fmt.Sprintf("replicas=%d updated=%d available=%d observedGeneration=%d/%d conditions=%v",
-			cur.Status.Replicas, cur.Status.UpdatedReplicas, cur.Status.AvailableReplicas, cur.Status.ObservedGeneration, cur.Generation, conds)
-		return cur.Status.ObservedGeneration == cur.Generation && ok(&cur.Status), state, nil
-	})
-	return cur
-}
-
 // waitQuotaEnforced waits until kube-controller-manager has computed the
 // quota's status: until then the API server refuses every pod of the
 // namespace, not only those beyond the limit.
 func waitQuotaEnforced(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 	t.Helper()
 	want := resource.MustParse(pods)
-	eventually(t, time.Minute, "the quota's status is computed", func(ctx context.Context) (bool, string, error) {
-		got := &corev1.ResourceQuota{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(quota), got); err != nil {
-			return false, "", err
-		}
+	waitFor(t, quota, time.Minute, "the quota's status is computed", func(got *corev1.ResourceQuota) (bool, string) {
 		hard, ok := got.Status.Hard[corev1.ResourcePods]
-		return ok && hard.Cmp(want) == 0, fmt.Sprintf("status %+v", got.Status), nil
+		return ok && hard.Cmp(want) == 0, "status.hard.pods " + hard.String()
 	})
 }
 
@@ -146,34 +114,4 @@ func setQuotaPods(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 	t.Helper()
 	mergePatch(t, quota, `{"spec":{"hard":{"pods":"`+pods+`"}}}`)
 	waitQuotaEnforced(t, quota, pods)
-}
-
-// waitWarningEvent waits for a Warning Event with reason about ps whose note
-// contains text.
-func waitWarningEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, reason, text string) {
-	t.Helper()
-	waitEvent(t, ps, corev1.EventTypeWarning, reason, text)
-}
-
-// waitEvent waits for an Event of type typ with reason about ps whose note
-// contains text.
-func waitEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, typ, reason, text string) {
-	t.Helper()
-	eventually(t, time.Minute, fmt.Sprintf("a %s %s Event about PodSet %s mentioning %q", typ, reason, ps.Name, text), func(ctx context.Context) (bool, string, error) {
-		list, err := env.Clientset.EventsV1().Events(ps.Namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.Regarding.Kind != "PodSet" || e.Regarding.Name != ps.Name {
-				continue
-			}
-			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
-			if e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text) {
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("events %q", seen), nil
-	})
 }

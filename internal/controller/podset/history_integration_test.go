@@ -21,7 +21,6 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
@@ -242,17 +241,13 @@ func TestProgressDeadline(t *testing.T) {
 	mergePatch(t, ps, `{"spec":{"paused":true,"template":{"spec":{"nodeSelector":{"apps.deckhand.dev/no-such-node":"true"}}}}}`)
 	health.Wait(t, env.Client, ps, time.Minute, health.IsPaused(podset.ReasonUpdatePaused))
 	pausedAt := time.Now()
-	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
-		cur := &deckhandv1alpha1.PodSet{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
-			return false, err
-		}
+	waitFor(t, ps, time.Minute, "the paused PodSet stays Paused for twice its deadline", func(cur *deckhandv1alpha1.PodSet) (bool, string) {
 		c := meta.FindStatusCondition(cur.Status.Conditions, deckhandv1alpha1.PodSetProgressingCondition)
 		if c == nil || c.Reason != podset.ReasonPaused {
 			t.Fatalf("paused PodSet: Progressing %+v, want Unknown/%s throughout", c, podset.ReasonPaused)
 		}
-		return time.Since(pausedAt) > 2*deadline*time.Second, nil
-	}, "the paused PodSet stays Paused for twice its deadline")
+		return time.Since(pausedAt) > 2*deadline*time.Second, "paused since " + pausedAt.String()
+	})
 }
 
 // TestEvictionHonoursPDB rolls 4 pods with podReplacement Evict,
@@ -271,34 +266,31 @@ func TestEvictionHonoursPDB(t *testing.T) {
 	const replicas = 4
 	ns := env.Namespace(t)
 	ps := newPodSet(ns, "evict", replicas, func(ps *deckhandv1alpha1.PodSet) {
-		ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(3))
-		ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+		ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+		ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(0))
 		ps.Spec.UpdateStrategy.PodReplacement = deckhandv1alpha1.EvictPodSetPodReplacement
 	})
 	mustCreate(t, ps)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evict"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: intOrStr(intstr.FromInt32(replicas - 1)),
+			MinAvailable: ptr.To(intstr.FromInt32(replicas - 1)),
 			Selector:     ps.Spec.Selector,
 		},
 	}
 	mustCreate(t, pdb)
 	before := waitConverged(t, ps, replicas, 2*time.Minute)
-	eventually(t, 2*time.Minute, "the disruption controller allows one disruption", func(ctx context.Context) (bool, string, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
-			return false, "", err
-		}
+	waitFor(t, pdb, 2*time.Minute, "the disruption controller allows one disruption", func(pdb *policyv1.PodDisruptionBudget) (bool, string) {
 		st := pdb.Status
 		return st.ObservedGeneration == pdb.Generation && st.CurrentHealthy == replicas && st.DisruptionsAllowed == 1,
-			fmt.Sprintf("%+v", st), nil
+			fmt.Sprintf("%+v", st)
 	})
 
-	rw := watchRollout(t, ns, replicas)
+	bw := watchBudgets(t, ns)
 	setEnv(t, before, "2")
 	waitRolledOut(t, ps, replicas)
-	rw.stop()
-	checkRollout(t, "evict", rw, replicas, 1, 0)
+	bw.stop()
+	checkRollout(t, "evict", bw, replicas, 1, 0)
 	waitEvent(t, ps, corev1.EventTypeNormal, podset.ReasonEvictionBlocked, "disruption budget")
 	waitPodSet(t, ps, time.Minute, "no pod waits on the budget once done", func(cur *deckhandv1alpha1.PodSet, _ []corev1.Pod) (bool, string) {
 		return len(cur.Status.DisruptionBlockedPods) == 0, fmt.Sprint(cur.Status.DisruptionBlockedPods)

@@ -228,19 +228,12 @@ func TestAdoptionAndRelease(t *testing.T) {
 	mustCreate(t, ps)
 	// The adopted pods have no revision label: they count as old, and
 	// OnDelete leaves them running, so only one pod is "updated".
-	cur := &deckhandv1alpha1.PodSet{}
 	var pods []corev1.Pod
-	eventually(t, 2*time.Minute, "two orphans adopted and one pod created", func(ctx context.Context) (bool, string, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
-			return false, "", err
-		}
-		var err error
-		if pods, err = ownedPods(ctx, cur); err != nil {
-			return false, "", err
-		}
+	cur := waitPodSet(t, ps, 2*time.Minute, "two orphans adopted and one pod created", func(cur *deckhandv1alpha1.PodSet, owned []corev1.Pod) (bool, string) {
+		pods = owned
 		st := cur.Status
 		return len(pods) == 3 && st.Replicas == 3 && st.ReadyReplicas == 3 && st.UpdatedReplicas == 1,
-			fmt.Sprintf("owned %v, status %+v", activeNames(pods), st), nil
+			fmt.Sprintf("owned %v, status %+v", activeNames(pods), st)
 	})
 	names := activeNames(pods)
 	if !slices.Contains(names, "orphan-1") || !slices.Contains(names, "orphan-2") || slices.Contains(names, "stranger") {

@@ -3,23 +3,17 @@ package podset_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
-
-// managerClock, when set before the manager starts, is the clock of its
-// PodSet controller.
-var managerClock atomic.Pointer[clocktesting.FakeClock]
 
 // TestLateCreateOfPreviousProcessIsNotRepeated: a pod create sent by a
 // manager that is gone (killed, or the leader before this one) may be
@@ -32,22 +26,12 @@ var managerClock atomic.Pointer[clocktesting.FakeClock]
 // then must count the late pod. A watch over the whole test never sees more
 // active pods than replicas.
 func TestLateCreateOfPreviousProcessIsNotRepeated(t *testing.T) {
-	ns := env.Namespace(t)
-	pw := watchPods(t, ns)
-	ps := newPodSet(ns, "late", 3)
-	mustCreate(t, ps)
+	ps, pw := createWatchedPodSet(t, "late", 3)
 	waitConverged(t, ps, 3, 2*time.Minute)
 
 	env.StopManager()
 	clk := clocktesting.NewFakeClock(time.Now())
-	managerClock.Store(clk)
-	t.Cleanup(func() {
-		managerClock.Store(nil)
-		env.StopManager()
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the normal manager: %v", err)
-		}
-	})
+	useManagerSettings(t, managerSettings{clock: clk})
 	// The replica the previous manager was replacing.
 	pods := mustOwned(t, ps)
 	if err := env.Client.Delete(ctxT(t), &pods[0], client.GracePeriodSeconds(0)); err != nil {
@@ -80,17 +64,10 @@ func TestLateCreateOfPreviousProcessIsNotRepeated(t *testing.T) {
 	mustCreate(t, late)
 	// Time moves on for the new manager until it acts; it must find the
 	// late pod, and create nothing.
-	err := wait.PollUntilContextTimeout(ctxT(t), 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	waitFor(t, ps, 2*time.Minute, "the status counts 3 pods again", func(cur *deckhandv1alpha1.PodSet) (bool, string) {
 		clk.Step(time.Second)
-		cur := &deckhandv1alpha1.PodSet{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
-			return false, nil
-		}
-		return cur.Status.Replicas == 3, nil
+		return cur.Status.Replicas == 3, fmt.Sprintf("status.replicas %d", cur.Status.Replicas)
 	})
-	if err != nil {
-		t.Fatalf("the status never counted 3 pods again: %v", err)
-	}
 	waitConverged(t, ps, 3, 2*time.Minute)
 	// 3 created at first, and the late one: 4 pods ever, never more than 3 at once.
 	pw.wantPods(t, ps.Namespace, 3, 4)

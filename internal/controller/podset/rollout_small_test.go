@@ -4,74 +4,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
-
-// budgetWatch follows the pods of a namespace from a watch and keeps the
-// extremes a rollout reached, counting as Deployments do: pods are the
-// pods not being deleted, available ones are those among them that are
-// Ready and run the images their spec asks for (a pod whose images were
-// just patched is about to restart). It also keeps the most pods at once
-// with terminating ones included.
-type budgetWatch struct {
-	mu           sync.Mutex
-	pods         map[types.UID]*corev1.Pod
-	maxActive    int
-	maxTotal     int
-	minAvailable int
-	active       int
-	available    int
-	total        int
-	stop         func()
-}
-
-func watchBudgets(t *testing.T, ns string) *budgetWatch {
-	t.Helper()
-	bw := &budgetWatch{pods: map[types.UID]*corev1.Pod{}, minAvailable: 1 << 30}
-	seed := func(p *corev1.Pod) { bw.pods[p.UID] = p }
-	bw.stop = testutil.WatchPods(t, env.Clientset, ns, seed, func(ev watch.EventType, p *corev1.Pod) {
-		bw.mu.Lock()
-		defer bw.mu.Unlock()
-		if ev == watch.Deleted {
-			delete(bw.pods, p.UID)
-		} else {
-			bw.pods[p.UID] = p
-		}
-		bw.observe()
-	})
-	bw.mu.Lock()
-	bw.observe()
-	bw.mu.Unlock()
-	return bw
-}
-
-func (bw *budgetWatch) observe() {
-	bw.active, bw.available, bw.total = 0, 0, len(bw.pods)
-	for _, q := range bw.pods {
-		if q.DeletionTimestamp != nil {
-			continue
-		}
-		bw.active++
-		if podutil.IsPodReady(q) && runningSpecImages(q) {
-			bw.available++
-		}
-	}
-	bw.maxActive = max(bw.maxActive, bw.active)
-	bw.maxTotal = max(bw.maxTotal, bw.total)
-	bw.minAvailable = min(bw.minAvailable, bw.available)
-}
 
 // TestDefaultStrategySmallReplicas changes the image of PodSets with the
 // default update strategy (maxSurge 25%, maxUnavailable 25%, in place) at

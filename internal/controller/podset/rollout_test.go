@@ -23,20 +23,6 @@ import (
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
-// rolloutWatch follows every pod of a namespace from a watch and records
-// the worst moments of a rollout: the most pods at once (terminating ones
-// included) and the most unavailable, where unavailable = desired minus the
-// pods that are not terminating, Ready, and run the image their spec asks
-// for (a pod whose image was just patched is about to restart).
-type rolloutWatch struct {
-	mu             sync.Mutex
-	pods           map[types.UID]*corev1.Pod
-	desired        int
-	maxPods        int
-	maxUnavailable int
-	stop           func()
-}
-
 func runningSpecImages(p *corev1.Pod) bool {
 	status := map[string]string{}
 	for _, cs := range p.Status.ContainerStatuses {
@@ -50,28 +36,58 @@ func runningSpecImages(p *corev1.Pod) bool {
 	return true
 }
 
-func watchRollout(t *testing.T, ns string, desired int) *rolloutWatch {
+// budgetWatch follows the pods of a namespace from a watch and keeps the
+// extremes a rollout reached, counting as Deployments do: pods are the
+// pods not being deleted, available ones are those among them that are
+// Ready and run the images their spec asks for (a pod whose images were
+// just patched is about to restart). It also keeps the most pods at once
+// with terminating ones included.
+type budgetWatch struct {
+	mu           sync.Mutex
+	pods         map[types.UID]*corev1.Pod
+	maxActive    int
+	maxTotal     int
+	minAvailable int
+	active       int
+	available    int
+	total        int
+	stop         func()
+}
+
+func watchBudgets(t *testing.T, ns string) *budgetWatch {
 	t.Helper()
-	rw := &rolloutWatch{pods: map[types.UID]*corev1.Pod{}, desired: desired}
-	seed := func(p *corev1.Pod) { rw.pods[p.UID] = p }
-	rw.stop = testutil.WatchPods(t, env.Clientset, ns, seed, func(ev watch.EventType, p *corev1.Pod) {
-		rw.mu.Lock()
-		defer rw.mu.Unlock()
+	bw := &budgetWatch{pods: map[types.UID]*corev1.Pod{}, minAvailable: 1 << 30}
+	seed := func(p *corev1.Pod) { bw.pods[p.UID] = p }
+	bw.stop = testutil.WatchPods(t, env.Clientset, ns, seed, func(ev watch.EventType, p *corev1.Pod) {
+		bw.mu.Lock()
+		defer bw.mu.Unlock()
 		if ev == watch.Deleted {
-			delete(rw.pods, p.UID)
+			delete(bw.pods, p.UID)
 		} else {
-			rw.pods[p.UID] = p
+			bw.pods[p.UID] = p
 		}
-		available := 0
-		for _, q := range rw.pods {
-			if q.DeletionTimestamp == nil && podutil.IsPodReady(q) && runningSpecImages(q) {
-				available++
-			}
-		}
-		rw.maxPods = max(rw.maxPods, len(rw.pods))
-		rw.maxUnavailable = max(rw.maxUnavailable, rw.desired-available)
+		bw.observe()
 	})
-	return rw
+	bw.mu.Lock()
+	bw.observe()
+	bw.mu.Unlock()
+	return bw
+}
+
+func (bw *budgetWatch) observe() {
+	bw.active, bw.available, bw.total = 0, 0, len(bw.pods)
+	for _, q := range bw.pods {
+		if q.DeletionTimestamp != nil {
+			continue
+		}
+		bw.active++
+		if podutil.IsPodReady(q) && runningSpecImages(q) {
+			bw.available++
+		}
+	}
+	bw.maxActive = max(bw.maxActive, bw.active)
+	bw.maxTotal = max(bw.maxTotal, bw.total)
+	bw.minAvailable = min(bw.minAvailable, bw.available)
 }
 
 // TestRollingUpdate rolls 20 pods with maxUnavailable 2 / maxSurge 0, first
@@ -83,8 +99,8 @@ func TestRollingUpdate(t *testing.T) {
 	ns := env.Namespace(t)
 	const replicas = 20
 	ps := newPodSet(ns, "roll", replicas, func(ps *deckhandv1alpha1.PodSet) {
-		ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(2))
-		ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+		ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(0))
 	})
 	mustCreate(t, ps)
 	before := waitConverged(t, ps, replicas, 2*time.Minute)
@@ -92,7 +108,7 @@ func TestRollingUpdate(t *testing.T) {
 	oldNames := activeNames(mustOwned(t, before))
 
 	// 1. A change that needs new pods.
-	rw := watchRollout(t, ns, replicas)
+	bw := watchBudgets(t, ns)
 	mergePatch(t, before, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"`+pauseImage+`","env":[{"name":"V","value":"2"}]}]}}}}`)
 	mid := waitRolledOut(t, ps, replicas)
 	if mid.Status.UpdateRevision == before.Status.UpdateRevision {
@@ -107,15 +123,15 @@ func TestRollingUpdate(t *testing.T) {
 			t.Fatalf("pod %s survived a non-image template change; it should have been recreated", p.Name)
 		}
 	}
-	rw.stop()
-	checkRollout(t, "recreate", rw, replicas, 2, 0)
+	bw.stop()
+	checkRollout(t, "recreate", bw, replicas, 2, 0)
 
 	// 2. An image-only change: in place.
 	uids := map[string]types.UID{}
 	for _, p := range pods {
 		uids[p.Name] = p.UID
 	}
-	rw = watchRollout(t, ns, replicas)
+	bw = watchBudgets(t, ns)
 	mergePatch(t, mid, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9","env":[{"name":"V","value":"2"}]}]}}}}`)
 	after := waitRolledOut(t, ps, replicas)
 	pods = mustOwned(t, after)
@@ -127,8 +143,8 @@ func TestRollingUpdate(t *testing.T) {
 			t.Fatalf("pod %s: image %s, revision %s", p.Name, p.Spec.Containers[0].Image, p.Labels[deckhandv1alpha1.PodSetRevisionLabel])
 		}
 	}
-	rw.stop()
-	checkRollout(t, "in place", rw, replicas, 2, 0)
+	bw.stop()
+	checkRollout(t, "in place", bw, replicas, 2, 0)
 	if after.Status.CurrentRevision != after.Status.UpdateRevision {
 		t.Fatalf("currentRevision %s, updateRevision %s after the rollout", after.Status.CurrentRevision, after.Status.UpdateRevision)
 	}
@@ -165,18 +181,19 @@ func waitRolledOut(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) *deckhand
 	})
 }
 
-func checkRollout(t *testing.T, what string, rw *rolloutWatch, replicas, maxUnavailable, maxSurge int) {
+func checkRollout(t *testing.T, what string, bw *budgetWatch, replicas, maxUnavailable, maxSurge int) {
 	t.Helper()
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	t.Logf("%s rollout: at most %d pods, at most %d unavailable", what, rw.maxPods, rw.maxUnavailable)
-	if rw.maxUnavailable > maxUnavailable {
-		t.Errorf("%s rollout: %d pods unavailable at once, want at most %d", what, rw.maxUnavailable, maxUnavailable)
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	unavailable := replicas - bw.minAvailable
+	t.Logf("%s rollout: at most %d pods, at most %d unavailable", what, bw.maxTotal, unavailable)
+	if unavailable > maxUnavailable {
+		t.Errorf("%s rollout: %d pods unavailable at once, want at most %d", what, unavailable, maxUnavailable)
 	}
-	if rw.maxPods > replicas+maxSurge {
-		t.Errorf("%s rollout: %d pods at once, want at most %d", what, rw.maxPods, replicas+maxSurge)
+	if bw.maxTotal > replicas+maxSurge {
+		t.Errorf("%s rollout: %d pods at once, want at most %d", what, bw.maxTotal, replicas+maxSurge)
 	}
-	if rw.maxUnavailable == 0 {
+	if unavailable == 0 {
 		t.Errorf("%s rollout: no pod was ever unavailable; the watch saw no rollout", what)
 	}
 }
@@ -207,8 +224,8 @@ func TestSummaryThroughARollout(t *testing.T) {
 // old pods first. Resuming finishes the rollout.
 func TestPause(t *testing.T) {
 	ps := createPodSet(t, "pause", 6, func(ps *deckhandv1alpha1.PodSet) {
-		ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(1))
-		ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+		ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(0))
 		ps.Spec.UpdateStrategy.Partition = ptr.To[int32](3)
 	})
 	waitConverged(t, ps, 6, 2*time.Minute)

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -44,18 +44,10 @@ func TestMain(m *testing.M) {
 		DetectCacheMutations: true,
 		Setup: func(mgr ctrl.Manager) error {
 			r := &podset.Reconciler{}
-			if d := slowWatchDelay.Load(); d > 0 {
-				c, err := slowPodCache(mgr, time.Duration(d))
-				if err != nil {
+			if s := nextManager.Load(); s != nil {
+				if err := s.apply(mgr, r); err != nil {
 					return err
 				}
-				r.PodCache = c
-			}
-			if c := managerClock.Load(); c != nil {
-				r.Clock = c
-			}
-			if every := lostCreateEvery.Load(); every > 0 {
-				r.PodWriter = losingCreates(mgr.GetClient(), every)
 			}
 			if err := r.SetupWithManager(mgr); err != nil {
 				return err
@@ -178,6 +170,59 @@ func waitPodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, timeout time.Duration
 	return cur
 }
 
+// waitFor waits until cond holds for obj as the API server now has it
+// (cond's second answer says how things stand), and returns it as last read.
+func waitFor[T client.Object](t *testing.T, obj T, timeout time.Duration, what string, cond func(cur T) (bool, string)) T {
+	t.Helper()
+	cur := obj.DeepCopyObject().(T)
+	eventually(t, timeout, what, func(ctx context.Context) (bool, string, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+			return false, "", err
+		}
+		ok, state := cond(cur)
+		return ok, state, nil
+	})
+	return cur
+}
+
+// waitPodSetConditions waits until the status of ps, for its current
+// generation, satisfies ok, and returns the PodSet.
+func waitPodSetConditions(t *testing.T, ps *deckhandv1alpha1.PodSet, what string, ok func(*deckhandv1alpha1.PodSetStatus) bool) *deckhandv1alpha1.PodSet {
+	t.Helper()
+	return waitFor(t, ps, time.Minute, what, func(cur *deckhandv1alpha1.PodSet) (bool, string) {
+		var conds []string
+		for _, c := range cur.Status.Conditions {
+			conds = append(conds, fmt.Sprintf("%s=%s/%s", c.Type, c.Status, c.Reason))
+		}
+		state := fmt.Sprintf("replicas=%d updated=%d available=%d observedGeneration=%d/%d conditions=%v",
+			cur.Status.Replicas, cur.Status.UpdatedReplicas, cur.Status.AvailableReplicas, cur.Status.ObservedGeneration, cur.Generation, conds)
+		return cur.Status.ObservedGeneration == cur.Generation && ok(&cur.Status), state
+	})
+}
+
+// waitEvent waits for an Event of type typ with reason about ps whose note
+// contains text.
+func waitEvent(t *testing.T, ps *deckhandv1alpha1.PodSet, typ, reason, text string) {
+	t.Helper()
+	eventually(t, time.Minute, fmt.Sprintf("a %s %s Event about PodSet %s mentioning %q", typ, reason, ps.Name, text), func(ctx context.Context) (bool, string, error) {
+		list, err := env.Clientset.EventsV1().Events(ps.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind != "PodSet" || e.Regarding.Name != ps.Name {
+				continue
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Note)
+			if e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text) {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("events %q", seen), nil
+	})
+}
+
 func setReplicas(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
 	t.Helper()
 	mergePatch(t, ps, fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
@@ -187,12 +232,16 @@ func setReplicas(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
 // object as patched, and fails t if the API server refuses it.
 func mergePatch(t *testing.T, obj client.Object, patch string) {
 	t.Helper()
-	if err := env.Client.Patch(ctxT(t), obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+	if err := tryMergePatch(t, obj, patch); err != nil {
 		t.Fatalf("patching %T %s with %s: %v", obj, obj.GetName(), patch, err)
 	}
 }
 
-func intOrStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+// tryMergePatch applies the JSON merge patch to obj and returns the API
+// server's answer.
+func tryMergePatch(t *testing.T, obj client.Object, patch string) error {
+	return env.Client.Patch(ctxT(t), obj, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
 
 // eventually polls cond every 100ms until it reports done, failing the test
 // after timeout with what and the last state cond described.
@@ -214,9 +263,60 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	_ = lastErr
 }
 
-// slowWatchDelay, when non-zero, makes the next manager started watch pods
-// through slowPodCache with that delay.
-var slowWatchDelay atomic.Int64
+// managerSettings are what a test changes in the PodSet controller of the
+// managers started while it runs; the zero value is the normal controller.
+type managerSettings struct {
+	// slowWatch, when non-zero, makes the controller watch pods through
+	// slowPodCache with that delay.
+	slowWatch time.Duration
+	// clock, when set, is the controller's clock.
+	clock *clocktesting.FakeClock
+	// lostCreateEvery, when non-zero, makes every n-th pod create of the
+	// controller's client answer a timeout (losingCreates).
+	lostCreateEvery int64
+}
+
+var nextManager atomic.Pointer[managerSettings]
+
+func (s *managerSettings) apply(mgr ctrl.Manager, r *podset.Reconciler) error {
+	if s.slowWatch > 0 {
+		c, err := slowPodCache(mgr, s.slowWatch)
+		if err != nil {
+			return err
+		}
+		r.PodCache = c
+	}
+	if s.clock != nil {
+		r.Clock = s.clock
+	}
+	if s.lostCreateEvery > 0 {
+		r.PodWriter = losingCreates(mgr.GetClient(), s.lostCreateEvery)
+	}
+	return nil
+}
+
+// useManagerSettings makes the managers started from now until t ends run
+// with s; once t ends, a normal manager takes over again.
+func useManagerSettings(t *testing.T, s managerSettings) {
+	nextManager.Store(&s)
+	t.Cleanup(func() {
+		nextManager.Store(nil)
+		env.StopManager()
+		if _, err := env.StartManager(); err != nil {
+			t.Errorf("restarting the normal manager: %v", err)
+		}
+	})
+}
+
+// restartManager stops the manager and starts a new one, with an empty
+// cache and no expectations.
+func restartManager(t *testing.T) {
+	t.Helper()
+	env.StopManager()
+	if _, err := env.StartManager(); err != nil {
+		t.Fatalf("restarting the manager: %v", err)
+	}
+}
 
 // slowPodCache returns an informer cache (added to mgr) whose pod watch
 // stream is read with a pause before every read, so the controller sees its

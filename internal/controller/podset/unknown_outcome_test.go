@@ -11,14 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// lostCreateEvery, when set before the manager starts, makes every n-th pod
-// create of the controller's client store the pod and then answer as the API
-// server does when it gave up waiting (504 Timeout): the pod exists, and the
-// controller cannot know it.
-var lostCreateEvery atomic.Int64
-
-// losingCreates wraps c so that every n-th pod create is stored but answered
-// with a timeout.
+// losingCreates wraps c so that every n-th pod create is stored and then
+// answered as the API server does when it gave up waiting (504 Timeout): the
+// pod exists, and the controller cannot know it.
 func losingCreates(c client.Client, every int64) client.Client {
 	return &losingClient{Client: c, every: every}
 }
@@ -46,24 +41,9 @@ func (c *losingClient) Create(ctx context.Context, obj client.Object, opts ...cl
 // replica missing and create one too many. The watch must never see more
 // active pods than replicas, and exactly as many pods are ever created.
 func TestCreateWithUnknownOutcomeIsNotRepeated(t *testing.T) {
-	lostCreateEvery.Store(4)
-	slowWatchDelay.Store(int64(40 * time.Millisecond))
-	env.StopManager()
-	if _, err := env.StartManager(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		lostCreateEvery.Store(0)
-		slowWatchDelay.Store(0)
-		env.StopManager()
-		if _, err := env.StartManager(); err != nil {
-			t.Errorf("restarting the normal manager: %v", err)
-		}
-	})
-	ns := env.Namespace(t)
-	pw := watchPods(t, ns)
-	ps := newPodSet(ns, "lost", 40)
-	mustCreate(t, ps)
+	useManagerSettings(t, managerSettings{lostCreateEvery: 4, slowWatch: 40 * time.Millisecond})
+	restartManager(t)
+	ps, pw := createWatchedPodSet(t, "lost", 40)
 	waitConverged(t, ps, 40, 3*time.Minute)
-	pw.wantPods(t, ns, 40, 40)
+	pw.wantPods(t, ps.Namespace, 40, 40)
 }

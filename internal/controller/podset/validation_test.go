@@ -5,10 +5,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -33,21 +31,21 @@ func TestValidation(t *testing.T) {
 		"negative replicas":        {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.Replicas = ptr.To[int32](-1) }, "spec.replicas"},
 		"negative minReadySeconds": {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.MinReadySeconds = -3 }, "spec.minReadySeconds"},
 		"maxUnavailable and maxSurge both zero": {func(ps *deckhandv1alpha1.PodSet) {
-			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(0))
-			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromString("0%"))
+			ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromString("0%"))
 		}, "spec.updateStrategy.maxUnavailable"},
 		"maxUnavailable and maxSurge both 0": {func(ps *deckhandv1alpha1.PodSet) {
-			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromInt32(0))
-			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(0))
+			ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(0))
 		}, "spec.updateStrategy.maxUnavailable"},
 		"malformed percent": {func(ps *deckhandv1alpha1.PodSet) {
-			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromString("ten%"))
+			ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromString("ten%"))
 		}, "spec.updateStrategy.maxSurge"},
 		"maxUnavailable over 100%": {func(ps *deckhandv1alpha1.PodSet) {
-			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromString("150%"))
+			ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("150%"))
 		}, "spec.updateStrategy.maxUnavailable"},
 		"negative maxSurge": {func(ps *deckhandv1alpha1.PodSet) {
-			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromInt32(-1))
+			ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(-1))
 		}, "spec.updateStrategy.maxSurge"},
 		"unknown strategy":       {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Sometimes" }, "spec.updateStrategy.type"},
 		"negative partition":     {func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Partition = ptr.To[int32](-1) }, "spec.updateStrategy.partition"},
@@ -107,8 +105,8 @@ func TestValidation(t *testing.T) {
 	// controller then allows one unavailable pod, as a Deployment does.
 	t.Run("percentages that round to zero accepted", func(t *testing.T) {
 		ps := newPodSet(ns, "rounds-to-zero", 1, func(ps *deckhandv1alpha1.PodSet) {
-			ps.Spec.UpdateStrategy.MaxUnavailable = intOrStr(intstr.FromString("25%"))
-			ps.Spec.UpdateStrategy.MaxSurge = intOrStr(intstr.FromString("0%"))
+			ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromString("25%"))
+			ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromString("0%"))
 		})
 		mustCreate(t, ps)
 	})
@@ -116,8 +114,7 @@ func TestValidation(t *testing.T) {
 	t.Run("selector immutable", func(t *testing.T) {
 		ps := newPodSet(ns, "immutable", 0)
 		mustCreate(t, ps)
-		err := env.Client.Patch(ctxT(t), ps, client.RawPatch(types.MergePatchType,
-			[]byte(`{"spec":{"selector":{"matchLabels":{"tier":"test"}}}}`)))
+		err := tryMergePatch(t, ps, `{"spec":{"selector":{"matchLabels":{"tier":"test"}}}}`)
 		if err == nil || !strings.Contains(err.Error(), "spec.selector") {
 			t.Fatalf("changing the selector: err = %v, want an error naming spec.selector", err)
 		}
