@@ -92,9 +92,9 @@ func startEnv(ctx context.Context, cfg *config, name string, opts localcluster.O
 	return e, nil
 }
 
-// startManager starts a new manager process (stopping a running one first)
-// and returns the time the process was started.
-// startManager (re)starts the manager, with extra environment variables.
+// startManager starts a new manager process with the extra environment
+// variables environ (stopping a running one first) and returns the time the
+// process was started.
 func (e *env) startManager(ctx context.Context, environ []string) (time.Time, error) {
 	if e.mgr != nil && !e.mgr.Exited() {
 		e.mgr.Stop()
