@@ -2,11 +2,9 @@ package kubectlplugin
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -63,16 +61,7 @@ func pauseTargetOf(k kind) pauseTarget {
 	}
 }
 
-// mergePatch is a JSON merge patch that sets the field at path to v.
-func mergePatch(path []string, v any) ([]byte, error) {
-	for i := len(path) - 1; i >= 0; i-- {
-		v = map[string]any{path[i]: v}
-	}
-	return json.Marshal(v)
-}
-
-// setPaused sets the pause switch of the object with a JSON merge patch,
-// which touches that one field only, and says what changed.
+// setPaused sets the pause switch of the object and says what changed.
 func (o *options) setPaused(ctx context.Context, k kind, name string, pause bool) error {
 	c, ns, err := o.namespacedClient()
 	if err != nil {
@@ -94,11 +83,7 @@ func (o *options) setPaused(ctx context.Context, k kind, name string, pause bool
 		_, err := fmt.Fprintf(o.streams.Out, "%s/%s already %s\n", k, name, verb)
 		return err
 	}
-	body, err := mergePatch(t.path, pause)
-	if err != nil {
-		return err
-	}
-	if err := c.Patch(ctx, t.obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+	if err := setField(ctx, c, t.obj, t.path, pause); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(o.streams.Out, "%s/%s %s\n", k, name, verb)

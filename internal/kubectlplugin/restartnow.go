@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -37,18 +36,8 @@ annotation to the same token.`,
 			if ignoreWindows {
 				ann[deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation] = token
 			}
-			body, err := mergePatch([]string{"metadata", "annotations"}, ann)
-			if err != nil {
-				return err
-			}
-			rs := &deckhandv1alpha1.RestartSchedule{}
-			rs.Namespace, rs.Name = ns, args[0]
-			// Get first: a merge patch of a missing object fails with a
-			// less helpful message than the NotFound of a get.
-			if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(rs), rs); err != nil {
-				return err
-			}
-			if err := c.Patch(cmd.Context(), rs, client.RawPatch(types.MergePatchType, body)); err != nil {
+			path := []string{"metadata", "annotations"}
+			if err := getAndSetField(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: args[0]}, &deckhandv1alpha1.RestartSchedule{}, path, ann); err != nil {
 				return err
 			}
 			override := ""

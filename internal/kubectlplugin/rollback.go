@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -39,17 +38,8 @@ PodSet's ControllerRevisions:
 			if toRevision > 0 {
 				target = strconv.FormatInt(toRevision, 10)
 			}
-			body, err := mergePatch([]string{"metadata", "annotations", deckhandv1alpha1.PodSetRollbackToAnnotation}, target)
-			if err != nil {
-				return err
-			}
-			ps := &deckhandv1alpha1.PodSet{}
-			// Get first: a merge patch of a missing object fails with a
-			// less helpful message than the NotFound of a get.
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[1]}, ps); err != nil {
-				return err
-			}
-			if err := c.Patch(cmd.Context(), ps, client.RawPatch(types.MergePatchType, body)); err != nil {
+			path := []string{"metadata", "annotations", deckhandv1alpha1.PodSetRollbackToAnnotation}
+			if err := getAndSetField(cmd.Context(), c, client.ObjectKey{Namespace: ns, Name: args[1]}, &deckhandv1alpha1.PodSet{}, path, target); err != nil {
 				return err
 			}
 			what := "the previous revision"
