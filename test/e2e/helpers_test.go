@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -54,4 +55,43 @@ func createObservedSidecarSet(t *testing.T, ss *deckhandv1alpha1.SidecarSet) {
 		err := suite.client.Get(ctx, client.ObjectKeyFromObject(ss), ss)
 		return err == nil && ss.Status.ObservedGeneration == ss.Generation, err
 	}, "SidecarSet %s is observed by the manager", ss.Name)
+}
+
+// sidecarSetFor is the SidecarSet, named ns, that injects sidecar into the
+// pods of ns labelled labels.
+func sidecarSetFor(ns string, labels map[string]string, sidecar deckhandv1alpha1.SidecarContainer) *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Selector:   &metav1.LabelSelector{MatchLabels: labels},
+			Namespace:  ns,
+			Containers: []deckhandv1alpha1.SidecarContainer{sidecar},
+		},
+	}
+}
+
+// waitReadyPods waits until ns has n live pods labelled labels, all of
+// them Ready, and returns them.
+func waitReadyPods(t *testing.T, ns string, n int32, labels map[string]string) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
+			return false, err
+		}
+		return int32(len(pods)) == n && countReady(pods) == n, nil
+	}, "the %d pods labelled %v are Ready (have %d)", n, labels, len(pods))
+	return pods
+}
+
+// countReady is how many of pods are Ready.
+func countReady(pods []corev1.Pod) int32 {
+	ready := int32(0)
+	for i := range pods {
+		if podutil.IsPodReady(&pods[i]) {
+			ready++
+		}
+	}
+	return ready
 }

@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -32,33 +31,13 @@ import (
 func TestSidecarSetInjectsIntoDeploymentPods(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "with-sidecar-" + ns}
-	ss := &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Selector:  &metav1.LabelSelector{MatchLabels: labels},
-			Namespace: ns,
-			Containers: []deckhandv1alpha1.SidecarContainer{{
-				Container: corev1.Container{Name: "log-shipper", Image: "registry.example/log-shipper:1"},
-			}},
-		},
-	}
+	ss := sidecarSetFor(ns, labels, deckhandv1alpha1.SidecarContainer{
+		Container: corev1.Container{Name: "log-shipper", Image: "registry.example/log-shipper:1"},
+	})
 	createObservedSidecarSet(t, ss)
 
 	create(t, testutil.Deployment(ns, "app", 2, labels, pauseContainer))
-	var pods []corev1.Pod
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range pods {
-			if podutil.IsPodReady(&pods[i]) {
-				ready++
-			}
-		}
-		return len(pods) == 2 && ready == 2, nil
-	}, "the Deployment's 2 pods are Ready (have %d)", len(pods))
+	pods := waitReadyPods(t, ns, 2, labels)
 	for _, p := range pods {
 		names := []string{}
 		for _, c := range p.Spec.Containers {
@@ -96,13 +75,7 @@ func TestPodSetScalesUpAndDown(t *testing.T) {
 			if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
 				return false, err
 			}
-			ready := int32(0)
-			for i := range pods {
-				if podutil.IsPodReady(&pods[i]) {
-					ready++
-				}
-			}
-			return int32(len(pods)) == n && ready == n && ps.Status.ReadyReplicas == n && ps.Status.Replicas == n &&
+			return int32(len(pods)) == n && countReady(pods) == n && ps.Status.ReadyReplicas == n && ps.Status.Replicas == n &&
 				ps.Status.ObservedGeneration == ps.Generation, nil
 		}, "PodSet %s/web has %d Ready pods and says so (pods %d, status %+v)", ns, n, len(pods), ps.Status)
 	}

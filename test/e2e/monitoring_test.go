@@ -118,14 +118,7 @@ func TestMonitoringBundleReadsExportedMetrics(t *testing.T) {
 	ctx := tctx(t)
 	ns := namespace(t)
 	labels := map[string]string{"app": "monitored"}
-	ss := &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Selector:   &metav1.LabelSelector{MatchLabels: labels},
-			Namespace:  ns,
-			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "metrics-agent", Image: "registry.example/agent:1"}}},
-		},
-	}
+	ss := sidecarSetFor(ns, labels, deckhandv1alpha1.SidecarContainer{Container: corev1.Container{Name: "metrics-agent", Image: "registry.example/agent:1"}})
 	createObservedSidecarSet(t, ss)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "monitored", Namespace: ns, Labels: labels},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{pauseContainer}}}

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -71,21 +70,7 @@ func readyDeployment(t *testing.T, ns string, n int32, labels map[string]string)
 	dep := testutil.Deployment(ns, "app", n, labels, pauseContainer)
 	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](0)
 	create(t, dep)
-	var pods []corev1.Pod
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range pods {
-			if podutil.IsPodReady(&pods[i]) {
-				ready++
-			}
-		}
-		return len(pods) == int(n) && ready == int(n), nil
-	}, "the Deployment's %d pods are Ready (have %d)", n, len(pods))
-	return pods
+	return waitReadyPods(t, ns, n, labels)
 }
 
 // TestSidecarSetRolloutStopsAtMaxUnavailable rolls a SidecarSet's sidecar
@@ -100,19 +85,8 @@ func TestSidecarSetRolloutStopsAtMaxUnavailable(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "stuck-" + ns}
 	good, bad := "registry.example/log-shipper:1", localcluster.UnpullableImage("log-shipper:2")
-	ss := &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Selector:  &metav1.LabelSelector{MatchLabels: labels},
-			Namespace: ns,
-			Containers: []deckhandv1alpha1.SidecarContainer{{
-				Container: corev1.Container{Name: "log-shipper", Image: good},
-			}},
-			UpdateStrategy: deckhandv1alpha1.SidecarSetUpdateStrategy{
-				MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
-			},
-		},
-	}
+	ss := sidecarSetFor(ns, labels, deckhandv1alpha1.SidecarContainer{Container: corev1.Container{Name: "log-shipper", Image: good}})
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(maxUnavailable))
 	createObservedSidecarSet(t, ss)
 	readyDeployment(t, ns, pods, labels)
 
@@ -234,28 +208,21 @@ func TestHotUpgradeSwitchesOnlyOnceReady(t *testing.T) {
 	ns := namespace(t)
 	labels := map[string]string{"app": "hot-" + ns}
 	oldImage, newImage, emptyImage := "registry.example/proxy:1", "registry.example/proxy:2", "registry.example/proxy-empty:1"
-	ss := &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Selector:  &metav1.LabelSelector{MatchLabels: labels},
-			Namespace: ns,
-			Containers: []deckhandv1alpha1.SidecarContainer{{
-				Container: corev1.Container{
-					Name:  "proxy",
-					Image: oldImage,
-					ReadinessProbe: &corev1.Probe{
-						ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(15000)}},
-						InitialDelaySeconds: hotProbeDelay,
-					},
-					Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/migrate"}}}},
-				},
-				UpgradeStrategy: &deckhandv1alpha1.SidecarContainerUpgradeStrategy{
-					UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: emptyImage,
-				},
-			}},
-			UpdateStrategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: ptr.To(intstr.FromInt32(pods))},
+	ss := sidecarSetFor(ns, labels, deckhandv1alpha1.SidecarContainer{
+		Container: corev1.Container{
+			Name:  "proxy",
+			Image: oldImage,
+			ReadinessProbe: &corev1.Probe{
+				ProbeHandler:        corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(15000)}},
+				InitialDelaySeconds: hotProbeDelay,
+			},
+			Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/migrate"}}}},
 		},
-	}
+		UpgradeStrategy: &deckhandv1alpha1.SidecarContainerUpgradeStrategy{
+			UpgradeType: deckhandv1alpha1.HotUpgrade, HotUpgradeEmptyImage: emptyImage,
+		},
+	})
+	ss.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(pods))
 	createObservedSidecarSet(t, ss)
 	readyDeployment(t, ns, pods, labels)
 	first, second := sidecarcontrol.HotUpgradeSlots("proxy")
