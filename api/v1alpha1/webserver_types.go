@@ -111,6 +111,26 @@ type WebServerSpec struct {
 	// Port every 10 seconds.
 	// +optional
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+
+	// SecurityContext replaces the web server container's default security
+	// context, which meets the restricted Pod Security Standard: run as a
+	// non-root user, no privilege escalation, every capability dropped, a
+	// read-only root filesystem (a writable emptyDir is mounted at /tmp).
+	// Set it for an image that must run as root or write to its root
+	// filesystem; what it leaves unset is unset, not defaulted.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
+	// PodSecurityContext replaces the pod's default security context:
+	// runAsNonRoot and the RuntimeDefault seccomp profile.
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// AutomountServiceAccountToken mounts the pod's ServiceAccount token. A
+	// web server rarely calls the Kubernetes API, so it is not mounted unless
+	// this is true.
+	// +optional
+	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
 }
 
 // WebServerStatus is the observed state of a WebServer.
@@ -158,7 +178,7 @@ type WebServerStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
-// +kubebuilder:resource:scope=Namespaced,shortName=ws;web,categories=deckhand
+// +kubebuilder:resource:scope=Namespaced,shortName=ws;web;mws;myweb,categories=deckhand
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
 // +kubebuilder:printcolumn:name="Ready-Pods",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.url`

@@ -94,6 +94,27 @@ func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentAppl
 			WithPeriodSeconds(10))
 	}
 
+	sc, err := containerSecurity(ws)
+	if err != nil {
+		return nil, err
+	}
+	container.WithSecurityContext(sc)
+	readOnlyRoot := sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
+	if readOnlyRoot {
+		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"))
+	}
+	// NOTE: WithContainers copies the container: it is complete by now.
+	podSpec := corev1ac.PodSpec().WithContainers(container).
+		WithAutomountServiceAccountToken(ws.Spec.AutomountServiceAccountToken != nil && *ws.Spec.AutomountServiceAccountToken)
+	if readOnlyRoot {
+		podSpec.WithVolumes(corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+	}
+	psc, err := podSecurity(ws)
+	if err != nil {
+		return nil, err
+	}
+	podSpec.WithSecurityContext(psc)
+
 	podLabels := maps.Clone(ws.Spec.PodLabels)
 	if podLabels == nil {
 		podLabels = map[string]string{}
@@ -101,7 +122,7 @@ func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentAppl
 	maps.Copy(podLabels, objectLabels(ws.Name)) // ours win; the CRD forbids overriding them anyway
 	template := corev1ac.PodTemplateSpec().
 		WithLabels(podLabels).
-		WithSpec(corev1ac.PodSpec().WithContainers(container))
+		WithSpec(podSpec)
 	if len(ws.Spec.PodAnnotations) > 0 {
 		template.WithAnnotations(ws.Spec.PodAnnotations)
 	}
@@ -126,6 +147,43 @@ func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentAppl
 	}
 	d.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAppliedHashAnnotation: h})
 	return d, nil
+}
+
+// tmpVolume is the writable emptyDir mounted at /tmp when the root
+// filesystem is read-only: web servers write temporary files and caches.
+const tmpVolume = "tmp"
+
+// containerSecurity is spec.securityContext, or by default a context the
+// restricted Pod Security Standard admits: non-root, no privilege
+// escalation, no capability, a read-only root filesystem.
+func containerSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.SecurityContextApplyConfiguration, error) {
+	if ws.Spec.SecurityContext != nil {
+		sc := &corev1ac.SecurityContextApplyConfiguration{}
+		if err := convert(ws.Spec.SecurityContext, sc); err != nil {
+			return nil, fmt.Errorf("spec.securityContext: %w", err)
+		}
+		return sc, nil
+	}
+	return corev1ac.SecurityContext().
+		WithRunAsNonRoot(true).
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")), nil
+}
+
+// podSecurity is spec.podSecurityContext, or by default runAsNonRoot and
+// the RuntimeDefault seccomp profile.
+func podSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.PodSecurityContextApplyConfiguration, error) {
+	if ws.Spec.PodSecurityContext != nil {
+		psc := &corev1ac.PodSecurityContextApplyConfiguration{}
+		if err := convert(ws.Spec.PodSecurityContext, psc); err != nil {
+			return nil, fmt.Errorf("spec.podSecurityContext: %w", err)
+		}
+		return psc, nil
+	}
+	return corev1ac.PodSecurityContext().
+		WithRunAsNonRoot(true).
+		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)), nil
 }
 
 // desiredService is the Service configuration Deckhand applies. It never sets
