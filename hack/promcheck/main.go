@@ -67,7 +67,7 @@ func check(rulesPath, dashboardPath string) (*result, error) {
 				names[vs.Name] = true
 			}
 			for _, m := range vs.LabelMatchers {
-				if m.Name == labels.MetricName && m.Type == labels.MatchRegexp {
+				if m.Name == model.MetricNameLabel && m.Type == labels.MatchRegexp {
 					patterns[m.Value] = true
 				}
 			}
