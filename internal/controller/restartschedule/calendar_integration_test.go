@@ -7,18 +7,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
-
-const runNowAnn = deckhandv1alpha1.RestartScheduleRunNowAnnotation
 
 // TestIntegrationBlackoutDate: slots on a blackout date are recorded as
 // Skipped and restart nothing, the status points at the first slot after
@@ -27,8 +21,7 @@ const runNowAnn = deckhandv1alpha1.RestartScheduleRunNowAnnotation
 func TestIntegrationBlackoutDate(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "web", 1, nil, nil))
-	waitRolledOut(t, ns, "web")
+	createRolledOut(t, newDeployment(ns, "web", 1, nil, nil))
 	// Yesterday to tomorrow: a test running across midnight stays inside.
 	now := testClock.Now().UTC()
 	blackout := now.AddDate(0, 0, -1).Format(time.DateOnly) + "/" + now.AddDate(0, 0, 1).Format(time.DateOnly)
@@ -47,11 +40,11 @@ func TestIntegrationBlackoutDate(t *testing.T) {
 		t.Fatalf("nextRunTime %v, want the first slot after the blackout (%s)", rs.Status.NextRunTime, after)
 	}
 
-	patchRS(t, ns, "frozen", `{"metadata":{"annotations":{"`+runNowAnn+`":"plain"}}}`)
+	runNow(t, ns, "frozen", "plain")
 	waitHistory(t, ns, "frozen", "the plain run-now refused", func(h deckhandv1alpha1.RestartRecord) bool {
 		return h.Trigger == deckhandv1alpha1.RestartTriggerRunNow && h.Result == deckhandv1alpha1.RestartSkipped && strings.Contains(h.Message, "blackout")
 	})
-	patchRS(t, ns, "frozen", `{"metadata":{"annotations":{"`+runNowAnn+`":"hotfix","`+deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation+`":"hotfix"}}}`)
+	patchRS(t, ns, "frozen", `{"metadata":{"annotations":{"`+deckhandv1alpha1.RestartScheduleRunNowAnnotation+`":"hotfix","`+deckhandv1alpha1.RestartScheduleRunNowIgnoreWindowsAnnotation+`":"hotfix"}}}`)
 	waitHistory(t, ns, "frozen", "the overridden run-now Succeeded", func(h deckhandv1alpha1.RestartRecord) bool {
 		return h.Trigger == deckhandv1alpha1.RestartTriggerRunNow && h.Result == deckhandv1alpha1.RestartSucceeded
 	})
@@ -73,8 +66,7 @@ func TestIntegrationBlackoutDate(t *testing.T) {
 func TestIntegrationWindowDefer(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "web", 1, nil, nil))
-	waitRolledOut(t, ns, "web")
+	createRolledOut(t, newDeployment(ns, "web", 1, nil, nil))
 	open := testClock.Now().UTC().Add(10 * time.Minute).Truncate(time.Minute)
 	window := deckhandv1alpha1.RestartWindow{Start: open.Format("15:04"), End: open.Add(30 * time.Minute).Format("15:04")}
 	create(t, &deckhandv1alpha1.RestartSchedule{
@@ -82,13 +74,9 @@ func TestIntegrationWindowDefer(t *testing.T) {
 		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 2s", Target: targetRef("web"),
 			Windows: []deckhandv1alpha1.RestartWindow{window}, OutsideWindowPolicy: deckhandv1alpha1.RestartOutsideWindowDefer},
 	})
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "later")
-		if err != nil {
-			return false, err
-		}
-		return rs.Status.NextRunTime != nil && rs.Status.NextRunTime.Time.Equal(open), nil
-	}, "nextRunTime is the window opening %s", open)
+	waitRS(t, ns, "later", 30*time.Second, "nextRunTime is the window opening "+open.String(), func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Status.NextRunTime != nil && rs.Status.NextRunTime.Time.Equal(open)
+	})
 	consistently(t, 5*time.Second, func(ctx context.Context) error {
 		rs, err := getRS(ctx, ns, "later")
 		if err != nil {
@@ -119,15 +107,14 @@ func TestIntegrationFailurePolicyStop(t *testing.T) {
 	broken := newDeployment(ns, "a-broken", 1, labels, nil)
 	broken.Spec.Template.Spec.NodeSelector = map[string]string{"no-such-node": "true"}
 	create(t, broken)
-	create(t, newDeployment(ns, "b-healthy", 1, labels, nil))
-	waitRolledOut(t, ns, "b-healthy")
+	createRolledOut(t, newDeployment(ns, "b-healthy", 1, labels, nil))
 	create(t, &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chain"},
 		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 0 1 1 *", FailurePolicy: deckhandv1alpha1.RestartFailureStop,
 			Target:         deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: labels}},
 			RolloutTimeout: &metav1.Duration{Duration: 3 * time.Second}},
 	})
-	patchRS(t, ns, "chain", `{"metadata":{"annotations":{"`+runNowAnn+`":"go"}}}`)
+	runNow(t, ns, "chain", "go")
 	rs := waitHistory(t, ns, "chain", "Deployment/b-healthy skipped by the stop", func(h deckhandv1alpha1.RestartRecord) bool {
 		return h.Workload == "Deployment/b-healthy" && h.Result == deckhandv1alpha1.RestartSkipped
 	})
@@ -145,18 +132,7 @@ func TestIntegrationFailurePolicyStop(t *testing.T) {
 	if r := meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.ReadyCondition); r == nil || r.Reason != restartschedule.ReasonRunStopped {
 		t.Fatalf("Ready %+v", r)
 	}
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var evs corev1.EventList
-		if err := env.Client.List(ctx, &evs); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Namespace == ns && e.Reason == restartschedule.ReasonRunStopped && e.Type == corev1.EventTypeWarning {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "a RunStopped Warning Event")
+	waitWarningEvent(t, ns, "chain", restartschedule.ReasonRunStopped)
 }
 
 // TestIntegrationJitter: with jitter, each workload is restarted no earlier
@@ -165,86 +141,23 @@ func TestIntegrationJitter(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	labels := map[string]string{"tier": "spread"}
-	names := []string{"a", "b", "c"}
-	for _, n := range names {
-		create(t, newDeployment(ns, n, 1, labels, nil))
-	}
-	for _, n := range names {
-		waitRolledOut(t, ns, n)
-	}
+	createRolledOut(t, newDeployment(ns, "a", 1, labels, nil), newDeployment(ns, "b", 1, labels, nil), newDeployment(ns, "c", 1, labels, nil))
 	const bound = 6 * time.Second
 	create(t, &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "spread"},
 		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 0 1 1 *", MaxConcurrent: 3, Jitter: &metav1.Duration{Duration: bound},
 			Target: deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: labels}}},
 	})
-	patchRS(t, ns, "spread", `{"metadata":{"annotations":{"`+runNowAnn+`":"go"}}}`)
-	var rs *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if rs, err = getRS(ctx, ns, "spread"); err != nil {
-			return false, err
-		}
+	runNow(t, ns, "spread", "go")
+	rs := waitRS(t, ns, "spread", 90*time.Second, "every workload restarted", func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		ok, _ := runNowRecords(rs)
-		return ok == len(names), nil
-	}, "every workload restarted")
+		return ok == 3
+	})
 	for _, h := range rs.Status.History {
 		delay := restartschedule.JitterDelay(rs.UID, h.Workload, h.ScheduledTime.Time, bound)
 		// startTime is stored to the second.
 		if earliest := h.ScheduledTime.Add(delay).Truncate(time.Second); h.StartTime == nil || h.StartTime.Time.Before(earliest) {
 			t.Errorf("%s restarted at %v, before its jitter delay %s after %s", h.Workload, h.StartTime, delay, h.ScheduledTime.UTC().Format(time.RFC3339))
-		}
-	}
-}
-
-// TestIntegrationPodSetTarget: a PodSet is restarted through its pod
-// template like a Deployment, its rollout is followed through the PodSet's
-// status, and every pod is replaced.
-func TestIntegrationPodSetTarget(t *testing.T) {
-	needEnv(t)
-	ns := env.Namespace(t)
-	sel := map[string]string{"app": "cache"}
-	create(t, &deckhandv1alpha1.PodSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/cache:1"}}}}},
-	})
-	var before map[string]bool
-	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
-		ps := &deckhandv1alpha1.PodSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cache"}, ps); err != nil {
-			return false, err
-		}
-		return ps.Status.ObservedGeneration == ps.Generation && ps.Status.AvailableReplicas == 2, nil
-	}, "the PodSet runs 2 available pods")
-	before = podNames(t, ns, "cache")
-	create(t, &deckhandv1alpha1.RestartSchedule{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
-		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 0 1 1 *",
-			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "PodSet", Name: "cache"}}},
-	})
-	patchRS(t, ns, "cache", `{"metadata":{"annotations":{"`+runNowAnn+`":"go"}}}`)
-	rs := waitHistory(t, ns, "cache", "a Succeeded PodSet restart", func(h deckhandv1alpha1.RestartRecord) bool {
-		return h.Workload == "PodSet/cache" && h.Result == deckhandv1alpha1.RestartSucceeded
-	})
-	if !strings.Contains(rs.Status.History[0].Message, "PodSet rolled out") {
-		t.Fatalf("history %+v", rs.Status.History[0])
-	}
-	ps := &deckhandv1alpha1.PodSet{}
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "cache"}, ps); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := ps.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation], rs.Status.History[0].ScheduledTime.UTC().Format(time.RFC3339); got != want {
-		t.Fatalf("PodSet restarted-at %q, want %q", got, want)
-	}
-	after := podNames(t, ns, "cache")
-	if len(after) != 2 {
-		t.Fatalf("pods after the restart: %v", after)
-	}
-	for p := range after {
-		if before[p] {
-			t.Errorf("pod %s was not replaced by the restart", p)
 		}
 	}
 }

@@ -37,12 +37,7 @@ func TestIntegrationAnnotationLifecycle(t *testing.T) {
 	// No annotation: never touched.
 	create(t, newDeployment(ns, "plain", 1, nil, map[string]string{"unrelated": "x"}))
 
-	var gen *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		gen, err = getRS(ctx, ns, "cron-deployment")
-		return err == nil, client.IgnoreNotFound(err)
-	}, "a RestartSchedule is generated for the annotated Deployment")
+	gen := waitGenerated(t, ns, "cron-deployment")
 	dep := getDeploy(t, ns, "cron")
 	if gen.Spec.Schedule != "30 2 * * *" || gen.Spec.TimeZone != "Europe/Paris" {
 		t.Fatalf("generated spec %+v", gen.Spec)
@@ -53,12 +48,9 @@ func TestIntegrationAnnotationLifecycle(t *testing.T) {
 	if r := gen.Spec.Target.TargetRef; r == nil || r.Kind != "Deployment" || r.Name != "cron" {
 		t.Fatalf("target %+v", gen.Spec.Target)
 	}
-	var def *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		def, err = getRS(ctx, ns, "default-deployment")
-		return err == nil && def.Spec.Schedule == testDefaultSchedule, client.IgnoreNotFound(err)
-	}, `the "true" annotation generates a RestartSchedule with the default schedule`)
+	def := waitRS(t, ns, "default-deployment", 30*time.Second, `the "true" annotation generates it with the default schedule`, func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Spec.Schedule == testDefaultSchedule
+	})
 
 	// User edits: a field the annotation does not set (historyLimit) on the
 	// cron one, and the schedule of the "true" one.
@@ -68,10 +60,9 @@ func TestIntegrationAnnotationLifecycle(t *testing.T) {
 	// Changing the annotation updates the generated object and keeps the
 	// user's edit.
 	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 5 * * 1-5"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "cron-deployment")
-		return err == nil && rs.Spec.Schedule == "0 5 * * 1-5" && rs.Spec.HistoryLimit == 3 && rs.Spec.TimeZone == "Europe/Paris", err
-	}, "the annotation change reaches spec.schedule and the user's historyLimit is kept")
+	waitRS(t, ns, "cron-deployment", 30*time.Second, "the annotation change reaches spec.schedule and the user's historyLimit is kept", func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Spec.Schedule == "0 5 * * 1-5" && rs.Spec.HistoryLimit == 3 && rs.Spec.TimeZone == "Europe/Paris"
+	})
 	// A change of the "true" workload's annotations does not take the
 	// schedule back from the user.
 	patchDeploy(t, ns, "default", `{"metadata":{"annotations":{"touched":"1"}}}`)
@@ -96,10 +87,9 @@ func TestIntegrationAnnotationLifecycle(t *testing.T) {
 		return nil
 	})
 	patchDeploy(t, ns, "default", fmt.Sprintf(`{"metadata":{"annotations":{%q:"0 6 * * *"}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "default-deployment")
-		return err == nil && rs.Spec.Schedule == "0 6 * * *", client.IgnoreNotFound(err)
-	}, "a new annotation value generates the object again")
+	waitRS(t, ns, "default-deployment", 30*time.Second, "a new annotation value generates the object again", func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Spec.Schedule == "0 6 * * *"
+	})
 
 	// Removing the annotation deletes the generated object.
 	patchDeploy(t, ns, "cron", fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, deckhandv1alpha1.RestartScheduleAnnotation))
@@ -158,13 +148,7 @@ func stsRestartedAt(t *testing.T, ns, name string) string {
 
 func waitGenerated(t *testing.T, ns, name string) *deckhandv1alpha1.RestartSchedule {
 	t.Helper()
-	var rs *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		rs, err = getRS(ctx, ns, name)
-		return err == nil, client.IgnoreNotFound(err)
-	}, "RestartSchedule %s/%s is generated", ns, name)
-	return rs
+	return waitRS(t, ns, name, 30*time.Second, "is generated", func(*deckhandv1alpha1.RestartSchedule) bool { return true })
 }
 
 // A Deployment and a StatefulSet with the same name, both annotated, each
@@ -202,11 +186,9 @@ func TestIntegrationGeneratedNamesDoNotCollideAcrossKinds(t *testing.T) {
 
 	// Swap: the Deployment's schedule stops firing, the StatefulSet's fires.
 	patchDeploy(t, ns, "web", fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, deckhandv1alpha1.RestartScheduleAnnotation, never))
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "web-deployment")
-		return err == nil && rs.Spec.Schedule == never && rs.Status.ObservedGeneration == rs.Generation &&
-			len(rs.Status.Active)+len(rs.Status.Pending) == 0, err
-	}, "the Deployment's schedule no longer fires and its last run is over")
+	waitRS(t, ns, "web-deployment", 30*time.Second, "the Deployment's schedule no longer fires and its last run is over", func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Spec.Schedule == never && rs.Status.ObservedGeneration == rs.Generation && len(rs.Status.Active)+len(rs.Status.Pending) == 0
+	})
 	depSlot := getDeploy(t, ns, "web").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	if err := env.Client.Patch(ctx(t), sts, client.RawPatch(types.MergePatchType,
@@ -525,19 +507,15 @@ func TestIntegrationSelectorRestartsOneAfterAnother(t *testing.T) {
 func TestIntegrationMissedSlotRunsOnceAfterManagerRestart(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "web", 2, nil, nil))
-	waitRolledOut(t, ns, "web")
+	createRolledOut(t, newDeployment(ns, "web", 2, nil, nil))
 	const period = 10 * time.Second
 	create(t, &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
 		Spec:       deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 10s", Target: targetRef("web"), HistoryLimit: 50},
 	})
-	var rs *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		rs, err = getRS(ctx, ns, "s")
-		return err == nil && rs.Status.NextScheduleTime != nil, err
-	}, "the schedule has a next time")
+	rs := waitRS(t, ns, "s", 30*time.Second, "the schedule has a next time", func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Status.NextScheduleTime != nil
+	})
 	env.StopManager()
 	restarted := false
 	t.Cleanup(func() {
@@ -712,5 +690,57 @@ func TestIntegrationStatefulSetAndDaemonSet(t *testing.T) {
 	}
 	if sts.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" {
 		t.Fatalf("StatefulSet template not restarted: %v", sts.Spec.Template.Annotations)
+	}
+}
+
+// TestIntegrationPodSetTarget: a PodSet is restarted through its pod
+// template like a Deployment, its rollout is followed through the PodSet's
+// status, and every pod is replaced.
+func TestIntegrationPodSetTarget(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	sel := map[string]string{"app": "cache"}
+	create(t, &deckhandv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To[int32](2), Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/cache:1"}}}}},
+	})
+	var before map[string]bool
+	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
+		ps := &deckhandv1alpha1.PodSet{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "cache"}, ps); err != nil {
+			return false, err
+		}
+		return ps.Status.ObservedGeneration == ps.Generation && ps.Status.AvailableReplicas == 2, nil
+	}, "the PodSet runs 2 available pods")
+	before = podNames(t, ns, "cache")
+	create(t, &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cache"},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 0 1 1 *",
+			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "PodSet", Name: "cache"}}},
+	})
+	runNow(t, ns, "cache", "go")
+	rs := waitHistory(t, ns, "cache", "a Succeeded PodSet restart", func(h deckhandv1alpha1.RestartRecord) bool {
+		return h.Workload == "PodSet/cache" && h.Result == deckhandv1alpha1.RestartSucceeded
+	})
+	if !strings.Contains(rs.Status.History[0].Message, "PodSet rolled out") {
+		t.Fatalf("history %+v", rs.Status.History[0])
+	}
+	ps := &deckhandv1alpha1.PodSet{}
+	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "cache"}, ps); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ps.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation], rs.Status.History[0].ScheduledTime.UTC().Format(time.RFC3339); got != want {
+		t.Fatalf("PodSet restarted-at %q, want %q", got, want)
+	}
+	after := podNames(t, ns, "cache")
+	if len(after) != 2 {
+		t.Fatalf("pods after the restart: %v", after)
+	}
+	for p := range after {
+		if before[p] {
+			t.Errorf("pod %s was not replaced by the restart", p)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package restartschedule_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // rolloutDone is the controller's `kubectl rollout status` rule for a
@@ -33,15 +31,14 @@ func TestIntegrationMaxConcurrentTwo(t *testing.T) {
 	ns := env.Namespace(t)
 	labels := map[string]string{"tier": "pool"}
 	names := []string{"a", "b", "c"}
+	var ds []*appsv1.Deployment
 	for _, n := range names {
 		d := newDeployment(ns, n, 2, labels, nil)
 		// Rollouts that last a few seconds, so that they overlap.
 		d.Spec.MinReadySeconds = 2
-		create(t, d)
+		ds = append(ds, d)
 	}
-	for _, n := range names {
-		waitRolledOut(t, ns, n)
-	}
+	createRolledOut(t, ds...)
 
 	w, err := watchDeployments(ctx(t), ns)
 	if err != nil {
@@ -103,13 +100,8 @@ func TestIntegrationMaxConcurrentTwo(t *testing.T) {
 	})
 
 	// The first run ends when all three have a result for its slot.
-	var rs *deckhandv1alpha1.RestartSchedule
 	var first metav1.Time
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if rs, err = getRS(ctx, ns, "pool"); err != nil {
-			return false, err
-		}
+	rs := waitRS(t, ns, "pool", 90*time.Second, "each of the 3 Deployments has a result in the first run", func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		var earliest *metav1.Time
 		for _, h := range rs.Status.History {
 			if h.Workload != "" && (earliest == nil || h.ScheduledTime.Before(earliest)) {
@@ -117,7 +109,7 @@ func TestIntegrationMaxConcurrentTwo(t *testing.T) {
 			}
 		}
 		if earliest == nil {
-			return false, nil
+			return false
 		}
 		first = *earliest
 		n := 0
@@ -126,8 +118,8 @@ func TestIntegrationMaxConcurrentTwo(t *testing.T) {
 				n++
 			}
 		}
-		return n == 3, nil
-	}, "each of the 3 Deployments has a result in the first run")
+		return n == 3
+	})
 	w.Stop()
 	r := <-done
 

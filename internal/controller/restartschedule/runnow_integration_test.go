@@ -1,14 +1,12 @@
 package restartschedule_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // runNowRecords counts the Succeeded and Skipped run-now entries of the
@@ -35,15 +33,14 @@ func runNowRecords(rs *deckhandv1alpha1.RestartSchedule) (succeeded, skipped int
 func TestIntegrationRunNow(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "web", 1, nil, nil))
-	waitRolledOut(t, ns, "web")
+	createRolledOut(t, newDeployment(ns, "web", 1, nil, nil))
 	create(t, &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "yearly"},
 		// Never due while the test runs.
 		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "0 0 1 1 *", Target: targetRef("web")},
 	})
 
-	patchRS(t, ns, "yearly", `{"metadata":{"annotations":{"`+deckhandv1alpha1.RestartScheduleRunNowAnnotation+`":"t1"}}}`)
+	runNow(t, ns, "yearly", "t1")
 	rs := waitHistory(t, ns, "yearly", "a Succeeded run-now restart", func(h deckhandv1alpha1.RestartRecord) bool {
 		return h.Result == deckhandv1alpha1.RestartSucceeded && h.Trigger == deckhandv1alpha1.RestartTriggerRunNow
 	})
@@ -56,15 +53,11 @@ func TestIntegrationRunNow(t *testing.T) {
 	}
 	waitRolledOut(t, ns, "web")
 
-	patchRS(t, ns, "yearly", `{"metadata":{"annotations":{"`+deckhandv1alpha1.RestartScheduleRunNowAnnotation+`":"t2"}}}`)
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "yearly")
-		if err != nil {
-			return false, err
-		}
+	runNow(t, ns, "yearly", "t2")
+	waitRS(t, ns, "yearly", 90*time.Second, "a second token runs a second time", func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		ok, _ := runNowRecords(rs)
-		return ok == 2, nil
-	}, "a second token runs a second time")
+		return ok == 2
+	})
 
 	patchRS(t, ns, "yearly", `{"spec":{"suspend":true},"metadata":{"annotations":{"`+deckhandv1alpha1.RestartScheduleRunNowAnnotation+`":"t3"}}}`)
 	rs = waitHistory(t, ns, "yearly", "a refused run-now", func(h deckhandv1alpha1.RestartRecord) bool {
@@ -81,8 +74,7 @@ func TestIntegrationRunNow(t *testing.T) {
 func TestIntegrationRunNowOnAnnotatedWorkload(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "api", 1, nil, map[string]string{deckhandv1alpha1.RestartScheduleAnnotation: "0 0 1 1 *"}))
-	waitRolledOut(t, ns, "api")
+	createRolledOut(t, newDeployment(ns, "api", 1, nil, map[string]string{deckhandv1alpha1.RestartScheduleAnnotation: "0 0 1 1 *"}))
 	waitGenerated(t, ns, "api-deployment")
 	patchDeploy(t, ns, "api", `{"metadata":{"annotations":{"`+deckhandv1alpha1.RestartScheduleRunNowAnnotation+`":"w1"}}}`)
 	rs := waitHistory(t, ns, "api-deployment", "a Succeeded run-now restart", func(h deckhandv1alpha1.RestartRecord) bool {

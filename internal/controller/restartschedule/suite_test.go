@@ -10,12 +10,14 @@ import (
 	"context"
 	"flag"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -151,24 +153,69 @@ func targetRef(name string) deckhandv1alpha1.RestartTarget {
 	return deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: name}}
 }
 
-// waitHistory waits until the RestartSchedule's history has an entry that
-// satisfies match, and returns the schedule.
-func waitHistory(t *testing.T, ns, name, what string, match func(deckhandv1alpha1.RestartRecord) bool) *deckhandv1alpha1.RestartSchedule {
+// waitRS waits until the RestartSchedule ns/name exists and satisfies
+// cond, and returns it.
+func waitRS(t *testing.T, ns, name string, timeout time.Duration, what string, cond func(*deckhandv1alpha1.RestartSchedule) bool) *deckhandv1alpha1.RestartSchedule {
 	t.Helper()
 	var rs *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
 		var err error
 		if rs, err = getRS(ctx, ns, name); err != nil {
 			return false, err
 		}
-		for _, h := range rs.Status.History {
-			if match(h) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "RestartSchedule %s/%s records %s", ns, name, what)
+		return cond(rs), nil
+	}, "RestartSchedule %s/%s: %s", ns, name, what)
 	return rs
+}
+
+// waitHistory waits until the RestartSchedule's history has an entry that
+// satisfies match, and returns the schedule.
+func waitHistory(t *testing.T, ns, name, what string, match func(deckhandv1alpha1.RestartRecord) bool) *deckhandv1alpha1.RestartSchedule {
+	t.Helper()
+	return waitRS(t, ns, name, 90*time.Second, "records "+what, func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return slices.ContainsFunc(rs.Status.History, match)
+	})
+}
+
+// createRolledOut creates the Deployments, then waits until each is rolled
+// out and available.
+func createRolledOut(t *testing.T, ds ...*appsv1.Deployment) {
+	t.Helper()
+	for _, d := range ds {
+		create(t, d)
+	}
+	for _, d := range ds {
+		waitRolledOut(t, d.Namespace, d.Name)
+	}
+}
+
+// rolledOutPods creates the Deployment, waits until it is rolled out and
+// returns the names of its pods (newDeployment's app label).
+func rolledOutPods(t *testing.T, d *appsv1.Deployment) map[string]bool {
+	t.Helper()
+	createRolledOut(t, d)
+	return podNames(t, d.Namespace, d.Name)
+}
+
+// runNow sends the RestartSchedule a run-now token.
+func runNow(t *testing.T, ns, name, token string) {
+	t.Helper()
+	patchRS(t, ns, name, `{"metadata":{"annotations":{"`+deckhandv1alpha1.RestartScheduleRunNowAnnotation+`":"`+token+`"}}}`)
+}
+
+// waitWarningEvent waits for a Warning Event of reason about the object
+// called regarding in ns.
+func waitWarningEvent(t *testing.T, ns, regarding, reason string) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
+			return e.Reason == reason && e.Regarding.Name == regarding && e.Type == corev1.EventTypeWarning
+		}), nil
+	}, "a %s Warning Event about %s/%s", reason, ns, regarding)
 }
 
 func patchRS(t *testing.T, ns, name, body string) {

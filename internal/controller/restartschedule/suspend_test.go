@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
@@ -25,10 +23,7 @@ func suspendMidRun(t *testing.T, ns string, startingDeadlineSeconds int64) strin
 	a := newDeployment(ns, "a", 1, labels, nil)
 	// Long enough a rollout to suspend in the middle of it.
 	a.Spec.MinReadySeconds = 4
-	create(t, a)
-	create(t, newDeployment(ns, "b", 1, labels, nil))
-	waitRolledOut(t, ns, "a")
-	waitRolledOut(t, ns, "b")
+	createRolledOut(t, a, newDeployment(ns, "b", 1, labels, nil))
 	create(t, &deckhandv1alpha1.RestartSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s"},
 		Spec: deckhandv1alpha1.RestartScheduleSpec{Schedule: "@every 5s", HistoryLimit: 50, MaxConcurrent: 1,
@@ -44,11 +39,9 @@ func suspendMidRun(t *testing.T, ns string, startingDeadlineSeconds int64) strin
 		return slot != "", nil
 	}, "the first run restarts Deployment a")
 	patchRS(t, ns, "s", `{"spec":{"suspend":true}}`)
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "s")
-		return err == nil && rs.Status.ObservedGeneration == rs.Generation &&
-			meta.IsStatusConditionTrue(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleSuspendedCondition), err
-	}, "the controller observes the suspension")
+	waitRS(t, ns, "s", 30*time.Second, "the controller observes the suspension", func(rs *deckhandv1alpha1.RestartSchedule) bool {
+		return rs.Status.ObservedGeneration == rs.Generation && meta.IsStatusConditionTrue(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleSuspendedCondition)
+	})
 	if v := getDeploy(t, ns, "b").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; v != "" {
 		t.Fatalf("precondition: Deployment b was restarted (%q) before the suspension took effect", v)
 	}
@@ -134,16 +127,6 @@ func TestIntegrationSuspendMidRunResumedPastDeadlineIsNotContinued(t *testing.T)
 	if v := getDeploy(t, ns, "b").Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; v == slot {
 		t.Fatalf("Deployment b was restarted for the abandoned run scheduled at %s", slot)
 	}
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var evs eventsv1.EventList
-		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == "MissSchedule" && e.Regarding.Name == "s" && e.Type == "Warning" {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "a MissSchedule Warning Event tells that the run was not continued")
+	// A MissSchedule Warning Event tells that the run was not continued.
+	waitWarningEvent(t, ns, "s", "MissSchedule")
 }

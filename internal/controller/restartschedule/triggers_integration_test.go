@@ -41,23 +41,17 @@ func podAgeSchedule(ns, name, target string, maxAge, minPodAge time.Duration) *d
 // satisfy match.
 func waitCandidates(t *testing.T, ns, name string, n int, what string, match func(deckhandv1alpha1.RestartCandidate) bool) *deckhandv1alpha1.RestartSchedule {
 	t.Helper()
-	var rs *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if rs, err = getRS(ctx, ns, name); err != nil {
-			return false, err
-		}
+	return waitRS(t, ns, name, 90*time.Second, fmt.Sprintf("lists %d candidates %s", n, what), func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		if len(rs.Status.Candidates) != n || rs.Status.CandidateCount != int32(n) {
-			return false, nil
+			return false
 		}
 		for _, c := range rs.Status.Candidates {
 			if !match(c) {
-				return false, nil
+				return false
 			}
 		}
-		return true, nil
-	}, "RestartSchedule %s/%s lists %d candidates %s", ns, name, n, what)
-	return rs
+		return true
+	})
 }
 
 // A podAge trigger replaces pods through the Eviction API: while a
@@ -70,9 +64,7 @@ func TestIntegrationPodAgeEvictsThroughBudget(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
 	const replicas = 3
-	create(t, newDeployment(ns, "web", replicas, nil, nil))
-	waitRolledOut(t, ns, "web")
-	old := podNames(t, ns, "web")
+	old := rolledOutPods(t, newDeployment(ns, "web", replicas, nil, nil))
 	if len(old) != replicas {
 		t.Fatalf("pods %v, want %d", old, replicas)
 	}
@@ -121,19 +113,15 @@ func TestIntegrationPodAgeEvictsThroughBudget(t *testing.T) {
 	if err := env.Client.Delete(ctx(t), pdb); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if rs, err = getRS(ctx, ns, "age"); err != nil {
-			return false, err
-		}
+	rs = waitRS(t, ns, "age", 90*time.Second, "every old pod evicted and recorded", func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		n := 0
 		for _, h := range rs.Status.History {
 			if evictedOld(h, old) {
 				n++
 			}
 		}
-		return n == replicas, nil
-	}, "every old pod evicted and recorded")
+		return n == replicas
+	})
 	for _, h := range rs.Status.History {
 		if h.Workload != "Deployment/web" || !strings.HasSuffix(h.Value, " old") || h.Result != deckhandv1alpha1.RestartSucceeded {
 			t.Errorf("history entry %+v", h)
@@ -164,9 +152,7 @@ func evictedOld(h deckhandv1alpha1.RestartRecord, old map[string]bool) bool {
 func TestIntegrationPodAgeDryRun(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "web", 2, nil, nil))
-	waitRolledOut(t, ns, "web")
-	old := podNames(t, ns, "web")
+	old := rolledOutPods(t, newDeployment(ns, "web", 2, nil, nil))
 	rs := podAgeSchedule(ns, "age", "web", time.Second, 0)
 	rs.Spec.DryRun = true
 	create(t, rs)
@@ -239,16 +225,12 @@ func TestIntegrationTriggerValidation(t *testing.T) {
 		t.Fatalf("action defaults: %+v", a)
 	}
 	// No schedule is not an invalid schedule: Ready, restarting on need.
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "ok")
-		if err != nil {
-			return false, err
-		}
+	waitRS(t, ns, "ok", 30*time.Second, "a schedule-less RestartSchedule is Ready", func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		ready := meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.ReadyCondition)
 		invalid := meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleInvalidScheduleCondition)
 		return ready != nil && ready.Status == metav1.ConditionTrue && invalid != nil && invalid.Status == metav1.ConditionFalse &&
-			rs.Status.NextScheduleTime == nil, nil
-	}, "a schedule-less RestartSchedule is Ready")
+			rs.Status.NextScheduleTime == nil
+	})
 }
 
 // Without the resource metrics API (this control plane serves no
@@ -258,22 +240,16 @@ func TestIntegrationTriggerValidation(t *testing.T) {
 func TestIntegrationMemoryWithoutMetricsAPI(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
-	create(t, newDeployment(ns, "web", 2, nil, nil))
-	waitRolledOut(t, ns, "web")
-	old := podNames(t, ns, "web")
+	old := rolledOutPods(t, newDeployment(ns, "web", 2, nil, nil))
 	rs := podAgeSchedule(ns, "mem", "web", time.Hour, 0)
 	rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
 		Above: ptr.To(resource.MustParse("1")), For: &metav1.Duration{}}}}
 	create(t, rs)
-	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
-		rs, err := getRS(ctx, ns, "mem")
-		if err != nil {
-			return false, err
-		}
+	waitRS(t, ns, "mem", 60*time.Second, "MetricsUnavailable says the metrics API is unavailable", func(rs *deckhandv1alpha1.RestartSchedule) bool {
 		c := meta.FindStatusCondition(rs.Status.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "MetricsAPIUnavailable" &&
-			strings.Contains(c.Message, "metrics.k8s.io PodMetrics"), nil
-	}, "MetricsUnavailable says the metrics API is unavailable")
+			strings.Contains(c.Message, "metrics.k8s.io PodMetrics")
+	})
 	consistently(t, 3*time.Second, func(ctx context.Context) error {
 		rs, err := getRS(ctx, ns, "mem")
 		if err != nil {
