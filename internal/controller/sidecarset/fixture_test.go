@@ -143,13 +143,22 @@ func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
 
 func waitCached(t *testing.T, name string, generation int64) {
 	t.Helper()
+	waitCachedStatus(t, name, fmt.Sprintf("generation %d or later", generation), func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Generation >= generation
+	})
+}
+
+// waitCachedStatus waits until the manager's cache (which the pod webhook
+// reads) shows the SidecarSet as ok (described by what) accepts.
+func waitCachedStatus(t *testing.T, name, what string, ok func(*deckhandv1alpha1.SidecarSet) bool) {
+	t.Helper()
 	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		got := &deckhandv1alpha1.SidecarSet{}
 		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
 			return false, err
 		}
-		return got.Generation >= generation, nil
-	}, "the manager's cache has SidecarSet %s at generation %d", name, generation)
+		return ok(got), nil
+	}, "the manager's cache shows SidecarSet %s with %s", name, what)
 }
 
 func updateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.SidecarSet)) *deckhandv1alpha1.SidecarSet {
@@ -191,24 +200,29 @@ func waitStatus(t *testing.T, name string, timeout time.Duration, what string, o
 	return last
 }
 
-func statusOf(s **deckhandv1alpha1.SidecarSet) any {
-	return lazyStatus{s}
+// statusOf describes the status of *s when a failure message is printed.
+func statusOf(s **deckhandv1alpha1.SidecarSet) fmt.Stringer {
+	return lazy(func() any {
+		if *s == nil {
+			return "<none>"
+		}
+		st := (*s).Status
+		out := ""
+		for _, c := range st.Conditions {
+			out += " " + c.Type + "=" + string(c.Status) + "/" + c.Reason
+		}
+		return fmt.Sprintf("matched=%d updated=%d ready=%d updatedReady=%d notInjected=%d notUpdatable=%d observedGeneration=%d",
+			st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods, st.NotInjectedPods, st.NotUpdatablePods, st.ObservedGeneration) + out
+	})
 }
 
-type lazyStatus struct{ s **deckhandv1alpha1.SidecarSet }
+// lazyFn prints what f returns when it is printed, so that a failure
+// message shows the last state seen rather than the first.
+type lazyFn func() any
 
-func (l lazyStatus) String() string {
-	if *l.s == nil {
-		return "<none>"
-	}
-	st := (*l.s).Status
-	out := ""
-	for _, c := range st.Conditions {
-		out += " " + c.Type + "=" + string(c.Status) + "/" + c.Reason
-	}
-	return fmt.Sprintf("matched=%d updated=%d ready=%d updatedReady=%d notInjected=%d notUpdatable=%d observedGeneration=%d",
-		st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods, st.NotInjectedPods, st.NotUpdatablePods, st.ObservedGeneration) + out
-}
+func (f lazyFn) String() string { return fmt.Sprint(f()) }
+
+func lazy(f func() any) fmt.Stringer { return lazyFn(f) }
 
 func condition(s *deckhandv1alpha1.SidecarSet, typ string) *metav1.Condition {
 	return meta.FindStatusCondition(s.Status.Conditions, typ)
@@ -305,4 +319,32 @@ func waitReconcileCounted(t *testing.T, before float64) float64 {
 		return now > before, nil
 	}, "a reconcile of the sidecarset controller counted (else the metric read is wrong)")
 	return now
+}
+
+// uidsByName maps the name of each of pods to its UID, so that a test can
+// tell later whether a pod was recreated.
+func uidsByName(pods []*corev1.Pod) map[string]types.UID {
+	out := make(map[string]types.UID, len(pods))
+	for _, p := range pods {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+// wantNotRecreated checks that p is the pod uids (from uidsByName) recorded
+// under its name.
+func wantNotRecreated(t *testing.T, p *corev1.Pod, uids map[string]types.UID) {
+	t.Helper()
+	if p.UID != uids[p.Name] {
+		t.Errorf("pod %s was recreated: UID %s, want %s", p.Name, p.UID, uids[p.Name])
+	}
+}
+
+// uidSet is the set of the UIDs of pods.
+func uidSet(pods []corev1.Pod) map[types.UID]bool {
+	out := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,9 +78,9 @@ func (sc *scenario) waitHotDone(working, image string) []corev1.Pod {
 // A second image change moves the work back to the first container.
 func TestHotUpgrade(t *testing.T) {
 	sc := hotScenario(t, "hot")
-	uids := map[string]types.UID{}
-	for _, p := range sc.createPods("pod-%d", 2) {
-		uids[p.Name] = p.UID
+	created := sc.createPods("pod-%d", 2)
+	uids := uidsByName(created)
+	for _, p := range created {
 		if got := names(p.Spec.Containers); fmt.Sprint(got) != "[proxy-1 proxy-2 app]" {
 			t.Fatalf("pod %s injected with %v", p.Name, got)
 		}
@@ -96,9 +95,7 @@ func TestHotUpgrade(t *testing.T) {
 		pods := sc.waitHotDone(step.working, step.image)
 		for i := range pods {
 			p := &pods[i]
-			if p.UID != uids[p.Name] {
-				t.Errorf("pod %s was recreated", p.Name)
-			}
+			wantNotRecreated(t, p, uids)
 			st := readHotState(p)
 			for key, want := range map[string]string{
 				deckhandv1alpha1.SidecarSetVersionAnnotationPrefix + st.working:    fmt.Sprint(s.Generation),

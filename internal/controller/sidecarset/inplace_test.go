@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -32,10 +31,7 @@ func TestNotUpdate(t *testing.T) {
 	})
 	name := sc.name
 
-	uids := map[string]types.UID{}
-	for _, p := range sc.createPods("pod-%d", 2) {
-		uids[p.Name] = p.UID
-	}
+	uids := uidsByName(sc.createPods("pod-%d", 2))
 	before := sc.waitUpdatedReady(60*time.Second, 2)
 	oldRevision := before.Status.LatestRevision
 
@@ -74,9 +70,7 @@ func TestNotUpdate(t *testing.T) {
 		if p.Name == "fresh" {
 			continue
 		}
-		if p.UID != uids[p.Name] {
-			t.Errorf("pod %s was recreated: UID %s, want %s", p.Name, p.UID, uids[p.Name])
-		}
+		wantNotRecreated(t, p, uids)
 		if img := containerImage(p, "proxy"); img != "proxy:1" {
 			t.Errorf("pod %s: sidecar spec image %s, want proxy:1 under NotUpdate", p.Name, img)
 		}
@@ -171,13 +165,13 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 	name := sc.name
 
 	const n = 2
-	uids := map[string]types.UID{}
-	for _, p := range sc.createPods("pod-%d", n) {
+	created := sc.createPods("pod-%d", n)
+	for _, p := range created {
 		if initImage(p, "setup") != "setup:1" || initImage(p, "agent") != "agent:1" {
 			t.Fatalf("pod %s not injected with both init containers: %+v", p.Name, p.Spec.InitContainers)
 		}
-		uids[p.Name] = p.UID
 	}
+	uids := uidsByName(created)
 	first := sc.waitUpdatedReady(60*time.Second, n)
 	firstRevision := first.Status.LatestRevision
 	running := map[string]*corev1.Pod{}
@@ -241,8 +235,8 @@ func TestInPlaceUpdateInitContainers(t *testing.T) {
 		wantSetup := "setup:1"
 		if p.Name == "fresh" {
 			wantSetup = "setup:2"
-		} else if p.UID != uids[p.Name] {
-			t.Errorf("pod %s was recreated: UID %s, want %s", p.Name, p.UID, uids[p.Name])
+		} else {
+			wantNotRecreated(t, p, uids)
 		}
 		if rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(name); rev != newRevision {
 			t.Errorf("pod %s records revision %s, want %s", p.Name, rev, newRevision)

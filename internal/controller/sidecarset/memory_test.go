@@ -4,10 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 )
@@ -18,14 +14,14 @@ import (
 // TestRecreateStateObserve and TestClassifyCache.)
 func TestMemoryExpiry(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	set := func(uid string) *deckhandv1alpha1.SidecarSet {
-		return &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: types.UID("uid-" + uid), Generation: 1}}
-	}
+	f := newCacheFixture(1)
+	// renewed is a SidecarSet of the same name created after f.set was deleted.
+	renewed := f.set.DeepCopy()
+	renewed.UID = "renewed-uid"
 	m := memory{updates: expectations.New()}
 	fill := func(s *deckhandv1alpha1.SidecarSet) *setMemory {
 		e := m.of(s)
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "p"}}
-		e.recreates.evictionStarted(pod, nil, now)
+		e.recreates.evictionStarted(f.pod("p", "1", true), nil, now)
 		e.recreates.refuseResize("p/hash")
 		m.updates.ExpectUpdates(s.Name, map[string]string{"q": "hash"})
 		m.observeCost(s.Name, time.Second)
@@ -39,13 +35,13 @@ func TestMemoryExpiry(t *testing.T) {
 		}
 	}
 
-	first := fill(set("a"))
-	if again := m.of(set("a")); again != first || len(again.recreates.evicted) != 1 || len(m.updates.PendingUpdates("s")) != 1 {
+	first := fill(f.set)
+	if again := m.of(f.set.DeepCopy()); again != first || len(again.recreates.evicted) != 1 || len(m.updates.PendingUpdates("s")) != 1 {
 		t.Fatalf("the same SidecarSet again: memory not kept")
 	}
-	empty("a new SidecarSet of the same name", m.of(set("b")))
+	empty("a new SidecarSet of the same name", m.of(renewed.DeepCopy()))
 
-	fill(set("b"))
+	fill(renewed.DeepCopy())
 	m.forget("s")
-	empty("after the SidecarSet is deleted", m.of(set("b")))
+	empty("after the SidecarSet is deleted", m.of(renewed.DeepCopy()))
 }

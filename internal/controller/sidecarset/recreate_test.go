@@ -115,10 +115,7 @@ func TestRecreateEvictHonoursPDB(t *testing.T) {
 	sc.waitStatus(60*time.Second, "3 pods matched, updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == 3 && s.Status.UpdatedReadyPods == 3
 	})
-	old := map[types.UID]bool{}
-	for _, p := range sc.waitReadyPods(3) {
-		old[p.UID] = true
-	}
+	old := uidSet(sc.waitReadyPods(3))
 	w := testutil.WatchDisruptions(t, env.Clientset, sc.ns, labels.SelectorFromSet(labels.Set{"app": sc.app}), 3)
 
 	// NOTE: kwok makes a replacement Ready within milliseconds, and the
@@ -209,10 +206,7 @@ func TestRecreateEvictPausedAndPartition(t *testing.T) {
 		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(3))
 	})
 	sc.deployApp(3)
-	before := map[types.UID]bool{}
-	for _, p := range sc.waitReadyPods(3) {
-		before[p.UID] = true
-	}
+	before := uidSet(sc.waitReadyPods(3))
 	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "MODE", Value: "strict"}}
 	})
@@ -267,10 +261,7 @@ func TestResizeInPlace(t *testing.T) {
 		s.Spec.Containers[0].Resources = res("100m", "64Mi")
 		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
 	})
-	uids := map[string]types.UID{}
-	for _, p := range sc.createPods("pod-%d", 2) {
-		uids[p.Name] = p.UID
-	}
+	uids := uidsByName(sc.createPods("pod-%d", 2))
 	sc.waitStatus(60*time.Second, "2 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.UpdatedReadyPods == 2
 	})
@@ -291,9 +282,7 @@ func TestResizeInPlace(t *testing.T) {
 	t.Logf("resizing reported in status on the way: %v", sawResizing)
 	want := res("200m", "128Mi")
 	for _, p := range sc.pods() {
-		if p.UID != uids[p.Name] {
-			t.Errorf("pod %s was recreated", p.Name)
-		}
+		wantNotRecreated(t, &p, uids)
 		var spec *corev1.Container
 		for i := range p.Spec.Containers {
 			if p.Spec.Containers[i].Name == "proxy" {
@@ -323,9 +312,9 @@ func TestResizeRefusedFallsBackToEvict(t *testing.T) {
 	})
 	d := testutil.Deployment(sc.ns, sc.app, 2, map[string]string{"app": sc.app}, corev1.Container{Name: "app", Image: "app:1", Resources: guaranteed("100m", "64Mi")})
 	testutil.Create(ctxT(t), t, env.Client, d)
-	old := map[types.UID]bool{}
-	for _, p := range sc.waitReadyPods(2) {
-		old[p.UID] = true
+	ready := sc.waitReadyPods(2)
+	old := uidSet(ready)
+	for _, p := range ready {
 		if p.Status.QOSClass != corev1.PodQOSGuaranteed {
 			t.Fatalf("pod %s is %s, want Guaranteed", p.Name, p.Status.QOSClass)
 		}

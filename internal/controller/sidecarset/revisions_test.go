@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +30,12 @@ func revisionsOf(ctx context.Context, name string) ([]appsv1.ControllerRevision,
 		client.MatchingLabels{deckhandv1alpha1.SidecarSetNameLabel: sidecarcontrol.NameLabelValue(name)})
 	slices.SortFunc(list.Items, func(a, b appsv1.ControllerRevision) int { return int(a.Revision - b.Revision) })
 	return list.Items, err
+}
+
+// revisionNamed reads the ControllerRevision called name from the API server.
+func revisionNamed(ctx context.Context, name string) (*appsv1.ControllerRevision, error) {
+	cr := &appsv1.ControllerRevision{}
+	return cr, env.Client.Get(ctx, client.ObjectKey{Namespace: suiteLister.RevisionNamespace(), Name: name}, cr)
 }
 
 func revisionNames(revs []appsv1.ControllerRevision) []string {
@@ -63,8 +68,8 @@ func TestRevisionHistoryLimitKeepsRevisionsInUse(t *testing.T) {
 	if want := revisionhistory.Name(sc.name, h1); first.Status.LatestRevisionName != want {
 		t.Fatalf("latestRevisionName = %s, want %s", first.Status.LatestRevisionName, want)
 	}
-	cr := &appsv1.ControllerRevision{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: suiteLister.RevisionNamespace(), Name: first.Status.LatestRevisionName}, cr); err != nil {
+	cr, err := revisionNamed(ctxT(t), first.Status.LatestRevisionName)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ref := metav1.GetControllerOf(cr)
@@ -148,8 +153,7 @@ func TestRevisionNameCollision(t *testing.T) {
 	if st.Status.LatestRevisionName != want || st.Status.LatestRevision != hash {
 		t.Fatalf("latestRevisionName %s, latestRevision %s; want %s and the unchanged hash %s", st.Status.LatestRevisionName, st.Status.LatestRevision, want, hash)
 	}
-	got := &appsv1.ControllerRevision{}
-	if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(squatter), got); err != nil || len(got.OwnerReferences) != 0 {
+	if got, err := revisionNamed(ctxT(t), squatter.Name); err != nil || len(got.OwnerReferences) != 0 {
 		t.Fatalf("the other ControllerRevision was changed or removed: %+v, %v", got.OwnerReferences, err)
 	}
 	revs, err := revisionsOf(ctxT(t), s.Name)
@@ -256,7 +260,7 @@ func TestPinnedRevisionPartialCanary(t *testing.T) {
 		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.LatestRevision == h2 && s.Status.MatchedPods == 1 && s.Status.UpdatedPods == 0 && c != nil && c.Reason == "UpdateHeld"
 	})
-	waitCachedStatus(t, sc.name, func(c *deckhandv1alpha1.SidecarSet) bool {
+	waitCachedStatus(t, sc.name, "pod a matched at the latest generation", func(c *deckhandv1alpha1.SidecarSet) bool {
 		return c.Status.ObservedGeneration == s.Generation && c.Status.MatchedPods == 1
 	})
 	// One pod behind already: the canary pod b gets the latest.
@@ -269,7 +273,7 @@ func TestPinnedRevisionPartialCanary(t *testing.T) {
 	sc.waitStatus(time.Minute, "a held back, b updated", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == 2 && s.Status.UpdatedPods == 1
 	})
-	waitCachedStatus(t, sc.name, func(c *deckhandv1alpha1.SidecarSet) bool {
+	waitCachedStatus(t, sc.name, "pod b updated and pod a held back at the latest generation", func(c *deckhandv1alpha1.SidecarSet) bool {
 		return c.Status.ObservedGeneration == s.Generation && c.Status.MatchedPods == 2 && c.Status.UpdatedPods == 1
 	})
 	c := sc.create(sc.pod("c"))
@@ -291,19 +295,6 @@ func recorded(p *corev1.Pod, set string) string {
 	return rev
 }
 
-// waitCachedStatus waits until the manager's cache (which the pod webhook
-// reads) shows the SidecarSet with a status ok accepts.
-func waitCachedStatus(t *testing.T, name string, ok func(*deckhandv1alpha1.SidecarSet) bool) {
-	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Manager().GetCache().Get(ctx, types.NamespacedName{Name: name}, got); err != nil {
-			return false, err
-		}
-		return ok(got), nil
-	}, "the manager's cache shows SidecarSet %s with the expected status", name)
-}
-
 func containsAll(s string, subs ...string) bool {
 	for _, sub := range subs {
 		if !strings.Contains(s, sub) {
@@ -312,9 +303,3 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
-
-type lazyFn func() any
-
-func (f lazyFn) String() string { return fmt.Sprint(f()) }
-
-func lazy(f func() any) fmt.Stringer { return lazyFn(f) }
