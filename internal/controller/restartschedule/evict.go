@@ -139,6 +139,7 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 	if err := r.readUsage(ctx, s, &in); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.readQueries(ctx, s, &in)
 	for _, ev := range r.evicted.pending(rs.UID, seen) {
 		if in.evicting[ev.workload] == nil {
 			in.evicting[ev.workload] = map[string]bool{}
@@ -203,13 +204,17 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 	writeCandidates(s, plan)
 	s.missing = plan.missing
 	if in.metricsMissing != "" {
-		s.missing = map[string][]string{ReasonMetricsAPIUnavailable: {in.metricsMissing}}
+		if s.missing == nil {
+			s.missing = map[string][]string{}
+		}
+		s.missing[ReasonMetricsAPIUnavailable] = []string{in.metricsMissing}
 	}
 	if !plan.recheck.IsZero() {
 		res = reconcileutil.LowestNonZero(res, requeueToStart(plan.recheck.Sub(s.now)+requeueDelay))
 	}
-	if usesMemory(in.triggers) {
-		// Working sets change with no event: read the next samples.
+	if usesMemory(in.triggers) || usesQuery(in.triggers) {
+		// Working sets and query answers change with no event: read the
+		// next samples.
 		res = reconcileutil.LowestNonZero(res, requeueIn(min(r.pollInterval(), DefaultMetricsResolution)))
 	}
 	if len(plan.candidates) > 0 {
@@ -401,10 +406,10 @@ func (r *Reconciler) readUsage(ctx context.Context, s *scope, in *needInput) err
 const maxMissingListed = 5
 
 // setMetricsUnavailable sets the MetricsUnavailable condition while memory
-// triggers are set, with a Warning Event and a count when it turns True.
+// or query triggers are set, with a Warning Event and a count when it turns True.
 func setMetricsUnavailable(s *scope, set func(typ string, status metav1.ConditionStatus, reason, msg string)) {
 	st := &s.rs.Status
-	if !usesMemory(s.rs.Spec.Triggers) {
+	if !usesMemory(s.rs.Spec.Triggers) && !usesQuery(s.rs.Spec.Triggers) {
 		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)
 		return
 	}

@@ -58,9 +58,13 @@ type needInput struct {
 	// staleAfter: an older sample is not acted upon.
 	staleAfter time.Duration
 	// since is when each pod's container was first seen above a memory
-	// threshold in the current run of samples (the previous
-	// status.candidates), by sinceKey.
+	// threshold, or each pod above a query threshold (container ""), in
+	// the current run of samples (the previous status.candidates), by
+	// sinceKey.
 	since map[string]time.Time
+	// queried is the answer of each query trigger, by its index in
+	// triggers.
+	queried map[int]queryAnswer
 }
 
 // podUsage is one PodMetrics sample.
@@ -100,6 +104,15 @@ type needPlan struct {
 	missing map[string][]string
 }
 
+// miss records what a trigger could not judge, by MetricsUnavailable
+// reason.
+func (p *needPlan) miss(reason, format string, args ...any) {
+	if p.missing == nil {
+		p.missing = map[string][]string{}
+	}
+	p.missing[reason] = append(p.missing[reason], fmt.Sprintf(format, args...))
+}
+
 func minPodAge(a deckhandv1alpha1.RestartAction) time.Duration {
 	if a.MinPodAge == nil {
 		return defaultMinPodAge
@@ -136,6 +149,9 @@ func planNeed(in needInput) needPlan {
 		}
 	}
 	minAge, cool, limit := minPodAge(in.action), cooldown(in.action), podsUnavailable(in.action)
+	for _, failed := range queryFailures(in) {
+		plan.miss(ReasonQueryFailed, "%s", failed)
+	}
 	for _, w := range in.workloads {
 		unavailable := max(0, w.desired-len(activePods(w.pods)))
 		var cands []needCandidate
@@ -228,7 +244,8 @@ func rank(a, b needCandidate, now time.Time) int {
 
 // evaluate applies the triggers to one pod: the worst trigger that names
 // it, and when a trigger will name it if none does yet. What a memory
-// trigger cannot judge is added to plan.missing.
+// trigger cannot judge is added to plan.missing (failed queries are added
+// once by planNeed).
 func evaluate(in needInput, workload string, p *corev1.Pod, plan *needPlan) (c needCandidate, ok bool, next time.Time) {
 	age := in.now.Sub(p.CreationTimestamp.Time)
 	consider := func(cand needCandidate) {
@@ -236,9 +253,15 @@ func evaluate(in needInput, workload string, p *corev1.Pod, plan *needPlan) (c n
 			c, ok = cand, true
 		}
 	}
-	for _, t := range in.triggers {
+	for i, t := range in.triggers {
 		if t.Memory != nil {
 			for _, cand := range evaluateMemory(in, workload, p, t.Memory, plan) {
+				consider(cand)
+			}
+			continue
+		}
+		if t.Query != nil {
+			if cand, named := evaluateQuery(in, workload, p, i, t.Query); named {
 				consider(cand)
 			}
 			continue
@@ -291,12 +314,7 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, m *deckhandv1a
 	if in.metricsMissing != "" {
 		return nil
 	}
-	miss := func(reason, format string, args ...any) {
-		if plan.missing == nil {
-			plan.missing = map[string][]string{}
-		}
-		plan.missing[reason] = append(plan.missing[reason], fmt.Sprintf(format, args...))
-	}
+	miss := plan.miss
 	u, ok := in.usage[p.Name]
 	switch {
 	case !ok && in.now.Sub(p.CreationTimestamp.Time) > in.staleAfter:

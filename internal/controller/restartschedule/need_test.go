@@ -187,6 +187,9 @@ func TestPlanNeedMemory(t *testing.T) {
 		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
 	above := []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Above: ptr.To(resource.MustParse("500Mi")),
 		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
+	query := []deckhandv1alpha1.RestartNeedTrigger{{Query: &deckhandv1alpha1.RestartQueryTrigger{Expr: "DCGM_FI_DEV_FB_USED", Above: resource.MustParse("20000"),
+		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
+	answer := func(values map[string]float64) map[int]queryAnswer { return map[int]queryAnswer{0: {values: values}} }
 	type want struct {
 		evict   string
 		held    map[string]string
@@ -197,6 +200,7 @@ func TestPlanNeedMemory(t *testing.T) {
 		triggers       []deckhandv1alpha1.RestartNeedTrigger
 		pods           []*corev1.Pod
 		usage          map[string]podUsage
+		queried        map[int]queryAnswer
 		since          map[string]time.Time
 		metricsMissing string
 		want           want
@@ -249,10 +253,37 @@ func TestPlanNeedMemory(t *testing.T) {
 		"metrics API unavailable: nothing judged": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")}, metricsMissing: "the server could not find the requested resource",
 		},
+		"query: at or below the threshold, or absent from the answer: no candidate": {
+			triggers: query, pods: []*corev1.Pod{pod("a", ""), pod("b", ""), pod("c", "")},
+			queried: answer(map[string]float64{"a": 20000, "b": 100}),
+		},
+		"query: first answer above: held for `for`": {
+			triggers: query, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
+			queried: answer(map[string]float64{"a": 20001, "b": 100}),
+			want:    want{held: map[string]string{"a": "for 5m0s: above the threshold since 2026-11-27T10:00:00Z"}, recheck: 5 * time.Minute},
+		},
+		"query: above since long enough, the worst first": {
+			triggers: query, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
+			queried: answer(map[string]float64{"a": 30000, "b": 40000}),
+			since:   map[string]time.Time{"a/": now.Add(-time.Hour), "b/": now.Add(-6 * time.Minute)},
+			want:    want{evict: "b", held: map[string]string{"a": "maxConcurrent 1: after the eviction of b"}},
+		},
+		"query: a since in the future starts the count now": {
+			triggers: query, pods: []*corev1.Pod{pod("a", "")},
+			queried: answer(map[string]float64{"a": 30000}),
+			since:   map[string]time.Time{"a/": now.Add(time.Minute)},
+			want:    want{held: map[string]string{"a": "for 5m0s"}, recheck: 5 * time.Minute},
+		},
+		"query failed: nothing judged, said once": {
+			triggers: query, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
+			queried: map[int]queryAnswer{0: {failed: "spec.triggers[0].query: connection refused"}},
+			since:   map[string]time.Time{"a/": now.Add(-time.Hour)},
+			want:    want{missing: map[string]string{ReasonQueryFailed: "spec.triggers[0].query: connection refused"}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			in := needInput{now: now, triggers: tc.triggers, usage: tc.usage, since: tc.since, metricsMissing: tc.metricsMissing, staleAfter: 3 * time.Minute,
+			in := needInput{now: now, triggers: tc.triggers, usage: tc.usage, queried: tc.queried, since: tc.since, metricsMissing: tc.metricsMissing, staleAfter: 3 * time.Minute,
 				action:    deckhandv1alpha1.RestartAction{MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
 				workloads: []needWorkload{{key: "Deployment/web", desired: len(tc.pods), pods: tc.pods}}}
 			plan := planNeed(in)
@@ -261,7 +292,7 @@ func TestPlanNeedMemory(t *testing.T) {
 				if c.evict {
 					evicted = append(evicted, c.Pod)
 				}
-				if c.Trigger != deckhandv1alpha1.RestartTriggerMemory || c.Container != "app" {
+				if (c.Trigger != deckhandv1alpha1.RestartTriggerMemory || c.Container != "app") && (c.Trigger != deckhandv1alpha1.RestartTriggerQuery || c.Container != "") {
 					t.Errorf("candidate %+v", c.RestartCandidate)
 				}
 				if frag, ok := tc.want.held[c.Pod]; ok && (c.evict || !strings.Contains(c.HeldBy, frag)) {
@@ -278,7 +309,7 @@ func TestPlanNeedMemory(t *testing.T) {
 				t.Errorf("missing %v, want %v", plan.missing, tc.want.missing)
 			}
 			for reason, frag := range tc.want.missing {
-				if !strings.Contains(strings.Join(plan.missing[reason], ";"), frag) {
+				if len(plan.missing[reason]) != 1 || !strings.Contains(plan.missing[reason][0], frag) {
 					t.Errorf("missing[%s] = %v, want %q", reason, plan.missing[reason], frag)
 				}
 			}

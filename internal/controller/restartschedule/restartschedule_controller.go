@@ -70,6 +70,12 @@ type Reconciler struct {
 	// MetricsStaleAfter: a PodMetrics sample older than this is not acted
 	// upon (default 3m: metrics-server samples every 60s by default).
 	MetricsStaleAfter time.Duration
+	// Queries runs the instant queries of query triggers;
+	// SetupWithManager sets it when nil.
+	Queries QuerySource
+	// APIReader reads the Secrets and ConfigMaps query triggers name,
+	// uncached; SetupWithManager sets it when nil.
+	APIReader client.Reader
 
 	patched patchedWorkloads
 	evicted evictions
@@ -101,6 +107,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 		r.PodMetrics = src
+	}
+	if r.Queries == nil {
+		r.Queries = PrometheusQuerier{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads); err != nil {
 		return err

@@ -1,25 +1,22 @@
 package metricstrigger_test
 
 import (
-	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -34,32 +31,10 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 	needEnv(t)
 	ctx := testutil.Context(t, 4*time.Minute)
 	ns := env.Namespace(t)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-				MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
-			}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"},
-					Annotations: map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
-					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
-			},
-		},
-	}
+	d := deployment(ns, "web", 2, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"},
+		corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")})
 	testutil.Create(ctx, t, env.Client, d)
-	var pods []corev1.Pod
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		pods, err = testutil.LivePods(ctx, env.Client, ns, map[string]string{"app": "web"})
-		if err != nil || len(pods) != 2 {
-			return false, err
-		}
-		return podutil.IsPodReady(&pods[0]) && podutil.IsPodReady(&pods[1]), nil
-	}, "both pods Ready")
+	pods := readyPods(t, d, 2)
 	leaking, flat := pods[0].Name, pods[1].Name
 	watch := testutil.WatchDisruptions(t, env.Clientset, ns, labels.SelectorFromSet(labels.Set{"app": "web"}), 2)
 	patched := time.Now()
@@ -68,52 +43,17 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rs := &deckhandv1alpha1.RestartSchedule{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mem"},
-		Spec: deckhandv1alpha1.RestartScheduleSpec{
-			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "web"}},
-			Triggers: []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
-				Container: "app", PercentOfLimit: ptr.To[int32](50), For: &metav1.Duration{Duration: 45 * time.Second}}}},
-			Action: deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
-		},
-	}
+	rs := podScope(ns, "mem", "web", deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
+		Container: "app", PercentOfLimit: ptr.To[int32](50), For: &metav1.Duration{Duration: 45 * time.Second}}})
 	testutil.Create(ctx, t, env.Client, rs)
 
 	// First listed, held until it has been above for 45s.
-	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.RestartSchedule{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rs), got); err != nil {
-			return false, err
-		}
-		for _, c := range got.Status.Candidates {
-			if c.Pod == leaking && c.Trigger == deckhandv1alpha1.RestartTriggerMemory && strings.HasPrefix(c.HeldBy, "for 45s: above the threshold since ") {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "the leaking pod is a candidate held for 45s")
-
-	var evicted deckhandv1alpha1.RestartRecord
-	var last *deckhandv1alpha1.RestartSchedule
-	t.Cleanup(func() {
-		if t.Failed() && last != nil {
-			t.Logf("last status: candidates %+v, conditions %+v", last.Status.Candidates, last.Status.Conditions)
-		}
+	waitSchedule(t, rs, 2*time.Minute, "the leaking pod is a candidate held for 45s", func(got *deckhandv1alpha1.RestartSchedule) bool {
+		return slices.ContainsFunc(got.Status.Candidates, func(c deckhandv1alpha1.RestartCandidate) bool {
+			return c.Pod == leaking && c.Trigger == deckhandv1alpha1.RestartTriggerMemory && strings.HasPrefix(c.HeldBy, "for 45s: above the threshold since ")
+		})
 	})
-	testutil.Eventually(t, 3*time.Minute, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.RestartSchedule{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rs), got); err != nil {
-			return false, err
-		}
-		last = got
-		for _, h := range got.Status.History {
-			if h.Trigger == deckhandv1alpha1.RestartTriggerMemory {
-				evicted = h
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "the memory trigger evicts a pod")
+	evicted := waitEvicted(t, rs, deckhandv1alpha1.RestartTriggerMemory, 3*time.Minute)
 	if evicted.Pod != leaking || evicted.Workload != "Deployment/web" || evicted.Result != deckhandv1alpha1.RestartSucceeded {
 		t.Fatalf("history entry %+v, want the leaking pod %s evicted (flat: %s)", evicted, leaking, flat)
 	}
@@ -129,22 +69,39 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 	if !strings.Contains(evicted.Message, "50% of 256Mi") {
 		t.Errorf("history message %q does not name the threshold", evicted.Message)
 	}
-	// The flat pod and the replacement stay.
-	testutil.Eventually(t, 60*time.Second, func(ctx context.Context) (bool, error) {
-		got := &deckhandv1alpha1.RestartSchedule{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rs), got); err != nil {
-			return false, err
+	// The flat pod and the replacement stay: two samples of the
+	// replacement below the threshold leave no candidate.
+	waitSchedule(t, rs, 60*time.Second, "no candidate once the leaking pod is replaced", func(got *deckhandv1alpha1.RestartSchedule) bool {
+		return got.Status.CandidateCount == 0
+	})
+	onlyDeleted(t, watch, leaking)
+}
+
+// waitEvicted waits for the schedule's first history entry of trigger and
+// returns it.
+func waitEvicted(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, trigger deckhandv1alpha1.RestartTrigger, timeout time.Duration) deckhandv1alpha1.RestartRecord {
+	t.Helper()
+	var evicted deckhandv1alpha1.RestartRecord
+	waitSchedule(t, rs, timeout, fmt.Sprintf("the %s trigger evicts a pod", trigger), func(got *deckhandv1alpha1.RestartSchedule) bool {
+		i := slices.IndexFunc(got.Status.History, func(h deckhandv1alpha1.RestartRecord) bool { return h.Trigger == trigger })
+		if i >= 0 {
+			evicted = got.Status.History[i]
 		}
-		// Two samples of the replacement below the threshold: no candidate left.
-		return got.Status.CandidateCount == 0, nil
-	}, "no candidate once the leaking pod is replaced")
+		return i >= 0
+	})
+	return evicted
+}
+
+// onlyDeleted fails t unless pod is the only pod watch saw deleted.
+func onlyDeleted(t *testing.T, watch *testutil.DisruptionWatch, pod string) {
+	t.Helper()
 	deleted, names := watch.Deleted()
-	if len(deleted) != 1 || names[deleted[0]] != leaking {
+	if len(deleted) != 1 || names[deleted[0]] != pod {
 		var got []string
 		for _, uid := range deleted {
 			got = append(got, names[uid])
 		}
-		t.Fatalf("deleted %v, want only the leaking pod %s:\n%s", got, leaking, watch.History())
+		t.Fatalf("deleted %v, want only %s:\n%s", got, pod, watch.History())
 	}
 }
 
@@ -155,38 +112,14 @@ func TestIntegrationMemoryPercentWithoutLimit(t *testing.T) {
 	needEnv(t)
 	ctx := testutil.Context(t, 3*time.Minute)
 	ns := env.Namespace(t)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nolimit"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nolimit"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "nolimit"},
-					Annotations: map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "1Gi"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}},
-			},
-		},
-	}
-	testutil.Create(ctx, t, env.Client, d)
-	rs := &deckhandv1alpha1.RestartSchedule{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mem"},
-		Spec: deckhandv1alpha1.RestartScheduleSpec{
-			Target: deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "nolimit"}},
-			Triggers: []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
-				Container: "app", PercentOfLimit: ptr.To[int32](1), For: &metav1.Duration{}}}},
-			Action: deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
-		},
-	}
+	testutil.Create(ctx, t, env.Client, deployment(ns, "nolimit", 1, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "1Gi"}, nil))
+	rs := podScope(ns, "mem", "nolimit", deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
+		Container: "app", PercentOfLimit: ptr.To[int32](1), For: &metav1.Duration{}}})
 	testutil.Create(ctx, t, env.Client, rs)
-	var got *deckhandv1alpha1.RestartSchedule
-	testutil.Eventually(t, 2*time.Minute, func(ctx context.Context) (bool, error) {
-		got = &deckhandv1alpha1.RestartSchedule{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rs), got); err != nil {
-			return false, err
-		}
+	got := waitSchedule(t, rs, 2*time.Minute, "MetricsUnavailable names the container without a limit", func(got *deckhandv1alpha1.RestartSchedule) bool {
 		c := meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)
-		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "NoMemoryLimit" && strings.Contains(c.Message, "/app has no memory limit"), nil
-	}, "MetricsUnavailable names the container without a limit")
+		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == "NoMemoryLimit" && strings.Contains(c.Message, "/app has no memory limit")
+	})
 	if len(got.Status.Candidates) > 0 || len(got.Status.History) > 0 {
 		t.Fatalf("acted on a pod without a limit: candidates %+v, history %+v", got.Status.Candidates, got.Status.History)
 	}

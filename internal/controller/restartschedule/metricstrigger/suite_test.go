@@ -6,16 +6,26 @@
 package metricstrigger_test
 
 import (
+	"context"
 	"flag"
 	"os"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	restartschedulewebhook "github.com/deckhand-dev/deckhand/internal/webhook/restartschedule"
 )
 
@@ -44,4 +54,72 @@ func needEnv(t *testing.T) {
 	if env == nil {
 		t.Skip("integration test: needs the local control plane (not with -short)")
 	}
+}
+
+// deployment is a Deployment of replicas pods labelled app=name on the fake
+// node, one container "app" with the given limits, its pods annotated with
+// annotations (simulated usage); it replaces one pod at a time.
+func deployment(ns, name string, replicas int32, annotations map[string]string, limits corev1.ResourceList) *appsv1.Deployment {
+	d := testutil.Deployment(ns, name, replicas, map[string]string{"app": name}, corev1.Container{Name: "app", Image: "registry.example/app:1",
+		Resources: corev1.ResourceRequirements{Limits: limits}})
+	d.Spec.Template.Annotations = annotations
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+		MaxUnavailable: ptr.To(intstr.FromInt32(1)), MaxSurge: ptr.To(intstr.FromInt32(0)),
+	}}
+	return d
+}
+
+// readyPods waits until the n pods of Deployment d are Ready and returns
+// them.
+func readyPods(t *testing.T, d *appsv1.Deployment, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		pods, err = testutil.LivePods(ctx, env.Client, d.Namespace, d.Spec.Selector.MatchLabels)
+		if err != nil || len(pods) != n {
+			return false, err
+		}
+		for i := range pods {
+			if !podutil.IsPodReady(&pods[i]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "the %d pods of %s Ready", n, d.Name)
+	return pods
+}
+
+// podScope is a RestartSchedule with no schedule that evicts the pods of
+// Deployment target its triggers name, one at a time and at any age.
+func podScope(ns, name, target string, triggers ...deckhandv1alpha1.RestartNeedTrigger) *deckhandv1alpha1.RestartSchedule {
+	return &deckhandv1alpha1.RestartSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{
+			Target:   deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: target}},
+			Triggers: triggers,
+			Action:   deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
+		},
+	}
+}
+
+// waitSchedule waits until the schedule satisfies done and returns it; on
+// failure the last status read is logged.
+func waitSchedule(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, timeout time.Duration, what string, done func(*deckhandv1alpha1.RestartSchedule) bool) *deckhandv1alpha1.RestartSchedule {
+	t.Helper()
+	var got *deckhandv1alpha1.RestartSchedule
+	t.Cleanup(func() {
+		if t.Failed() && got != nil {
+			t.Logf("last status of %s: candidates %+v, history %+v, conditions %+v", rs.Name, got.Status.Candidates, got.Status.History, got.Status.Conditions)
+		}
+	})
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		cur := &deckhandv1alpha1.RestartSchedule{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rs), cur); err != nil {
+			return false, err
+		}
+		got = cur
+		return done(cur), nil
+	}, "%s", what)
+	return got
 }
