@@ -4,10 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
@@ -18,16 +14,9 @@ import (
 // there keep their spec and record and count as updated.
 func TestPolicyModeInitContainerChangeReachesNewPodsOnly(t *testing.T) {
 	ns := env.Namespace(t)
-	ctx := ctxT(t)
-	s := &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "init-" + ns[len(ns)-5:]},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Namespace:      ns,
-			Selector:       &metav1.LabelSelector{MatchLabels: web},
-			InjectionMode:  deckhandv1alpha1.PolicyInjection,
-			InitContainers: []deckhandv1alpha1.SidecarContainer{sc("setup", "setup:1", "")},
-		},
-	}
+	s := policySet("init-"+ns[len(ns)-5:], ns, "")
+	s.Spec.Containers = nil
+	s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{sc("setup", "setup:1", "")}
 	createSidecarSet(t, s)
 	waitPolicyReady(t, s.Name)
 	eventuallyInjects(t, ns, setupImage, "setup:1")
@@ -55,10 +44,7 @@ func TestPolicyModeInitContainerChangeReachesNewPodsOnly(t *testing.T) {
 		st := s.Status
 		return st.LatestRevision == second && st.MatchedPods == 2 && st.UpdatedPods == 2 && st.NotUpdatablePods == 0
 	})
-	got := &corev1.Pod{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, got); err != nil {
-		t.Fatal(err)
-	}
+	got := getPod(t, ns, "old")
 	if img := setupImage(got); img != "setup:1" {
 		t.Errorf("pod old: setup image %s, want setup:1 (a plain init container is never patched in place)", img)
 	}

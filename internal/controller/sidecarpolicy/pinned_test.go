@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -37,10 +35,7 @@ func TestPinnedRevisionIsCompiledIntoThePolicy(t *testing.T) {
 	if image, rev := podImage(t, ns, "w"); image != "log:1" || rev != pinnedHash {
 		t.Fatalf("webhook mode, pinned: log sidecar %q at %s, want log:1 at %s", image, rev, pinnedHash)
 	}
-	byWebhook := &corev1.Pod{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: ns, Name: "w"}, byWebhook); err != nil {
-		t.Fatal(err)
-	}
+	byWebhook := getPod(t, ns, "w")
 
 	gen = updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection })
 	waitCached(t, s.Name, gen)
