@@ -25,23 +25,20 @@ import (
 
 var env *testenv.Env
 
-// testLabelAllowlist is the suite's --sidecarset-pod-label-allowlist.
-var testLabelAllowlist = func() sidecarcontrol.MetadataAllowlist {
-	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*"})
-	if err != nil {
-		panic(err)
-	}
-	return a
-}()
+// The suite's --sidecarset-pod-label-allowlist and
+// --sidecarset-pod-metadata-allowlist.
+var (
+	testLabelAllowlist    = mustAllowlist("example.com/*")
+	testMetadataAllowlist = mustAllowlist("example.com/*", "team.io/owner")
+)
 
-// testMetadataAllowlist is the suite's --sidecarset-pod-metadata-allowlist.
-var testMetadataAllowlist = func() sidecarcontrol.MetadataAllowlist {
-	a, err := sidecarcontrol.ParseMetadataAllowlist([]string{"example.com/*", "team.io/owner"})
+func mustAllowlist(patterns ...string) sidecarcontrol.MetadataAllowlist {
+	a, err := sidecarcontrol.ParseMetadataAllowlist(patterns)
 	if err != nil {
 		panic(err)
 	}
 	return a
-}()
+}
 
 // The webhook tests need the API server only: no scheduler, no kubelet.
 // `go test -run '^$' -bench BenchmarkInject` runs no test, so it starts no
