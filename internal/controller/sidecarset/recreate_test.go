@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
@@ -77,20 +77,19 @@ func (sc *scenario) createPDB(maxUnavailable int32, expected int32) {
 	testutil.Create(ctxT(sc.t), sc.t, env.Client, pdb)
 	testutil.Eventually(sc.t, 60*time.Second, func(ctx context.Context) (bool, error) {
 		got := &policyv1.PodDisruptionBudget{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: sc.ns, Name: sc.app}, got); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pdb), got); err != nil {
 			return false, err
 		}
 		return got.Status.ObservedGeneration == got.Generation && got.Status.ExpectedPods == expected && got.Status.CurrentHealthy == expected, nil
 	}, "the disruption controller computes the status of PDB %s/%s", sc.ns, sc.app)
 }
 
+// proxyEnv is the value of MODE in the environment of p's proxy container.
 func proxyEnv(p *corev1.Pod) string {
-	for _, c := range p.Spec.Containers {
-		if c.Name == "proxy" {
-			for _, e := range c.Env {
-				if e.Name == "MODE" {
-					return e.Value
-				}
+	if c := podutil.FindContainer(p.Spec.Containers, "proxy"); c != nil {
+		for _, e := range c.Env {
+			if e.Name == "MODE" {
+				return e.Value
 			}
 		}
 	}
@@ -150,16 +149,12 @@ func TestRecreateEvictHonoursPDB(t *testing.T) {
 	if m := w.MaxUnavailable(); m > 1 {
 		t.Errorf("%d pods were unavailable at once; the PodDisruptionBudget allows 1:\n%s", m, w.History())
 	}
-	deleted, names := w.Deleted()
-	seen := map[types.UID]bool{}
-	for _, uid := range deleted {
-		if !old[uid] || seen[uid] {
-			t.Errorf("pod %s (%s) deleted: want each old pod deleted once and no new pod deleted", names[uid], uid)
-		}
-		seen[uid] = true
+	for _, name := range w.UnexpectedDeletions(old) {
+		t.Errorf("pod %s deleted: want each old pod deleted once and no new pod deleted", name)
 	}
-	if len(seen) != 3 {
-		t.Errorf("%d old pods deleted, want 3", len(seen))
+	// With no deletion unexpected, each one is of another old pod.
+	if deleted, _ := w.Deleted(); len(deleted) != 3 {
+		t.Errorf("%d pod deletions, want one of each of the 3 old pods", len(deleted))
 	}
 	waitEvent(t, sc.name, corev1.EventTypeNormal, "EvictingPod", "evicted pod "+sc.ns+"/")
 }
@@ -283,12 +278,7 @@ func TestResizeInPlace(t *testing.T) {
 	want := res("200m", "128Mi")
 	for _, p := range sc.pods() {
 		wantNotRecreated(t, &p, uids)
-		var spec *corev1.Container
-		for i := range p.Spec.Containers {
-			if p.Spec.Containers[i].Name == "proxy" {
-				spec = &p.Spec.Containers[i]
-			}
-		}
+		spec := podutil.FindContainer(p.Spec.Containers, "proxy")
 		st := podutil.FindStatus(p.Status.ContainerStatuses, "proxy")
 		if spec == nil || st == nil || spec.Image != "proxy:2" || !podutil.SameCPUMemory(&spec.Resources, &want) ||
 			st.Resources == nil || !podutil.SameCPUMemory(st.Resources, &want) {
