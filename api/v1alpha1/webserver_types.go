@@ -112,6 +112,67 @@ type WebServerSpec struct {
 	// +optional
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
 
+	// LivenessProbe restarts the container when it fails (none by default:
+	// a liveness probe that is too strict restarts a server that is only
+	// slow). An HTTP GET of a health path on Port is the usual choice.
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+
+	// StartupProbe holds the other probes back until it succeeds, for a
+	// server that takes long to start (none by default).
+	// +optional
+	StartupProbe *corev1.Probe `json:"startupProbe,omitempty"`
+
+	// Command replaces the image's entrypoint.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	Command []string `json:"command,omitempty"`
+
+	// Args replaces the image's arguments.
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=4096
+	Args []string `json:"args,omitempty"`
+
+	// EnvFrom adds every key of ConfigMaps and Secrets to the container's
+	// environment, as in a Pod.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// ImagePullSecrets name the Secrets, in the WebServer's namespace, that
+	// hold the registry credentials to pull Image.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// ServiceAccountName is the ServiceAccount the pods run as (the
+	// namespace's default one if unset).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// DrainSeconds is how long a pod that is being stopped keeps serving
+	// before the server gets SIGTERM (a preStop sleep), so that the Service's
+	// endpoints and the load balancers behind it stop sending it requests
+	// first. 0 turns the drain off. It must be less than
+	// TerminationGracePeriodSeconds.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=300
+	DrainSeconds *int32 `json:"drainSeconds,omitempty"`
+
+	// TerminationGracePeriodSeconds is how long a stopping pod has, drain
+	// included, before it is killed (the Pod default, 30, if unset).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3600
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
 	// SecurityContext replaces the web server container's default security
 	// context, which meets the restricted Pod Security Standard: run as a
 	// non-root user, no privilege escalation, every capability dropped, a

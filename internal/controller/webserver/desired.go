@@ -60,60 +60,10 @@ func ownerReference(ws *deckhandv1alpha1.WebServer) *metav1ac.OwnerReferenceAppl
 // spec.replicas is unset, annotations others add to the pod template,
 // defaulted fields) stays with whoever set it.
 func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentApplyConfiguration, error) {
-	p := port(ws)
-	container := corev1ac.Container().
-		WithName(deckhandv1alpha1.WebServerContainerName).
-		WithImage(ws.Spec.Image).
-		WithPorts(corev1ac.ContainerPort().
-			WithName(deckhandv1alpha1.WebServerPortName).
-			WithContainerPort(p).
-			WithProtocol(corev1.ProtocolTCP))
-	for i := range ws.Spec.Env {
-		env := &corev1ac.EnvVarApplyConfiguration{}
-		if err := convert(&ws.Spec.Env[i], env); err != nil {
-			return nil, fmt.Errorf("spec.env[%d]: %w", i, err)
-		}
-		container.WithEnv(env)
-	}
-	if len(ws.Spec.Resources.Limits) > 0 || len(ws.Spec.Resources.Requests) > 0 || len(ws.Spec.Resources.Claims) > 0 {
-		res := &corev1ac.ResourceRequirementsApplyConfiguration{}
-		if err := convert(&ws.Spec.Resources, res); err != nil {
-			return nil, fmt.Errorf("spec.resources: %w", err)
-		}
-		container.WithResources(res)
-	}
-	if ws.Spec.ReadinessProbe != nil {
-		probe := &corev1ac.ProbeApplyConfiguration{}
-		if err := convert(ws.Spec.ReadinessProbe, probe); err != nil {
-			return nil, fmt.Errorf("spec.readinessProbe: %w", err)
-		}
-		container.WithReadinessProbe(probe)
-	} else {
-		container.WithReadinessProbe(corev1ac.Probe().
-			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromInt32(p))).
-			WithPeriodSeconds(10))
-	}
-
-	sc, err := containerSecurity(ws)
+	podSpec, err := desiredPodSpec(ws)
 	if err != nil {
 		return nil, err
 	}
-	container.WithSecurityContext(sc)
-	readOnlyRoot := sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem
-	if readOnlyRoot {
-		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"))
-	}
-	// NOTE: WithContainers copies the container: it is complete by now.
-	podSpec := corev1ac.PodSpec().WithContainers(container).
-		WithAutomountServiceAccountToken(ws.Spec.AutomountServiceAccountToken != nil && *ws.Spec.AutomountServiceAccountToken)
-	if readOnlyRoot {
-		podSpec.WithVolumes(corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
-	}
-	psc, err := podSecurity(ws)
-	if err != nil {
-		return nil, err
-	}
-	podSpec.WithSecurityContext(psc)
 
 	podLabels := maps.Clone(ws.Spec.PodLabels)
 	if podLabels == nil {
@@ -147,43 +97,6 @@ func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentAppl
 	}
 	d.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerAppliedHashAnnotation: h})
 	return d, nil
-}
-
-// tmpVolume is the writable emptyDir mounted at /tmp when the root
-// filesystem is read-only: web servers write temporary files and caches.
-const tmpVolume = "tmp"
-
-// containerSecurity is spec.securityContext, or by default a context the
-// restricted Pod Security Standard admits: non-root, no privilege
-// escalation, no capability, a read-only root filesystem.
-func containerSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.SecurityContextApplyConfiguration, error) {
-	if ws.Spec.SecurityContext != nil {
-		sc := &corev1ac.SecurityContextApplyConfiguration{}
-		if err := convert(ws.Spec.SecurityContext, sc); err != nil {
-			return nil, fmt.Errorf("spec.securityContext: %w", err)
-		}
-		return sc, nil
-	}
-	return corev1ac.SecurityContext().
-		WithRunAsNonRoot(true).
-		WithAllowPrivilegeEscalation(false).
-		WithReadOnlyRootFilesystem(true).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")), nil
-}
-
-// podSecurity is spec.podSecurityContext, or by default runAsNonRoot and
-// the RuntimeDefault seccomp profile.
-func podSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.PodSecurityContextApplyConfiguration, error) {
-	if ws.Spec.PodSecurityContext != nil {
-		psc := &corev1ac.PodSecurityContextApplyConfiguration{}
-		if err := convert(ws.Spec.PodSecurityContext, psc); err != nil {
-			return nil, fmt.Errorf("spec.podSecurityContext: %w", err)
-		}
-		return psc, nil
-	}
-	return corev1ac.PodSecurityContext().
-		WithRunAsNonRoot(true).
-		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)), nil
 }
 
 // desiredService is the Service configuration Deckhand applies. It never sets

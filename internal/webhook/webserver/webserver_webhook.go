@@ -78,6 +78,72 @@ func validate(old, ws *deckhandv1alpha1.WebServer) field.ErrorList {
 	if ws.Spec.ReadinessProbe != nil {
 		errs = append(errs, validateProbe(ws.Spec.ReadinessProbe, spec.Child("readinessProbe"))...)
 	}
+	// The kubelet requires a successThreshold of 1 for these two.
+	for _, named := range []struct {
+		name  string
+		probe *corev1.Probe
+	}{{"livenessProbe", ws.Spec.LivenessProbe}, {"startupProbe", ws.Spec.StartupProbe}} {
+		name, probe := named.name, named.probe
+		if probe == nil {
+			continue
+		}
+		errs = append(errs, validateProbe(probe, spec.Child(name))...)
+		if probe.SuccessThreshold > 1 {
+			errs = append(errs, field.Invalid(spec.Child(name, "successThreshold"), probe.SuccessThreshold, "must be 1"))
+		}
+	}
+	errs = append(errs, validatePodFields(&ws.Spec, spec)...)
+	return errs
+}
+
+// validatePodFields checks the fields that name other objects and the
+// drain against the grace period.
+func validatePodFields(s *deckhandv1alpha1.WebServerSpec, spec *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, from := range s.EnvFrom {
+		p := spec.Child("envFrom").Index(i)
+		name := ""
+		switch {
+		case from.ConfigMapRef != nil && from.SecretRef == nil:
+			name, p = from.ConfigMapRef.Name, p.Child("configMapRef", "name")
+		case from.SecretRef != nil && from.ConfigMapRef == nil:
+			name, p = from.SecretRef.Name, p.Child("secretRef", "name")
+		default:
+			errs = append(errs, field.Invalid(p, "", "must set exactly one of configMapRef or secretRef"))
+			continue
+		}
+		errs = append(errs, dnsSubdomain(name, p)...)
+		if from.Prefix != "" {
+			for _, msg := range validation.IsRelaxedEnvVarName(from.Prefix) {
+				errs = append(errs, field.Invalid(spec.Child("envFrom").Index(i).Child("prefix"), from.Prefix, msg))
+			}
+		}
+	}
+	for i, ref := range s.ImagePullSecrets {
+		errs = append(errs, dnsSubdomain(ref.Name, spec.Child("imagePullSecrets").Index(i).Child("name"))...)
+	}
+	if s.ServiceAccountName != "" {
+		errs = append(errs, dnsSubdomain(s.ServiceAccountName, spec.Child("serviceAccountName"))...)
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if s.TerminationGracePeriodSeconds != nil {
+		grace = *s.TerminationGracePeriodSeconds
+	}
+	if s.DrainSeconds != nil && int64(*s.DrainSeconds) >= grace {
+		errs = append(errs, field.Invalid(spec.Child("drainSeconds"), *s.DrainSeconds,
+			fmt.Sprintf("must be less than terminationGracePeriodSeconds (%d): the server needs time to stop after the drain", grace)))
+	}
+	return errs
+}
+
+func dnsSubdomain(name string, path *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsDNS1123Subdomain(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
 	return errs
 }
 

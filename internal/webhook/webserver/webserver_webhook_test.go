@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -50,6 +51,27 @@ func TestValidate(t *testing.T) {
 		"probe negative": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
 			s.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(80)}}, PeriodSeconds: -1}
 		}, field: "spec.readinessProbe.periodSeconds"},
+		"liveness success threshold": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt(80)}}, SuccessThreshold: 2}
+		}, field: "spec.livenessProbe.successThreshold"},
+		"startup no handler": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.StartupProbe = &corev1.Probe{} }, field: "spec.startupProbe"},
+		"envFrom both sources": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{}, SecretRef: &corev1.SecretEnvSource{}}}
+		}, field: "spec.envFrom[0]"},
+		"envFrom bad name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "Bad_Name"}}}}
+		}, field: "spec.envFrom[0].secretRef.name"},
+		"envFrom is valid": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "site-config"}}}}
+		}},
+		"pull secret name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: ""}} },
+			field: "spec.imagePullSecrets[0].name"},
+		"service account name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.ServiceAccountName = "Web Site" }, field: "spec.serviceAccountName"},
+		"drain not below the default grace period": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.DrainSeconds = ptr.To[int32](30) },
+			field: "spec.drainSeconds"},
+		"drain below a longer grace period is valid": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.DrainSeconds, s.TerminationGracePeriodSeconds = ptr.To[int32](30), ptr.To[int64](60)
+		}},
 	}
 	for desc, tc := range cases {
 		t.Run(desc, func(t *testing.T) {
