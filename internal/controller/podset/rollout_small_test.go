@@ -1,17 +1,13 @@
 package podset_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
-	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
@@ -35,10 +31,7 @@ func TestDefaultStrategySmallReplicas(t *testing.T) {
 			t.Parallel()
 			ps := createPodSet(t, "small", tc.replicas)
 			before := waitConverged(t, ps, tc.replicas, 2*time.Minute)
-			uids := map[string]types.UID{}
-			for _, p := range mustOwned(t, before) {
-				uids[p.Name] = p.UID
-			}
+			uids := podUIDs(mustOwned(t, before))
 
 			bw := watchBudgets(t, ps.Namespace)
 			defer bw.stop()
@@ -46,14 +39,7 @@ func TestDefaultStrategySmallReplicas(t *testing.T) {
 			mergePatch(t, before, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}}}`)
 			after := waitRolledOut(t, ps, tc.replicas)
 			took := time.Since(start)
-			// The watch has seen the end: the surge pod is gone, not only
-			// from the controller's view.
-			testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
-				bw.mu.Lock()
-				defer bw.mu.Unlock()
-				return bw.total == int(tc.replicas) && bw.available == int(tc.replicas), nil
-			}, "the pod watch sees %d pods, all available", tc.replicas)
-			bw.stop()
+			bw.settle(t, int(tc.replicas))
 
 			bw.mu.Lock()
 			t.Logf("rolled out in %s: at most %d pods (%d with terminating ones), at least %d available",
@@ -96,10 +82,7 @@ func TestDefaultStrategyPausedThenResumed(t *testing.T) {
 	const replicas = 2
 	ps := createPodSet(t, "resume", replicas)
 	before := waitConverged(t, ps, replicas, 2*time.Minute)
-	uids := map[string]types.UID{}
-	for _, p := range mustOwned(t, before) {
-		uids[p.Name] = p.UID
-	}
+	uids := podUIDs(mustOwned(t, before))
 	bw := watchBudgets(t, ps.Namespace)
 	defer bw.stop()
 
@@ -112,12 +95,7 @@ func TestDefaultStrategyPausedThenResumed(t *testing.T) {
 
 	mergePatch(t, before, `{"spec":{"paused":false}}`)
 	after := waitRolledOut(t, ps, replicas)
-	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
-		bw.mu.Lock()
-		defer bw.mu.Unlock()
-		return bw.total == replicas && bw.available == replicas, nil
-	}, "the pod watch sees %d pods, all available", replicas)
-	bw.stop()
+	bw.settle(t, replicas)
 
 	bw.mu.Lock()
 	t.Logf("at most %d pods (%d with terminating ones), at least %d available", bw.maxActive, bw.maxTotal, bw.minAvailable)

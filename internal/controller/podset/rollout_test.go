@@ -1,6 +1,7 @@
 package podset_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -22,6 +23,27 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
+
+// settle waits until the watch sees exactly n pods, all available (the
+// surge pod gone, not only from the controller's view), and stops it.
+func (bw *budgetWatch) settle(t *testing.T, n int) {
+	t.Helper()
+	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+		bw.mu.Lock()
+		defer bw.mu.Unlock()
+		return bw.total == n && bw.available == n, nil
+	}, "the pod watch sees %d pods, all available", n)
+	bw.stop()
+}
+
+// podUIDs maps the names of pods to their UIDs.
+func podUIDs(pods []corev1.Pod) map[string]types.UID {
+	out := make(map[string]types.UID, len(pods))
+	for _, p := range pods {
+		out[p.Name] = p.UID
+	}
+	return out
+}
 
 func runningSpecImages(p *corev1.Pod) bool {
 	status := map[string]string{}
@@ -127,10 +149,7 @@ func TestRollingUpdate(t *testing.T) {
 	checkRollout(t, "recreate", bw, replicas, 2, 0)
 
 	// 2. An image-only change: in place.
-	uids := map[string]types.UID{}
-	for _, p := range pods {
-		uids[p.Name] = p.UID
-	}
+	uids := podUIDs(pods)
 	bw = watchBudgets(t, ns)
 	mergePatch(t, mid, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9","env":[{"name":"V","value":"2"}]}]}}}}`)
 	after := waitRolledOut(t, ps, replicas)
