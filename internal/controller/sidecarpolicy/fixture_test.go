@@ -162,16 +162,6 @@ func createWebPod(t *testing.T, ns, name string) *corev1.Pod {
 	return p
 }
 
-// getPod returns pod ns/name as the API server has it.
-func getPod(t *testing.T, ns, name string) *corev1.Pod {
-	t.Helper()
-	p := &corev1.Pod{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // logImage is the image of p's log sidecar ("" when it has none).
 func logImage(p *corev1.Pod) string { return imageOf(p.Spec.Containers, "log") }
 
@@ -185,16 +175,20 @@ func imageOf(list []corev1.Container, name string) string {
 	return ""
 }
 
-// podImage creates a web pod and returns the image its log sidecar got
-// ("" when it has none) and the revision its record shows.
+// podImage creates a web pod and returns what injected shows of it.
 func podImage(t *testing.T, ns, name string) (image, revision string) {
 	t.Helper()
-	got := createWebPod(t, ns, name)
-	rec := sidecarcontrol.ReadPodRecord(got.Annotations)
+	return injected(createWebPod(t, ns, name))
+}
+
+// injected returns the image of p's log sidecar ("" when it has none) and
+// the revision its record shows.
+func injected(p *corev1.Pod) (image, revision string) {
+	rec := sidecarcontrol.ReadPodRecord(p.Annotations)
 	for _, n := range rec.Names() {
 		revision, _ = rec.Revisions(n)
 	}
-	return logImage(got), revision
+	return logImage(p), revision
 }
 
 // eventuallyInjects waits until a dry-run web pod in ns shows image where

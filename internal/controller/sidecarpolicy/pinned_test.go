@@ -32,10 +32,10 @@ func TestPinnedRevisionIsCompiledIntoThePolicy(t *testing.T) {
 		s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{CustomVersion: ptr.To("v1")}
 	})
 	waitCached(t, s.Name, gen)
-	if image, rev := podImage(t, ns, "w"); image != "log:1" || rev != pinnedHash {
+	byWebhook := createWebPod(t, ns, "w")
+	if image, rev := injected(byWebhook); image != "log:1" || rev != pinnedHash {
 		t.Fatalf("webhook mode, pinned: log sidecar %q at %s, want log:1 at %s", image, rev, pinnedHash)
 	}
-	byWebhook := getPod(t, ns, "w")
 
 	gen = updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InjectionMode = deckhandv1alpha1.PolicyInjection })
 	waitCached(t, s.Name, gen)
