@@ -7,8 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -126,7 +124,7 @@ func TestHotUpgradeResumesAfterRestart(t *testing.T) {
 	sc.waitHotDone("proxy-1", "proxy:1")
 	s := sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Image = "proxy:2"
-		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1))
+		s.Spec.UpdateStrategy.Partition = podCount(1)
 	})
 	sc.waitStatus(60*time.Second, "the pod held by the partition", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == 1 && s.Status.UpdatedPods == 0

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -59,7 +57,7 @@ func labelsOf(s string) map[string]string {
 // web pods (weight 10), then the rest; pods of equal weight by name.
 func TestRolloutFollowsPriorityStrategy(t *testing.T) {
 	sc := newScenario(t, "prio", func(s *deckhandv1alpha1.SidecarSet) {
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(1)
 		s.Spec.UpdateStrategy.PriorityStrategy = &deckhandv1alpha1.UpdatePriorityStrategy{
 			WeightPriority: []deckhandv1alpha1.UpdatePriorityWeightTerm{
 				{Weight: 10, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}},
@@ -80,7 +78,7 @@ func TestRolloutFollowsPriorityStrategy(t *testing.T) {
 // would update one zone after the other.
 func TestRolloutFollowsScatterStrategy(t *testing.T) {
 	sc := newScenario(t, "scatter", func(s *deckhandv1alpha1.SidecarSet) {
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(1)
 		s.Spec.UpdateStrategy.ScatterStrategy = []deckhandv1alpha1.UpdateScatterTerm{{Key: "zone", Value: "*"}}
 	})
 	got := rolloutOrder(t, sc, [][2]string{

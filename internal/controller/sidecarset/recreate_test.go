@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -70,7 +68,7 @@ func (sc *scenario) createPDB(maxUnavailable int32, expected int32) {
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sc.ns, Name: sc.app},
 		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(maxUnavailable)),
+			MaxUnavailable: podCount(maxUnavailable),
 			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": sc.app}},
 		},
 	}
@@ -107,7 +105,7 @@ func proxyEnv(p *corev1.Pod) string {
 func TestRecreateEvictHonoursPDB(t *testing.T) {
 	sc := newScenario(t, "pdb", func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Recreate = deckhandv1alpha1.RecreateEvict
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(3)
 	})
 	sc.deployApp(3)
 	sc.createPDB(1, 3)
@@ -198,7 +196,7 @@ func TestRecreateEvictPausedAndPartition(t *testing.T) {
 	sc := newScenario(t, "held", func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Recreate = deckhandv1alpha1.RecreateEvict
 		s.Spec.UpdateStrategy.Paused = true
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(3))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(3)
 	})
 	sc.deployApp(3)
 	before := uidSet(sc.waitReadyPods(3))
@@ -223,7 +221,7 @@ func TestRecreateEvictPausedAndPartition(t *testing.T) {
 
 	sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.Paused = false
-		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1))
+		s.Spec.UpdateStrategy.Partition = podCount(1)
 	})
 	sc.waitStatus(3*time.Minute, "2 pods recreated, 1 held by the partition", func(s *deckhandv1alpha1.SidecarSet) bool {
 		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
@@ -254,7 +252,7 @@ func TestResizeInPlace(t *testing.T) {
 	}
 	sc := newScenario(t, "resize", func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Resources = res("100m", "64Mi")
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(2)
 	})
 	uids := uidsByName(sc.createPods("pod-%d", 2))
 	sc.waitStatus(60*time.Second, "2 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -250,7 +249,7 @@ func TestPinnedRevisionPartialCanary(t *testing.T) {
 	})
 	s := sc.update(func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.Containers[0].Image = "proxy:2"
-		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1))
+		s.Spec.UpdateStrategy.Partition = podCount(1)
 		s.Spec.InjectionStrategy.Revision = &deckhandv1alpha1.SidecarSetInjectRevision{
 			RevisionName: ptr.To(rev1), Policy: deckhandv1alpha1.PartialInjectRevision}
 	})
@@ -269,7 +268,7 @@ func TestPinnedRevisionPartialCanary(t *testing.T) {
 		t.Fatalf("pod b: proxy %s at %s, want the latest proxy:2 at %s (partition 1 is taken by pod a)", img, rev, h2)
 	}
 	// Partition 2: the next new pod gets the stable revision.
-	s = sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(2)) })
+	s = sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = podCount(2) })
 	sc.waitStatus(time.Minute, "a held back, b updated", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.MatchedPods == 2 && s.Status.UpdatedPods == 1
 	})

@@ -79,8 +79,8 @@ func (a *availabilityWatch) result() (int, []string) {
 
 func TestRollingUpdate(t *testing.T) {
 	sc := newScenario(t, "roll", func(s *deckhandv1alpha1.SidecarSet) {
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
-		s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(5))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(2)
+		s.Spec.UpdateStrategy.Partition = podCount(5)
 	})
 	ns, name := sc.ns, sc.name
 
@@ -143,7 +143,7 @@ func TestRollingUpdate(t *testing.T) {
 	}
 
 	// Partition 0: the rest follow.
-	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(0)) })
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = podCount(0) })
 	final := sc.waitStatus(2*time.Minute, "all 20 pods updated", func(s *deckhandv1alpha1.SidecarSet) bool {
 		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		return s.Status.UpdatedPods == n && c != nil && c.Status == metav1.ConditionTrue
@@ -206,7 +206,7 @@ func markNotReady(t *testing.T, ns, name string) {
 // down would keep 2 and 0.
 func TestPercentagePartition(t *testing.T) {
 	sc := newScenario(t, "pct", func(s *deckhandv1alpha1.SidecarSet) {
-		s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(2)
 	})
 
 	const n = 5
