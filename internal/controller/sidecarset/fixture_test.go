@@ -3,14 +3,18 @@ package sidecarset_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -118,6 +122,10 @@ func (sc *scenario) waitUpdatedReady(timeout time.Duration, n int32) *deckhandv1
 
 // ctxT bounds a test's requests by two minutes.
 func ctxT(t *testing.T) context.Context { return testutil.Context(t, 2*time.Minute) }
+
+// podCount is n pods, as updateStrategy.maxUnavailable and partition (and
+// a PodDisruptionBudget's maxUnavailable) take a number.
+func podCount(n int32) *intstr.IntOrString { return ptr.To(intstr.FromInt32(n)) }
 
 func newSidecarSet(name, ns, app string, image string) *deckhandv1alpha1.SidecarSet {
 	return &deckhandv1alpha1.SidecarSet{
@@ -347,4 +355,22 @@ func uidSet(pods []corev1.Pod) map[types.UID]bool {
 		out[p.UID] = true
 	}
 	return out
+}
+
+// waitEvent waits for an event about the SidecarSet with the given type and
+// reason whose note contains text.
+func waitEvent(t *testing.T, sidecarSet, typ, reason, text string) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "SidecarSet" && e.Regarding.Name == sidecarSet && e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, "a %s event %s about SidecarSet %s mentioning %s", typ, reason, sidecarSet, text)
 }

@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -83,17 +80,7 @@ func TestNotInjectedPods(t *testing.T) {
 func TestDeploymentPodsInjected(t *testing.T) {
 	sc := newScenario(t, "deployed")
 	labels := map[string]string{"app": sc.app}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: sc.ns, Name: "web"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(2)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
-			},
-		},
-	}
+	d := testutil.Deployment(sc.ns, "web", 2, labels, corev1.Container{Name: "app", Image: "app:1"})
 	if err := env.Client.Create(ctxT(t), d); err != nil {
 		t.Fatal(err)
 	}
@@ -185,22 +172,4 @@ func TestContainerNameConflict(t *testing.T) {
 	if img := sc.podImage("clash", "app"); img != "app:1" {
 		t.Fatalf("the SidecarSet changed the app's own container to %s", img)
 	}
-}
-
-// waitEvent waits for an event about the SidecarSet with the given type and
-// reason whose note contains text.
-func waitEvent(t *testing.T, sidecarSet, typ, reason, text string) {
-	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var evs eventsv1.EventList
-		if err := env.Client.List(ctx, &evs); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Regarding.Kind == "SidecarSet" && e.Regarding.Name == sidecarSet && e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "a %s event %s about SidecarSet %s mentioning %s", typ, reason, sidecarSet, text)
 }
