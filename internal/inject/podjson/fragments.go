@@ -182,27 +182,25 @@ func (a *appContainers) transferEnv(transfers []deckhandv1alpha1.TransferEnvVar,
 			return nil, err
 		}
 		for _, want := range sidecarcontrol.TransferEnvNames(t) {
-			if hasKey(env, want) {
+			if keyIndex(env, want) >= 0 {
 				continue
 			}
-			for _, e := range src {
-				if e.key == want {
-					env = append(env, e)
-					break
-				}
+			if i := keyIndex(src, want); i >= 0 {
+				env = append(env, src[i])
 			}
 		}
 	}
 	return env, nil
 }
 
-func hasKey(list []rawElement, key string) bool {
+// keyIndex returns the index of the first element of list keyed key, or -1.
+func keyIndex(list []rawElement, key string) int {
 	for i := range list {
 		if list[i].key == key {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 func appendRawList(buf []byte, prefix string, list []rawElement) []byte {

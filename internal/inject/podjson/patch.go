@@ -112,18 +112,13 @@ func (w *patchWriter) containers(path string, absent bool, before, after []Sidec
 	}
 	var err error
 	if absent {
-		w.begin(path)
-		w.buf = append(w.buf, '[')
-		for i, sc := range append(before, after...) {
-			if i > 0 {
-				w.buf = append(w.buf, ',')
+		all := append(before, after...)
+		w.create(path, '[', ']', len(all), func(i int) {
+			if err == nil {
+				w.buf, err = apps.appendContainer(w.buf, all[i])
 			}
-			if w.buf, err = apps.appendContainer(w.buf, sc); err != nil {
-				return err
-			}
-		}
-		w.buf = append(w.buf, "]}"...)
-		return nil
+		})
+		return err
 	}
 	for i, sc := range before {
 		w.begin(path + "/" + strconv.Itoa(i))
@@ -148,15 +143,7 @@ func (w *patchWriter) list(path string, absent bool, items [][]byte) {
 		return
 	}
 	if absent {
-		w.begin(path)
-		w.buf = append(w.buf, '[')
-		for i, it := range items {
-			if i > 0 {
-				w.buf = append(w.buf, ',')
-			}
-			w.buf = append(w.buf, it...)
-		}
-		w.buf = append(w.buf, "]}"...)
+		w.create(path, '[', ']', len(items), func(i int) { w.buf = append(w.buf, items[i]...) })
 		return
 	}
 	for _, it := range items {
@@ -171,17 +158,11 @@ func (w *patchWriter) stringMap(path string, absent bool, as []Annotation) {
 		return
 	}
 	if absent {
-		w.begin(path)
-		w.buf = append(w.buf, '{')
-		for i, a := range as {
-			if i > 0 {
-				w.buf = append(w.buf, ',')
-			}
-			w.buf = appendString(w.buf, a.Key)
+		w.create(path, '{', '}', len(as), func(i int) {
+			w.buf = appendString(w.buf, as[i].Key)
 			w.buf = append(w.buf, ':')
-			w.buf = appendString(w.buf, a.Value)
-		}
-		w.buf = append(w.buf, "}}"...)
+			w.buf = appendString(w.buf, as[i].Value)
+		})
 		return
 	}
 	for _, a := range as {
@@ -189,6 +170,21 @@ func (w *patchWriter) stringMap(path string, absent bool, as []Annotation) {
 		w.buf = appendString(w.buf, a.Value)
 		w.buf = append(w.buf, '}')
 	}
+}
+
+// create writes the add operation that creates the list or object at path,
+// between the brackets open and close, from n items: item(i) writes the
+// i-th.
+func (w *patchWriter) create(path string, open, close byte, n int, item func(i int)) {
+	w.begin(path)
+	w.buf = append(w.buf, open)
+	for i := range n {
+		if i > 0 {
+			w.buf = append(w.buf, ',')
+		}
+		item(i)
+	}
+	w.buf = append(w.buf, close, '}')
 }
 
 // pointerEscaper escapes a JSON pointer reference token (RFC 6901).

@@ -59,11 +59,11 @@ func (p *RawPod) HasContainer(name string) bool {
 // DecodePod reads what injection needs from a pod's JSON into p.
 func DecodePod(raw []byte, p *RawPod) error {
 	s := &scanner{b: raw}
-	if !s.begin('{') {
+	if s.peek() != '{' {
 		return ErrSyntax
 	}
-	for first := true; s.more(&first, '}'); {
-		switch string(s.key()) {
+	for key := range s.members() {
+		switch string(key) {
 		case "metadata":
 			s.metadata(p)
 		case "spec":
@@ -75,21 +75,12 @@ func DecodePod(raw []byte, p *RawPod) error {
 	if s.err == nil && !p.hasSpec {
 		return ErrNoSpec
 	}
-	// Anything after the pod object would make the patch not apply (a
-	// patch library reads the whole body): refuse it, as the API server
-	// never sends it.
-	if s.ws(); s.err == nil && s.i != len(s.b) {
-		s.fail()
-	}
-	return s.err
+	return s.end()
 }
 
 func (s *scanner) metadata(p *RawPod) {
-	if !s.begin('{') {
-		return
-	}
-	for first := true; s.more(&first, '}'); {
-		switch string(s.key()) {
+	for key := range s.members() {
+		switch string(key) {
 		case "name":
 			p.Name = s.string()
 		case "generateName":
@@ -107,12 +98,9 @@ func (s *scanner) metadata(p *RawPod) {
 }
 
 func (s *scanner) spec(p *RawPod) {
-	if !s.begin('{') {
-		return
-	}
-	p.hasSpec = true
-	for first := true; s.more(&first, '}'); {
-		switch string(s.key()) {
+	p.hasSpec = s.peek() == '{'
+	for key := range s.members() {
+		switch string(key) {
 		case "containers":
 			p.Containers, _ = s.containers()
 		case "initContainers":
@@ -134,22 +122,20 @@ func (s *scanner) containers() ([]RawContainer, bool) {
 	out := make([]RawContainer, 0, 8)
 	for first := true; s.more(&first, ']'); {
 		var c RawContainer
-		if s.begin('{') {
-			for f := true; s.more(&f, '}'); {
-				switch string(s.key()) {
-				case "name":
-					c.Name = s.string()
-				case "env":
-					c.env = s.raw()
-				case "volumeMounts":
-					c.volumeMounts = s.raw()
-				case "volumeDevices":
-					c.volumeDevices = s.raw()
-				case "resources":
-					c.resources = s.raw()
-				default:
-					s.skip()
-				}
+		for key := range s.members() {
+			switch string(key) {
+			case "name":
+				c.Name = s.string()
+			case "env":
+				c.env = s.raw()
+			case "volumeMounts":
+				c.volumeMounts = s.raw()
+			case "volumeDevices":
+				c.volumeDevices = s.raw()
+			case "resources":
+				c.resources = s.raw()
+			default:
+				s.skip()
 			}
 		}
 		out = append(out, c)
@@ -177,11 +163,8 @@ func (s *scanner) nameOf() string {
 // memberOf reads an object and returns its string member called key.
 func (s *scanner) memberOf(key string) string {
 	v := ""
-	if !s.begin('{') {
-		return v
-	}
-	for f := true; s.more(&f, '}'); {
-		if string(s.key()) == key {
+	for k := range s.members() {
+		if string(k) == key {
 			v = s.string()
 		} else {
 			s.skip()

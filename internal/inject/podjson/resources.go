@@ -34,11 +34,8 @@ func (p *RawPod) ContainerCPUMemory(i int) (sidecarcontrol.CPUMemory, error) {
 		return r, nil
 	}
 	s := &scanner{b: raw}
-	if !s.begin('{') {
-		return r, s.err
-	}
-	for first := true; s.more(&first, '}'); {
-		switch string(s.key()) {
+	for key := range s.members() {
+		switch string(key) {
 		case "limits":
 			s.quantities(&r.Limits, &r.HasLimit)
 		case "requests":
@@ -54,11 +51,8 @@ func (p *RawPod) ContainerCPUMemory(i int) (sidecarcontrol.CPUMemory, error) {
 // quantity is a JSON string, or a bare number (which resource.Quantity
 // also accepts).
 func (s *scanner) quantities(values *[2]float64, has *[2]bool) {
-	if !s.begin('{') {
-		return
-	}
-	for first := true; s.more(&first, '}'); {
-		k := cpuMemoryIndex(s.key())
+	for key := range s.members() {
+		k := cpuMemoryIndex(key)
 		if k < 0 {
 			s.skip()
 			continue

@@ -26,36 +26,28 @@ type Review struct {
 func DecodeReview(body []byte, r *Review) error {
 	s := &scanner{b: body}
 	// A null review reads as an empty one, as typed decoding has it.
-	if s.begin('{') {
-		for first := true; s.more(&first, '}'); {
-			switch string(s.key()) {
-			case "apiVersion":
-				r.APIVersion = s.string()
-			case "kind":
-				r.Kind = s.string()
-			case "request":
-				s.request(r)
-			default:
-				s.skip()
-			}
+	for key := range s.members() {
+		switch string(key) {
+		case "apiVersion":
+			r.APIVersion = s.string()
+		case "kind":
+			r.Kind = s.string()
+		case "request":
+			s.request(r)
+		default:
+			s.skip()
 		}
 	}
-	if s.ws(); s.err == nil && s.i != len(s.b) {
-		s.fail()
-	}
-	return s.err
+	return s.end()
 }
 
 func (s *scanner) request(r *Review) {
-	if !s.begin('{') {
-		return
-	}
-	for first := true; s.more(&first, '}'); {
-		switch string(s.key()) {
+	for key := range s.members() {
+		switch string(key) {
 		case "uid":
 			r.UID = s.string()
 		case "kind":
-			r.ObjectKind = s.groupVersionKind()
+			r.ObjectKind = s.memberOf("kind")
 		case "operation":
 			r.Operation = s.string()
 		case "subResource":
@@ -74,22 +66,6 @@ func (s *scanner) request(r *Review) {
 			s.skip()
 		}
 	}
-}
-
-// groupVersionKind reads a GroupVersionKind object and returns its kind.
-func (s *scanner) groupVersionKind() string {
-	var kind string
-	if !s.begin('{') {
-		return ""
-	}
-	for first := true; s.more(&first, '}'); {
-		if string(s.key()) == "kind" {
-			kind = s.string()
-			continue
-		}
-		s.skip()
-	}
-	return kind
 }
 
 // boolean reads true, false or null (false).

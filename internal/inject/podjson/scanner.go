@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 )
 
 // ErrSyntax is returned for input that is not well-formed JSON as far as
@@ -91,6 +92,31 @@ func (s *scanner) more(first *bool, end byte) bool {
 	}
 	*first = false
 	return true
+}
+
+// members ranges over the keys of the object that comes next (none for
+// null); the loop body reads or skips each member's value.
+func (s *scanner) members() iter.Seq[[]byte] {
+	return func(yield func(key []byte) bool) {
+		if !s.begin('{') {
+			return
+		}
+		for first := true; s.more(&first, '}'); {
+			if !yield(s.key()) {
+				return
+			}
+		}
+	}
+}
+
+// end checks that only white space follows the value read (a patch library
+// reads the whole body, and the API server never sends more) and returns
+// the scan's error.
+func (s *scanner) end() error {
+	if s.ws(); s.err == nil && s.i != len(s.b) {
+		s.fail()
+	}
+	return s.err
 }
 
 // key reads an object key and the colon after it. The bytes may alias the input.
@@ -202,13 +228,12 @@ func (s *scanner) raw() []byte {
 }
 
 func (s *scanner) stringMap() (map[string]string, bool) {
-	if !s.begin('{') {
+	if s.null() {
 		return nil, false
 	}
 	m := make(map[string]string, 8)
-	for first := true; s.more(&first, '}'); {
-		k := string(s.key())
-		m[k] = s.string()
+	for key := range s.members() {
+		m[string(key)] = s.string()
 	}
 	return m, true
 }

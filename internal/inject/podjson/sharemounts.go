@@ -84,18 +84,16 @@ func sharedMountJSON(raw []byte, writable bool) ([]byte, string, error) {
 	// selects, and decoding and re-encoding each one tripled the
 	// allocations of an admission (BenchmarkInject).
 	s := &scanner{b: raw}
-	if !s.begin('{') {
-		if s.err == nil {
-			s.fail()
-		}
+	if s.peek() != '{' {
+		s.fail()
 		return nil, "", s.err
 	}
 	var expr string
 	roStart, roEnd := -1, -1
 	members := false
-	for first := true; s.more(&first, '}'); {
+	for key := range s.members() {
 		members = true
-		switch string(s.key()) {
+		switch string(key) {
 		case "subPathExpr":
 			expr = s.string()
 		case "readOnly":
@@ -142,7 +140,7 @@ func (a *appContainers) subPathEnv(env []rawElement, expr string, container int)
 	loaded := false
 	for _, ref := range subPathExprVar.FindAllStringSubmatch(expr, -1) {
 		name := ref[1]
-		if hasElement(env, name) {
+		if keyIndex(env, name) >= 0 {
 			continue
 		}
 		if !loaded {
@@ -152,21 +150,9 @@ func (a *appContainers) subPathEnv(env []rawElement, expr string, container int)
 			}
 			loaded = true
 		}
-		for _, e := range src {
-			if e.key == name {
-				env = append(env[:len(env):len(env)], e)
-				break
-			}
+		if i := keyIndex(src, name); i >= 0 {
+			env = append(env[:len(env):len(env)], src[i])
 		}
 	}
 	return env, nil
-}
-
-func hasElement(list []rawElement, key string) bool {
-	for i := range list {
-		if list[i].key == key {
-			return true
-		}
-	}
-	return false
 }
