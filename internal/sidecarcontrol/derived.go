@@ -91,10 +91,7 @@ func (st *derivedStore) OnUpdate(_, obj any) {
 // OnDelete drops what was compiled for a deleted SidecarSet, unless the
 // store already holds a newer object of the same name.
 func (st *derivedStore) OnDelete(obj any) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	s, ok := obj.(*deckhandv1alpha1.SidecarSet)
+	s, ok := deleted[*deckhandv1alpha1.SidecarSet](obj)
 	if !ok {
 		return
 	}
@@ -103,6 +100,16 @@ func (st *derivedStore) OnDelete(obj any) {
 	if c := st.byName[s.Name]; c != nil && c.key.uid == s.UID {
 		delete(st.byName, s.Name)
 	}
+}
+
+// deleted returns the object an informer's OnDelete hands over, unwrapped
+// from the tombstone it comes in when the watch missed the deletion.
+func deleted[T any](obj any) (T, bool) {
+	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	o, ok := obj.(T)
+	return o, ok
 }
 
 // len is the number of SidecarSets the store holds.

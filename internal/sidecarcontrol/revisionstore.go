@@ -128,10 +128,7 @@ func (st *revisionStore) OnAdd(obj any, _ bool) { st.put(obj) }
 func (st *revisionStore) OnUpdate(_, obj any) { st.put(obj) }
 
 func (st *revisionStore) OnDelete(obj any) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	cr, ok := obj.(*appsv1.ControllerRevision)
+	cr, ok := deleted[*appsv1.ControllerRevision](obj)
 	if !ok {
 		return
 	}
