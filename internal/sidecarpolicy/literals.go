@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -68,11 +69,7 @@ func lit(v any) string {
 
 // mapLit is a CEL map literal of already-rendered values, keys sorted.
 func mapLit(fields map[string]string) string {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(fields))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = q(k) + ": dyn(" + fields[k] + ")"
