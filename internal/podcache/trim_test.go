@@ -2,6 +2,7 @@ package podcache
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -181,19 +182,10 @@ func TestTrimKeepsReadAnnotations(t *testing.T) {
 				want = tc.annotations
 			}
 			if got := out.(*corev1.Pod).Annotations; !apiequality.Semantic.DeepEqual(got, want) {
-				t.Fatalf("kept annotations %v, want %v", sortedKeys(got), sortedKeys(want))
+				t.Fatalf("kept annotations %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 			}
 		})
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TestTrimReturnsATrimmedPodAsIs: an informer streaming its initial list
