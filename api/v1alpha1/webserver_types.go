@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // Labels, annotations and condition types of the WebServer kind.
@@ -173,6 +174,13 @@ type WebServerSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
+	// DisruptionBudget shapes the PodDisruptionBudget Deckhand keeps for the
+	// pods while there is more than one replica, so that a node drain never
+	// takes them all at once. With one replica there is none: a budget would
+	// block every drain.
+	// +optional
+	DisruptionBudget *WebServerDisruptionBudget `json:"disruptionBudget,omitempty"`
+
 	// SecurityContext replaces the web server container's default security
 	// context, which meets the restricted Pod Security Standard: run as a
 	// non-root user, no privilege escalation, every capability dropped, a
@@ -192,6 +200,17 @@ type WebServerSpec struct {
 	// this is true.
 	// +optional
 	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
+}
+
+// WebServerDisruptionBudget is the PodDisruptionBudget of a WebServer's pods.
+type WebServerDisruptionBudget struct {
+	// MaxUnavailable is how many pods, or what percentage of them, a
+	// voluntary disruption (an eviction, a node drain) may take down at
+	// once: 1 if unset.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^(100|[1-9][0-9]?)%$')",message="must be a positive number of pods or a percentage from 1% to 100%"
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 }
 
 // WebServerStatus is the observed state of a WebServer.
