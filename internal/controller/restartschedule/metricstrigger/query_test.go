@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
@@ -255,6 +257,20 @@ func TestIntegrationQueryValidation(t *testing.T) {
 	if q := got.Spec.Triggers[0].Query; q.NamespaceLabel != "namespace" || q.PodLabel != "pod" || q.For == nil || q.For.Duration != 5*time.Minute {
 		t.Fatalf("query trigger defaults: %+v", q)
 	}
+	// The sample of config/samples is accepted.
+	samples := testutil.ReadFile(t, filepath.Join(testutil.RepoRoot(t), "config", "samples", "apps_v1alpha1_restartschedule.yaml"))
+	var sample *deckhandv1alpha1.RestartSchedule
+	for _, doc := range strings.Split(samples, "\n---") {
+		rs := &deckhandv1alpha1.RestartSchedule{}
+		if yaml.Unmarshal([]byte(doc), rs) == nil && rs.Kind == "RestartSchedule" && len(rs.Spec.Triggers) > 0 && rs.Spec.Triggers[0].Query != nil {
+			sample = rs
+		}
+	}
+	if sample == nil {
+		t.Fatal("no RestartSchedule with a query trigger in config/samples")
+	}
+	sample.Namespace = ns
+	testutil.Create(ctx, t, env.Client, sample)
 }
 
 // The query client is bounded: an answer of the real Prometheus larger than
