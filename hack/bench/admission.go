@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
@@ -151,7 +150,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		if err := verifyRun(ctx, e, r, res, ns, v, n); err != nil {
 			return err
 		}
-		if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+		if err := e.deletePods(ctx, ns, metav1.ListOptions{}); err != nil {
 			return err
 		}
 		// The same variant, one create at a time, in a namespace of its own.
@@ -169,7 +168,7 @@ func benchAdmission(ctx context.Context, cfg *config, r *report) error {
 		ar.seq = append(ar.seq, seq...)
 		ar.seqP50s = append(ar.seqP50s, msFloat(percentile(seq, 50)))
 		logf("[admission] %s, one client: %d pods, p50 %s p99 %s", v, nSeq, ms(percentile(seq, 50)), ms(percentile(seq, 99)))
-		if err := e.cs.CoreV1().Pods(seqNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+		if err := e.deletePods(ctx, seqNS, metav1.ListOptions{}); err != nil {
 			return err
 		}
 	}
@@ -218,5 +217,5 @@ func profileInjection(ctx context.Context, cfg *config, e *env, k *kruiseManager
 	}); err != nil {
 		return fmt.Errorf("profile run: %w", err)
 	}
-	return e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{})
+	return e.deletePods(ctx, ns, metav1.ListOptions{})
 }

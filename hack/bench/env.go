@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -136,6 +137,12 @@ func (e *env) stop() {
 
 func (e *env) namespace(ctx context.Context, name string) error {
 	return e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// deletePods deletes the pods of ns that sel selects, without a grace
+// period: no kubelet runs them, and the next run must not wait for them.
+func (e *env) deletePods(ctx context.Context, ns string, sel metav1.ListOptions) error {
+	return e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel)
 }
 
 // deleteNamespace deletes ns and waits until it is gone, so that its

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 )
 
 // scaleBaselineNS is a namespace the pod webhook's namespaceSelector
@@ -58,7 +57,7 @@ func oneClientCreates(ctx context.Context, e *env) (injected, null, baseline []t
 	}
 	sel := metav1.ListOptions{LabelSelector: "app=" + scaleApp}
 	for _, ns := range []string{scaleProbeNS, scaleBaselineNS} {
-		if err := e.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, sel); err != nil {
+		if err := e.deletePods(ctx, ns, sel); err != nil {
 			return nil, nil, nil, err
 		}
 	}
