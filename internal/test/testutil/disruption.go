@@ -108,3 +108,20 @@ func (w *DisruptionWatch) Deleted() ([]types.UID, map[types.UID]string) {
 	}
 	return append([]types.UID(nil), w.deleted...), names
 }
+
+// UnexpectedDeletions names, in order, each pod deleted that old does not
+// hold and each pod deleted again: what a rollout that replaces each old pod
+// once, and nothing else, leaves empty. A nil old holds every pod.
+func (w *DisruptionWatch) UnexpectedDeletions(old map[types.UID]bool) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var unexpected []string
+	seen := map[types.UID]bool{}
+	for _, uid := range w.deleted {
+		if (old != nil && !old[uid]) || seen[uid] {
+			unexpected = append(unexpected, w.names[uid])
+		}
+		seen[uid] = true
+	}
+	return unexpected
+}
