@@ -172,10 +172,7 @@ const notInjectedBound = 5 * time.Second
 // counted in the SidecarSet's status.notInjectedPods within
 // notInjectedBound of the standby's first action.
 func TestLeaderFailover(t *testing.T) {
-	rounds := 1
-	if stress() {
-		rounds = 5
-	}
+	rounds := scaled(1, 5)
 	ns := namespace(t)
 	proxy := behindProxy(t)
 	leader := startReplica(t, proxy, "deckhand-a")
@@ -294,10 +291,7 @@ func TestAPIServerRestart(t *testing.T) {
 	ensureDeckhand(t)
 	ns := testutil.Namespace(t, suite.client)
 	refusals := testenv.FailOnRefusals(t, suite.cluster.ManagerRefusals)
-	n := 20
-	if stress() {
-		n = 100
-	}
+	n := scaled(20, 100)
 	suite.deckhand.Stop()
 	t.Cleanup(func() { ensureDeckhand(t) })
 	mgr := startManager(t, "deckhand-slow-client", suite.port, "--leader-elect=false", "--kube-api-qps=5")

@@ -51,6 +51,15 @@ func orErr(ok bool, err error) (bool, error) {
 	return false, err
 }
 
+// killPlan is how many SIGKILLs a crash test waits for, and the range of
+// the random gaps between them.
+func killPlan() (minKills int, minGap, maxGap time.Duration) {
+	if stress() {
+		return 20, 2 * time.Second, 8 * time.Second
+	}
+	return 2, 3 * time.Second, 8 * time.Second
+}
+
 // chaos SIGKILLs the main manager at random moments and restarts it.
 type chaos struct {
 	mu       sync.Mutex
@@ -541,17 +550,38 @@ func waitInjects(t *testing.T, ns string, labels map[string]string) {
 // injects with it.
 func createSidecarSet(t *testing.T, name, ns string, podLabels map[string]string) *deckhandv1alpha1.SidecarSet {
 	t.Helper()
-	s := &deckhandv1alpha1.SidecarSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: deckhandv1alpha1.SidecarSetSpec{
-			Namespace: ns, Selector: &metav1.LabelSelector{MatchLabels: podLabels},
-			Containers: []deckhandv1alpha1.SidecarContainer{{Container: corev1.Container{Name: "sidecar", Image: "sidecar:1"}}},
-		},
-	}
+	s := sidecarSetOver(name, ns, podLabels, corev1.Container{Name: "sidecar", Image: "sidecar:1"})
 	retry(t, time.Minute, "creating the SidecarSet", func(ctx context.Context) error { return suite.client.Create(ctx, s) })
 	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), s) })
 	waitInjects(t, ns, podLabels)
 	return s
+}
+
+// sidecarSetOver is the SidecarSet name injecting sidecar into the pods of
+// ns labelled podLabels.
+func sidecarSetOver(name, ns string, podLabels map[string]string, sidecar corev1.Container) *deckhandv1alpha1.SidecarSet {
+	return &deckhandv1alpha1.SidecarSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: deckhandv1alpha1.SidecarSetSpec{
+			Namespace: ns, Selector: &metav1.LabelSelector{MatchLabels: podLabels},
+			Containers: []deckhandv1alpha1.SidecarContainer{{Container: sidecar}},
+		},
+	}
+}
+
+// waitRolledOut waits until s's status, observed at its generation, counts
+// n matched pods, all updated and ready, and satisfies also (if not nil).
+func waitRolledOut(t *testing.T, s *deckhandv1alpha1.SidecarSet, n int, timeout time.Duration, also func(deckhandv1alpha1.SidecarSetStatus) bool) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		cur := &deckhandv1alpha1.SidecarSet{}
+		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(s), cur); err != nil {
+			return false, err
+		}
+		st := cur.Status
+		return orErr(st.ObservedGeneration == cur.Generation && st.UpdatedReadyPods == int32(n) && st.MatchedPods == int32(n) &&
+			(also == nil || also(st)), fmt.Errorf("status %+v", st))
+	}, "the SidecarSet reports all %d pods updated and ready", n)
 }
 
 // startManager starts another manager (the caller stopped the suite's)

@@ -33,6 +33,14 @@ var suite struct {
 // stress reports whether the long versions run (DECKHAND_STRESS=1).
 func stress() bool { return suite.stress }
 
+// scaled is normal, or stressed in the long versions.
+func scaled(normal, stressed int) int {
+	if stress() {
+		return stressed
+	}
+	return normal
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(testutil.RunSuite("reliability", 5*time.Minute, func(s *testutil.Suite) int { return runSuite(m, s) }))
 }
