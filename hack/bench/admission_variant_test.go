@@ -29,7 +29,8 @@ func TestSettlePoliciesDeletesOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := localcluster.InstallCRDs(cl.Config, filepath.Join(root, "config", "crd", "bases")); err != nil {
+	// SidecarSets' only: what settlePolicies lists.
+	if err := localcluster.InstallCRDs(cl.Config, filepath.Join(root, "config", "crd", "bases", "apps.deckhand.dev_sidecarsets.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cl.Config, client.Options{Scheme: scheme})
