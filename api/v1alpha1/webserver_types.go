@@ -174,6 +174,13 @@ type WebServerSpec struct {
 	// +kubebuilder:validation:Maximum=3600
 	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
 
+	// Ingress makes the WebServer reachable from outside the cluster through
+	// a networking.k8s.io/v1 Ingress of the same name, kept like the
+	// Deployment and the Service; status.url is then its external address.
+	// Removing it deletes the Ingress.
+	// +optional
+	Ingress *WebServerIngress `json:"ingress,omitempty"`
+
 	// DisruptionBudget shapes the PodDisruptionBudget Deckhand keeps for the
 	// pods while there is more than one replica, so that a node drain never
 	// takes them all at once. With one replica there is none: a budget would
@@ -200,6 +207,58 @@ type WebServerSpec struct {
 	// this is true.
 	// +optional
 	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
+}
+
+// WebServerIngress is how clients outside the cluster reach a WebServer.
+type WebServerIngress struct {
+	// Host is the DNS name clients use, such as shop.example.com.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule=`self.matches(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')`,message="must be a lower-case DNS name such as shop.example.com (no wildcard, no port)"
+	Host string `json:"host"`
+
+	// Path is the URL path prefix served ("/" by default).
+	// +optional
+	// +kubebuilder:default="/"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains(' ')",message="must start with / and contain no space"
+	Path string `json:"path,omitempty"`
+
+	// ClassName is the IngressClass that serves the Ingress (the cluster's
+	// default class if unset).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClassName *string `json:"className,omitempty"`
+
+	// TLS serves Host over HTTPS with the certificate of a Secret.
+	// +optional
+	TLS *WebServerTLS `json:"tls,omitempty"`
+}
+
+// WebServerTLS is the certificate of a WebServer's Ingress.
+// +kubebuilder:validation:XValidation:rule="!(has(self.issuer) && has(self.clusterIssuer))",message="set at most one of issuer and clusterIssuer"
+type WebServerTLS struct {
+	// SecretName is the kubernetes.io/tls Secret, in the WebServer's
+	// namespace, that holds the certificate and key for Host.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+
+	// Issuer asks cert-manager to issue the certificate into SecretName from
+	// the Issuer of this name in the WebServer's namespace (the
+	// cert-manager.io/issuer annotation of the Ingress).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Issuer string `json:"issuer,omitempty"`
+
+	// ClusterIssuer asks cert-manager to issue the certificate from the
+	// ClusterIssuer of this name (the cert-manager.io/cluster-issuer
+	// annotation).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClusterIssuer string `json:"clusterIssuer,omitempty"`
 }
 
 // WebServerDisruptionBudget is the PodDisruptionBudget of a WebServer's pods.
@@ -232,8 +291,9 @@ type WebServerStatus struct {
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas"`
 
-	// URL is the in-cluster address of the Service:
-	// http://<name>.<namespace>.svc:<port>.
+	// URL is the address clients use: with spec.ingress, once the Ingress
+	// exists, http(s)://<host><path>; otherwise the in-cluster address of
+	// the Service, http://<name>.<namespace>.svc:<port>.
 	// +optional
 	URL string `json:"url,omitempty"`
 

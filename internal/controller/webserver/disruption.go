@@ -29,21 +29,28 @@ func (r *Reconciler) reconcileDisruptionBudget(ctx context.Context, s *scope) (c
 		return ctrl.Result{}, reconcileChild(ctx, r, s, kindPDB, &policyv1.PodDisruptionBudget{}, &policyv1.PodDisruptionBudget{},
 			new(*policyv1.PodDisruptionBudget), desiredDisruptionBudget, nil)
 	}
-	live := &policyv1.PodDisruptionBudget{}
+	return ctrl.Result{}, deleteOwned(ctx, r, s, kindPDB, &policyv1.PodDisruptionBudget{}, ReasonDisruptionBudgetDeleted,
+		"the WebServer has at most one replica")
+}
+
+// deleteOwned deletes the child of kind named like the WebServer if the
+// WebServer controls it, saying why in an Event; anything else of that name
+// is left alone.
+func deleteOwned[T client.Object](ctx context.Context, r *Reconciler, s *scope, kind string, live T, reason, why string) error {
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(s.ws), live); err != nil || !metav1.IsControlledBy(live, s.ws) {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return client.IgnoreNotFound(err)
 	}
-	err := r.Client.Delete(ctx, live, client.Preconditions{UID: &live.UID, ResourceVersion: &live.ResourceVersion})
+	uid, rv := live.GetUID(), live.GetResourceVersion()
+	err := r.Client.Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if err != nil {
-		return ctrl.Result{}, r.applyFailed(s, kindPDB, err)
+		return r.applyFailed(s, kind, err)
 	}
-	appliesTotal.WithLabelValues(kindPDB, "deleted").Inc()
-	r.Recorder.Eventf(s.ws, live, corev1.EventTypeNormal, ReasonDisruptionBudgetDeleted, "Delete",
-		"Deleted %s %s: the WebServer has at most one replica", kindPDB, live.Name)
-	return ctrl.Result{}, nil
+	appliesTotal.WithLabelValues(kind, "deleted").Inc()
+	r.Recorder.Eventf(s.ws, live, corev1.EventTypeNormal, reason, "Delete", "Deleted %s %s: %s", kind, live.GetName(), why)
+	return nil
 }
 
 // replicas is the WebServer's number of pods: spec.replicas, else the

@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,8 +54,9 @@ func summarize(st *deckhandv1alpha1.WebServerStatus) conditions.Summary {
 // observed is what one reconcile found and did; computeStatus turns it into
 // the WebServer's status.
 type observed struct {
-	deployment *appsv1.Deployment // nil when missing or in conflict
-	service    *corev1.Service    // nil when missing or in conflict
+	deployment *appsv1.Deployment    // nil when missing or in conflict
+	service    *corev1.Service       // nil when missing or in conflict
+	ingress    *networkingv1.Ingress // nil when missing, in conflict or not asked for
 	// conflicts describes the objects of our name that this WebServer does
 	// not control, e.g. "Deployment web/site exists and is not controlled by
 	// this WebServer".
@@ -86,6 +88,9 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	}
 	if o.service != nil {
 		st.URL = URL(ws)
+	}
+	if o.ingress != nil && ws.Spec.Ingress != nil {
+		st.URL = ExternalURL(ws)
 	}
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {

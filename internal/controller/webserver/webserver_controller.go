@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,6 +42,9 @@ const (
 	ReasonDisruptionBudgetCreated = "PodDisruptionBudgetCreated"
 	ReasonDisruptionBudgetUpdated = "PodDisruptionBudgetUpdated"
 	ReasonDisruptionBudgetDeleted = "PodDisruptionBudgetDeleted"
+	ReasonIngressCreated          = "IngressCreated"
+	ReasonIngressUpdated          = "IngressUpdated"
+	ReasonIngressDeleted          = "IngressDeleted"
 )
 
 // childReasons are the Event reasons of creating and of updating each kind
@@ -49,6 +53,7 @@ var childReasons = map[string]struct{ created, updated string }{
 	"Deployment": {ReasonDeploymentCreated, ReasonDeploymentUpdated},
 	"Service":    {ReasonServiceCreated, ReasonServiceUpdated},
 	kindPDB:      {ReasonDisruptionBudgetCreated, ReasonDisruptionBudgetUpdated},
+	kindIngress:  {ReasonIngressCreated, ReasonIngressUpdated},
 }
 
 // Reconciler keeps a WebServer's Deployment and Service in line with its
@@ -71,6 +76,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: it watches WebServers, the
@@ -88,6 +94,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.Ingress{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
 		Complete(r)
@@ -134,7 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &scope{ws: ws, observed: observed{now: r.Clock.Now()}}
 	// Each child is applied even when the other failed; the status says
 	// what happened to both.
-	return reconcileutil.Run(ctx, s, r.reconcileDeployment, r.reconcileService, r.reconcileDisruptionBudget, r.patchStatus)
+	return reconcileutil.Run(ctx, s, r.reconcileDeployment, r.reconcileService, r.reconcileIngress, r.reconcileDisruptionBudget, r.patchStatus)
 }
 
 // reconcileDeployment applies the Deployment unless another object holds
