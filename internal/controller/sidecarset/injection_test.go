@@ -3,7 +3,6 @@ package sidecarset_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -139,7 +138,7 @@ func TestContainerNameConflict(t *testing.T) {
 			c != nil && c.Status == metav1.ConditionFalse && c.Reason == "ContainerNameConflict"
 	})
 	msg := condition(st, deckhandv1alpha1.SidecarSetPodsInjectedCondition).Message
-	if !strings.Contains(msg, `"app"`) || !strings.Contains(msg, sc.ns+"/clash") {
+	if !containsAll(msg, `"app"`, sc.ns+"/clash") {
 		t.Errorf("PodsInjected message does not name the container and the pod: %s", msg)
 	}
 	waitEvent(t, name, corev1.EventTypeWarning, "ContainerNameConflict", `"app"`)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -292,13 +291,4 @@ func TestPinnedRevisionPartialCanary(t *testing.T) {
 func recorded(p *corev1.Pod, set string) string {
 	rev, _ := sidecarcontrol.ReadPodRecord(p.Annotations).Revisions(set)
 	return rev
-}
-
-func containsAll(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if !strings.Contains(s, sub) {
-			return false
-		}
-	}
-	return true
 }
