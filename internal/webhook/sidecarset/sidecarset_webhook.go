@@ -80,9 +80,7 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 		errs = append(errs, metav1validation.ValidateLabelSelector(s.Spec.Selector, labelOpts, spec.Child("selector"))...)
 	}
 	if s.Spec.Namespace != "" {
-		for _, msg := range validation.IsDNS1123Label(s.Spec.Namespace) {
-			errs = append(errs, field.Invalid(spec.Child("namespace"), s.Spec.Namespace, msg))
-		}
+		errs = append(errs, webhookutil.Check(spec.Child("namespace"), s.Spec.Namespace, validation.IsDNS1123Label)...)
 	}
 	if s.Spec.NamespaceSelector != nil {
 		errs = append(errs, metav1validation.ValidateLabelSelector(s.Spec.NamespaceSelector, labelOpts, spec.Child("namespaceSelector"))...)
@@ -105,9 +103,7 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 		case volumes[name]:
 			errs = append(errs, field.Duplicate(p, name))
 		default:
-			for _, msg := range validation.IsDNS1123Label(name) {
-				errs = append(errs, field.Invalid(p, name, msg))
-			}
+			errs = append(errs, webhookutil.Check(p, name, validation.IsDNS1123Label)...)
 		}
 		volumes[name] = true
 	}
@@ -170,9 +166,7 @@ func validateSidecars(cs []deckhandv1alpha1.SidecarContainer, p *field.Path, nam
 		case names[c.Name]:
 			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
 		default:
-			for _, msg := range validation.IsDNS1123Label(c.Name) {
-				errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
-			}
+			errs = append(errs, webhookutil.Check(cp.Child("name"), c.Name, validation.IsDNS1123Label)...)
 		}
 		names[c.Name] = true
 		if strings.TrimSpace(c.Image) == "" {

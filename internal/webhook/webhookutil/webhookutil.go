@@ -1,6 +1,7 @@
 // Package webhookutil holds what more than one of Deckhand's admission
 // webhooks needs: judging pods by a server-side dry run and reading the
-// API server's answer as field errors, the integer-or-percentage check, and
+// API server's answer as field errors, the name-format and
+// integer-or-percentage checks, and
 // the validator of a kind judged alike on create and update.
 package webhookutil
 
@@ -57,6 +58,16 @@ func CauseError(c metav1.StatusCause, path string) *field.Error {
 		typ = field.ErrorTypeInvalid
 	}
 	return &field.Error{Type: typ, Field: path, BadValue: field.OmitValueType{}, Detail: detail}
+}
+
+// Check is one Invalid error at p for each message that check (one of the
+// k8s.io/apimachinery/pkg/util/validation Is* functions) returns for value.
+func Check(p *field.Path, value string, check func(string) []string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range check(value) {
+		errs = append(errs, field.Invalid(p, value, msg))
+	}
+	return errs
 }
 
 var percentRE = regexp.MustCompile(`^[0-9]+%$`)

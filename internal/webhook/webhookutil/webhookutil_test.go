@@ -6,8 +6,28 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
+
+// TestCheck: every message of the check becomes an Invalid error at the
+// path holding the value; a value the check accepts gives none.
+func TestCheck(t *testing.T) {
+	p := field.NewPath("spec", "name")
+	if errs := Check(p, "web", validation.IsDNS1123Label); len(errs) != 0 {
+		t.Errorf("a valid name: unexpected %v", errs)
+	}
+	want := validation.IsDNS1123Label("Web_1")
+	errs := Check(p, "Web_1", validation.IsDNS1123Label)
+	if len(want) == 0 || len(errs) != len(want) {
+		t.Fatalf("errors %v, want one for each of %q", errs, want)
+	}
+	for i, e := range errs {
+		if e.Type != field.ErrorTypeInvalid || e.Field != "spec.name" || e.BadValue != "Web_1" || e.Detail != want[i] {
+			t.Errorf("error %d: %#v, want Invalid at spec.name of Web_1 saying %q", i, e, want[i])
+		}
+	}
+}
 
 func TestValidateIntOrPercent(t *testing.T) {
 	p := field.NewPath("spec", "x")

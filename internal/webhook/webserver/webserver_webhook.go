@@ -61,9 +61,7 @@ func validate(old, ws *deckhandv1alpha1.WebServer) field.ErrorList {
 	var errs field.ErrorList
 	if old == nil {
 		// The name names the Service, so it must be a DNS-1035 label.
-		for _, msg := range validation.IsDNS1035Label(ws.Name) {
-			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), ws.Name, msg))
-		}
+		errs = append(errs, webhookutil.Check(field.NewPath("metadata", "name"), ws.Name, validation.IsDNS1035Label)...)
 	}
 	spec := field.NewPath("spec")
 	errs = append(errs, validateEnv(ws.Spec.Env, spec.Child("env"))...)
@@ -114,13 +112,17 @@ func validatePodFields(s *deckhandv1alpha1.WebServerSpec, spec *field.Path) fiel
 		}
 		errs = append(errs, dnsSubdomain(name, p)...)
 		if from.Prefix != "" {
-			for _, msg := range validation.IsRelaxedEnvVarName(from.Prefix) {
-				errs = append(errs, field.Invalid(spec.Child("envFrom").Index(i).Child("prefix"), from.Prefix, msg))
-			}
+			errs = append(errs, webhookutil.Check(spec.Child("envFrom").Index(i).Child("prefix"), from.Prefix, validation.IsRelaxedEnvVarName)...)
 		}
 	}
 	for i, ref := range s.ImagePullSecrets {
 		errs = append(errs, dnsSubdomain(ref.Name, spec.Child("imagePullSecrets").Index(i).Child("name"))...)
+	}
+	if in := s.Ingress; in != nil && in.TLS != nil {
+		errs = append(errs, dnsSubdomain(in.TLS.SecretName, spec.Child("ingress", "tls", "secretName"))...)
+	}
+	if in := s.Ingress; in != nil && in.ClassName != nil {
+		errs = append(errs, dnsSubdomain(*in.ClassName, spec.Child("ingress", "className"))...)
 	}
 	if s.ServiceAccountName != "" {
 		errs = append(errs, dnsSubdomain(s.ServiceAccountName, spec.Child("serviceAccountName"))...)
@@ -140,11 +142,7 @@ func dnsSubdomain(name string, path *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
-	var errs field.ErrorList
-	for _, msg := range validation.IsDNS1123Subdomain(name) {
-		errs = append(errs, field.Invalid(path, name, msg))
-	}
-	return errs
+	return webhookutil.Check(path, name, validation.IsDNS1123Subdomain)
 }
 
 func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
@@ -154,13 +152,10 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 		p := path.Index(i)
 		if e.Name == "" {
 			errs = append(errs, field.Required(p.Child("name"), "an environment variable needs a name"))
-		}
-		// Kubernetes accepts any printable ASCII name without '=' since 1.34;
-		// so does Deckhand, so that a name the Deployment accepts is never refused.
-		for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
-			if e.Name != "" {
-				errs = append(errs, field.Invalid(p.Child("name"), e.Name, msg))
-			}
+		} else {
+			// Kubernetes accepts any printable ASCII name without '=' since 1.34;
+			// so does Deckhand, so that a name the Deployment accepts is never refused.
+			errs = append(errs, webhookutil.Check(p.Child("name"), e.Name, validation.IsRelaxedEnvVarName)...)
 		}
 		if seen[e.Name] {
 			errs = append(errs, field.Duplicate(p.Child("name"), e.Name))

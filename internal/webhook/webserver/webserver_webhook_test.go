@@ -61,11 +61,22 @@ func TestValidate(t *testing.T) {
 		"envFrom bad name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
 			s.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "Bad_Name"}}}}
 		}, field: "spec.envFrom[0].secretRef.name"},
+		"envFrom prefix": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.EnvFrom = []corev1.EnvFromSource{{Prefix: "A=", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "site-config"}}}}
+		}, field: "spec.envFrom[0].prefix"},
 		"envFrom is valid": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
 			s.EnvFrom = []corev1.EnvFromSource{{Prefix: "CFG_", ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "site-config"}}}}
 		}},
-		"pull secret name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: ""}} },
+		"pull secret name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: ""}}
+		},
 			field: "spec.imagePullSecrets[0].name"},
+		"ingress TLS secret name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.Ingress = &deckhandv1alpha1.WebServerIngress{Host: "shop.example.com", TLS: &deckhandv1alpha1.WebServerTLS{SecretName: "Shop_TLS"}}
+		}, field: "spec.ingress.tls.secretName"},
+		"ingress class name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) {
+			s.Ingress = &deckhandv1alpha1.WebServerIngress{Host: "shop.example.com", ClassName: ptr.To("Public Class")}
+		}, field: "spec.ingress.className"},
 		"service account name": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.ServiceAccountName = "Web Site" }, field: "spec.serviceAccountName"},
 		"drain not below the default grace period": {mutate: func(s *deckhandv1alpha1.WebServerSpec) { s.DrainSeconds = ptr.To[int32](30) },
 			field: "spec.drainSeconds"},
