@@ -162,6 +162,16 @@ func createWebPod(t *testing.T, ns, name string) *corev1.Pod {
 	return p
 }
 
+// getPod returns pod ns/name as the API server has it now.
+func getPod(t *testing.T, ns, name string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // logImage is the image of p's log sidecar ("" when it has none).
 func logImage(p *corev1.Pod) string { return imageOf(p.Spec.Containers, "log") }
 

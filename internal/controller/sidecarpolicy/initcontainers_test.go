@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
@@ -47,10 +44,7 @@ func TestPolicyModeInitContainerChangeReachesNewPodsOnly(t *testing.T) {
 		st := s.Status
 		return st.LatestRevision == second && st.MatchedPods == 2 && st.UpdatedPods == 2 && st.NotUpdatablePods == 0
 	})
-	got := &corev1.Pod{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: ns, Name: "old"}, got); err != nil {
-		t.Fatal(err)
-	}
+	got := getPod(t, ns, "old")
 	if img := setupImage(got); img != "setup:1" {
 		t.Errorf("pod old: setup image %s, want setup:1 (a plain init container is never patched in place)", img)
 	}
