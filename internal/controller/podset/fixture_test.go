@@ -5,9 +5,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/podcache"
 )
 
 // now is the time the pure-logic tests are set at.
@@ -93,4 +100,23 @@ func view(name string, updated, available, inPlaceOK bool, opts ...podOpt) podVi
 		notReady(p)
 	}
 	return podView{pod: p, updated: updated, available: available, inPlaceOK: inPlaceOK}
+}
+
+// webScope is the sync scope of PodSet shop/web: replicas of one nginx
+// container, selecting app=web, on revision r1 (in-place hash h1).
+func webScope(replicas int32) *scope {
+	ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1"}}
+	ps.Spec.Replicas = ptr.To(replicas)
+	ps.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	ps.Spec.Template.Labels = map[string]string{"app": "web"}
+	ps.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx"}}
+	return &scope{ps: ps, key: "shop/web", selector: labels.SelectorFromSet(ps.Spec.Template.Labels), revision: "r1", inPlace: "h1"}
+}
+
+// clientReconciler is a Reconciler that reads and writes through c alone,
+// started an hour ago (writes of a process before it are settled).
+func clientReconciler(c client.Client) *Reconciler {
+	return &Reconciler{Client: c, APIReader: c, PodWriter: c, Recorder: events.NewFakeRecorder(100),
+		Expectations: expectations.New(), Clock: clock.RealClock{}, pods: podcache.ListerFromReader(c),
+		trust: newCacheTrust(time.Now().Add(-time.Hour))}
 }

@@ -8,16 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/expectations"
 )
 
 // TestCreatePodsFinishesSentCreatesWhenStopping: a manager that stops while
@@ -43,11 +37,8 @@ func TestCreatePodsFinishesSentCreatesWhenStopping(t *testing.T) {
 			return c.Create(ctx, obj, opts...)
 		},
 	}).Build()
-	r := &Reconciler{Client: c, PodWriter: c, Recorder: events.NewFakeRecorder(100), Expectations: expectations.New(),
-		Clock: clock.RealClock{}, trust: newCacheTrust(time.Now())}
-	ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1"}}
-	ps.Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "nginx"}}
-	s := &scope{ps: ps, key: "shop/web", revision: "r1"}
+	r := clientReconciler(c)
+	s := webScope(5)
 
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
