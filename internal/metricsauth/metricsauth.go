@@ -28,6 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -58,15 +59,11 @@ type Reviewers struct {
 
 // NewFilter is a metricsserver.FilterProvider.
 func NewFilter(cfg *rest.Config, hc *http.Client) (metricsserver.Filter, error) {
-	authn, err := authnclient.NewForConfigAndClient(cfg, hc)
+	cs, err := kubernetes.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
-	authz, err := authzclient.NewForConfigAndClient(cfg, hc)
-	if err != nil {
-		return nil, err
-	}
-	return Filter(Reviewers{Tokens: authn.TokenReviews(), Access: authz.SubjectAccessReviews()}), nil
+	return Filter(Reviewers{Tokens: cs.AuthenticationV1().TokenReviews(), Access: cs.AuthorizationV1().SubjectAccessReviews()}), nil
 }
 
 // Filter wraps a handler so that it serves only authorised requests.
