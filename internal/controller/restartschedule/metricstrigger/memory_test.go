@@ -47,34 +47,59 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 		Container: "app", PercentOfLimit: ptr.To[int32](50), For: &metav1.Duration{Duration: 45 * time.Second}}})
 	testutil.Create(ctx, t, env.Client, rs)
 
-	// First listed, held until it has been above for 45s.
-	waitSchedule(t, rs, 2*time.Minute, "the leaking pod is a candidate held for 45s", func(got *deckhandv1alpha1.RestartSchedule) bool {
+	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerMemory, leaking: leaking, flat: flat, workload: "Deployment/web",
+		leakStarted: patched, sustained: 45 * time.Second, threshold: "50% of 256Mi", timeout: 3 * time.Minute,
+		// The value is the working set seen, above the threshold.
+		valueAbove: func(value string) bool {
+			v, err := resource.ParseQuantity(value)
+			return err == nil && v.Cmp(resource.MustParse("128Mi")) > 0
+		}}, watch)
+}
+
+// leakEviction is what a trigger on a leaking pod must do.
+type leakEviction struct {
+	trigger                 deckhandv1alpha1.RestartTrigger
+	leaking, flat, workload string
+	leakStarted             time.Time
+	sustained, timeout      time.Duration
+	threshold               string
+	valueAbove              func(string) bool
+}
+
+// expectLeakEvicted checks that the schedule first lists the leaking pod as
+// held for the trigger's `for`, then evicts it no earlier than `for` after
+// the leak started, records the trigger, the pod, a value above the
+// threshold and the threshold in history, is left with no candidate once
+// the pod is replaced, and deletes no other pod.
+func expectLeakEvicted(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, want leakEviction, watch *testutil.DisruptionWatch) {
+	t.Helper()
+	held := fmt.Sprintf("for %s: above the threshold since ", want.sustained)
+	waitSchedule(t, rs, 2*time.Minute, "the leaking pod is a candidate held "+held, func(got *deckhandv1alpha1.RestartSchedule) bool {
 		return slices.ContainsFunc(got.Status.Candidates, func(c deckhandv1alpha1.RestartCandidate) bool {
-			return c.Pod == leaking && c.Trigger == deckhandv1alpha1.RestartTriggerMemory && strings.HasPrefix(c.HeldBy, "for 45s: above the threshold since ")
+			return c.Pod == want.leaking && c.Trigger == want.trigger && strings.HasPrefix(c.HeldBy, held)
 		})
 	})
-	evicted := waitEvicted(t, rs, deckhandv1alpha1.RestartTriggerMemory, 3*time.Minute)
-	if evicted.Pod != leaking || evicted.Workload != "Deployment/web" || evicted.Result != deckhandv1alpha1.RestartSucceeded {
-		t.Fatalf("history entry %+v, want the leaking pod %s evicted (flat: %s)", evicted, leaking, flat)
+	evicted := waitEvicted(t, rs, want.trigger, want.timeout)
+	if evicted.Pod != want.leaking || evicted.Workload != want.workload || evicted.Result != deckhandv1alpha1.RestartSucceeded {
+		t.Fatalf("history entry %+v, want the leaking pod %s evicted (flat: %s)", evicted, want.leaking, want.flat)
 	}
-	// The value is the working set seen, above the threshold.
-	if v, err := resource.ParseQuantity(evicted.Value); err != nil || v.Cmp(resource.MustParse("128Mi")) <= 0 {
-		t.Fatalf("history value %q, want a working set above 128Mi", evicted.Value)
+	if !want.valueAbove(evicted.Value) {
+		t.Fatalf("history value %q, want one above the threshold %s", evicted.Value, want.threshold)
 	}
-	// Sustained for 45s: no sample before the leak annotation was set can
-	// be above the threshold.
-	if d := evicted.StartTime.Sub(patched); d < 45*time.Second {
-		t.Fatalf("evicted %s after the leak started, before its working set could have been above the threshold for 45s", d)
+	// Sustained: no value before the leak started can be above the
+	// threshold.
+	if d := evicted.StartTime.Sub(want.leakStarted); d < want.sustained {
+		t.Fatalf("evicted %s after the leak started, before its value could have been above the threshold for %s", d, want.sustained)
 	}
-	if !strings.Contains(evicted.Message, "50% of 256Mi") {
-		t.Errorf("history message %q does not name the threshold", evicted.Message)
+	if !strings.Contains(evicted.Message, want.threshold) {
+		t.Errorf("history message %q does not name the threshold %s", evicted.Message, want.threshold)
 	}
-	// The flat pod and the replacement stay: two samples of the
-	// replacement below the threshold leave no candidate.
+	// The flat pod and the replacement stay: the replacement's values
+	// below the threshold leave no candidate.
 	waitSchedule(t, rs, 60*time.Second, "no candidate once the leaking pod is replaced", func(got *deckhandv1alpha1.RestartSchedule) bool {
 		return got.Status.CandidateCount == 0
 	})
-	onlyDeleted(t, watch, leaking)
+	onlyDeleted(t, watch, want.leaking)
 }
 
 // waitEvicted waits for the schedule's first history entry of trigger and

@@ -64,31 +64,13 @@ func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 	rs := podScope(ns, "gpu", "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: gpuQuery(ns, "4096", 20*time.Second)})
 	testutil.Create(ctx, t, env.Client, rs)
 
-	waitSchedule(t, rs, 2*time.Minute, "the leaking pod is a candidate held for 20s", func(got *deckhandv1alpha1.RestartSchedule) bool {
-		return slices.ContainsFunc(got.Status.Candidates, func(c deckhandv1alpha1.RestartCandidate) bool {
-			return c.Pod == leaking && c.Trigger == deckhandv1alpha1.RestartTriggerQuery && strings.HasPrefix(c.HeldBy, "for 20s: above the threshold since ")
-		})
-	})
-	evicted := waitEvicted(t, rs, deckhandv1alpha1.RestartTriggerQuery, 2*time.Minute)
-	if evicted.Pod != leaking || evicted.Workload != "Deployment/gpu" || evicted.Result != deckhandv1alpha1.RestartSucceeded {
-		t.Fatalf("history entry %+v, want the leaking pod %s evicted (flat: %s)", evicted, leaking, flat)
-	}
-	// The value is the frame buffer in use Prometheus answered, above the
-	// threshold.
-	if v, err := strconv.ParseFloat(evicted.Value, 64); err != nil || v <= 4096 {
-		t.Fatalf("history value %q, want a value above 4096", evicted.Value)
-	}
-	if d := evicted.StartTime.Sub(patched); d < 20*time.Second {
-		t.Fatalf("evicted %s after the leak started, before its value could have been above the threshold for 20s", d)
-	}
-	if !strings.Contains(evicted.Message, "over 4096") {
-		t.Errorf("history message %q does not name the threshold", evicted.Message)
-	}
-	// The replacement starts flat: no candidate is left.
-	waitSchedule(t, rs, 60*time.Second, "no candidate once the leaking pod is replaced", func(got *deckhandv1alpha1.RestartSchedule) bool {
-		return got.Status.CandidateCount == 0
-	})
-	onlyDeleted(t, watch, leaking)
+	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerQuery, leaking: leaking, flat: flat, workload: "Deployment/gpu",
+		leakStarted: patched, sustained: 20 * time.Second, threshold: "over 4096", timeout: 2 * time.Minute,
+		// The value is the frame buffer in use Prometheus answered.
+		valueAbove: func(value string) bool {
+			v, err := strconv.ParseFloat(value, 64)
+			return err == nil && v > 4096
+		}}, watch)
 }
 
 // A query that gets no usable answer acts on nothing, whatever the
