@@ -157,14 +157,7 @@ func planSync(in planInput) plan {
 	}
 	p.rolling = true
 
-	views := map[*corev1.Pod]podView{}
-	available := 0
-	for _, v := range in.pods {
-		views[v.pod] = v
-		if v.available {
-			available++
-		}
-	}
+	views, available := viewsOf(in)
 
 	// Old pods in update order: unavailable first, then upstream's order.
 	cands := append([]*corev1.Pod(nil), old...)
@@ -236,14 +229,7 @@ func planSync(in planInput) plan {
 // go first, and what stays of the available ones is
 // min(available, spec.replicas).
 func scaleDownVictims(in planInput, all []*corev1.Pod, oldFirst bool, n int) []*corev1.Pod {
-	views := make(map[*corev1.Pod]podView, len(in.pods))
-	available := 0
-	for _, v := range in.pods {
-		views[v.pod] = v
-		if v.available {
-			available++
-		}
-	}
+	views, available := viewsOf(in)
 	group := func(v podView) int {
 		switch {
 		case v.updating:
@@ -289,4 +275,18 @@ func scaleDownVictims(in planInput, all []*corev1.Pod, oldFirst bool, n int) []*
 		out = append(out, p)
 	}
 	return out
+}
+
+// viewsOf maps each active pod of in to its view, and counts the available
+// ones.
+func viewsOf(in planInput) (map[*corev1.Pod]podView, int) {
+	views := make(map[*corev1.Pod]podView, len(in.pods))
+	available := 0
+	for _, v := range in.pods {
+		views[v.pod] = v
+		if v.available {
+			available++
+		}
+	}
+	return views, available
 }
