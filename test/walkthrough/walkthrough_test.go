@@ -335,13 +335,8 @@ func TestSidecarSetWalkthrough(t *testing.T) {
 	if m := disruptions.MaxUnavailable(); m > 1 {
 		t.Errorf("%d of the 3 pods were unavailable at once; the PodDisruptionBudget allows 1:\n%s", m, disruptions.History())
 	}
-	deleted, names := disruptions.Deleted()
-	seen := map[types.UID]bool{}
-	for _, uid := range deleted {
-		if !old[uid] || seen[uid] {
-			t.Errorf("pod %s deleted: want each old pod evicted once, no new pod deleted", names[uid])
-		}
-		seen[uid] = true
+	for _, name := range disruptions.UnexpectedDeletions(old) {
+		t.Errorf("pod %s deleted: want each old pod evicted once, no new pod deleted", name)
 	}
 
 	w.runUntil(t, "name: shop-mesh")
