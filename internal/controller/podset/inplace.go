@@ -79,12 +79,20 @@ func inPlacePatch(pod *corev1.Pod, tmpl *corev1.PodTemplateSpec, revision string
 // updatedInPlace reports whether pod reached the revision its label names
 // by an in-place update, rather than being created on it.
 func updatedInPlace(pod *corev1.Pod) bool {
-	raw, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]
-	if !ok {
-		return false
-	}
+	_, ok := recordedInPlaceUpdate(pod)
+	return ok
+}
+
+// recordedInPlaceUpdate returns the in-place update recorded on pod for the
+// revision its label names; false when there is none (no annotation, one
+// that does not parse, or one for another revision).
+func recordedInPlaceUpdate(pod *corev1.Pod) (inPlaceUpdateState, bool) {
 	var st inPlaceUpdateState
-	return json.Unmarshal([]byte(raw), &st) == nil && st.Revision == pod.Labels[deckhandv1alpha1.PodSetRevisionLabel]
+	raw, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]
+	if !ok || json.Unmarshal([]byte(raw), &st) != nil {
+		return st, false
+	}
+	return st, st.Revision == pod.Labels[deckhandv1alpha1.PodSetRevisionLabel]
 }
 
 // inPlaceUpdateUnderWay reports whether pod's in-place update has not
@@ -93,14 +101,8 @@ func updatedInPlace(pod *corev1.Pod) bool {
 // (a pull error, a crash loop, a probe), and counts as a broken pod rather
 // than one to wait for.
 func inPlaceUpdateUnderWay(pod *corev1.Pod, now time.Time, deadline time.Duration) bool {
-	if inPlaceUpdateDone(pod) {
-		return false
-	}
-	var st inPlaceUpdateState
-	if err := json.Unmarshal([]byte(pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]), &st); err != nil {
-		return false
-	}
-	return now.Before(st.UpdateTime.Add(deadline))
+	st, ok := recordedInPlaceUpdate(pod)
+	return ok && !inPlaceUpdateDone(pod) && now.Before(st.UpdateTime.Add(deadline))
 }
 
 // inPlaceUpdateDone reports whether an in-place update recorded on pod has
@@ -108,15 +110,8 @@ func inPlaceUpdateUnderWay(pod *corev1.Pod, now time.Time, deadline time.Duratio
 // or a new image ID, and the pod is Ready again. A pod without the annotation, or whose annotation
 // is for another revision than its label, has no update in progress.
 func inPlaceUpdateDone(pod *corev1.Pod) bool {
-	raw, ok := pod.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]
+	st, ok := recordedInPlaceUpdate(pod)
 	if !ok {
-		return true
-	}
-	var st inPlaceUpdateState
-	if err := json.Unmarshal([]byte(raw), &st); err != nil {
-		return true
-	}
-	if st.Revision != pod.Labels[deckhandv1alpha1.PodSetRevisionLabel] {
 		return true
 	}
 	statuses := map[string]corev1.ContainerStatus{}

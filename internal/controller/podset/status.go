@@ -141,19 +141,15 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	transition := metav1.NewTime(now)
 	maxUnavailable := resolveStrategy(ps.Spec.UpdateStrategy, int(replicas)).maxUnavailable
 	minAvailable := max(int(replicas)-maxUnavailable, 0)
-	if int(available) >= minAvailable {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition, ObservedGeneration: ps.Generation,
-			Reason:  ReasonMinimumReplicasAvailable,
-			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
-		})
-	} else {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionFalse, LastTransitionTime: transition, ObservedGeneration: ps.Generation,
-			Reason:  ReasonMinimumReplicasUnavailable,
-			Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
-		})
+	availableCond := metav1.Condition{
+		Type: deckhandv1alpha1.PodSetAvailableCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition, ObservedGeneration: ps.Generation,
+		Reason:  ReasonMinimumReplicasAvailable,
+		Message: fmt.Sprintf("%d of %d pods available (at least %d required)", available, replicas, minAvailable),
 	}
+	if int(available) < minAvailable {
+		availableCond.Status, availableCond.Reason = metav1.ConditionFalse, ReasonMinimumReplicasUnavailable
+	}
+	meta.SetStatusCondition(&st.Conditions, availableCond)
 
 	progressing := metav1.Condition{Type: deckhandv1alpha1.PodSetProgressingCondition, Status: metav1.ConditionTrue, LastTransitionTime: transition, ObservedGeneration: ps.Generation}
 	onDelete := ps.Spec.UpdateStrategy.Type == deckhandv1alpha1.OnDeletePodSetStrategyType
