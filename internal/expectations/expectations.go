@@ -84,6 +84,16 @@ func (e *Expectations) expect(owner string, add func(r *record)) {
 	r.timestamp = e.clock.Now()
 }
 
+// observe applies seen to owner's record, when it has one: an observation
+// of what was never expected changes nothing.
+func (e *Expectations) observe(owner string, seen func(r *record)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.items[owner]; ok {
+		seen(r)
+	}
+}
+
 func (e *Expectations) expired(r *record) bool {
 	return e.clock.Now().Sub(r.timestamp) > e.ttl
 }
@@ -99,11 +109,11 @@ func (e *Expectations) ExpectCreations(owner string, n int) {
 // CreationObserved lowers owner's expected creates by one: call it when the
 // cache shows a new object, and for every create that failed or was skipped.
 func (e *Expectations) CreationObserved(owner string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r, ok := e.items[owner]; ok && r.adds > 0 {
-		r.adds--
-	}
+	e.observe(owner, func(r *record) {
+		if r.adds > 0 {
+			r.adds--
+		}
+	})
 }
 
 // ExpectDeletions records that the objects with the given keys are about to
@@ -123,11 +133,7 @@ func (e *Expectations) ExpectDeletions(owner string, keys ...string) {
 // DeletionObserved marks the delete of key as seen (or failed). Keys that
 // were not expected are ignored.
 func (e *Expectations) DeletionObserved(owner, key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r, ok := e.items[owner]; ok {
-		delete(r.deletes, key)
-	}
+	e.observe(owner, func(r *record) { delete(r.deletes, key) })
 }
 
 // ExpectUpdates records that the objects with the given keys are about to be
@@ -147,23 +153,17 @@ func (e *Expectations) ExpectUpdates(owner string, want map[string]string) {
 // UpdateObserved reports that key was seen with value. The expectation is
 // met when value equals the expected one.
 func (e *Expectations) UpdateObserved(owner, key, value string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r, ok := e.items[owner]; ok {
+	e.observe(owner, func(r *record) {
 		if want, ok := r.updates[key]; ok && want == value {
 			delete(r.updates, key)
 		}
-	}
+	})
 }
 
 // UpdateAbandoned drops the expected update of key whatever its value: call
 // it when the update failed or the object is gone.
 func (e *Expectations) UpdateAbandoned(owner, key string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if r, ok := e.items[owner]; ok {
-		delete(r.updates, key)
-	}
+	e.observe(owner, func(r *record) { delete(r.updates, key) })
 }
 
 // PendingUpdates returns the keys of owner's expected updates and the values
