@@ -11,10 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
@@ -36,12 +33,7 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 	testutil.Create(ctx, t, env.Client, d)
 	pods := readyPods(t, d, 2)
 	leaking, flat := pods[0].Name, pods[1].Name
-	watch := testutil.WatchDisruptions(t, env.Clientset, ns, labels.SelectorFromSet(labels.Set{"app": "web"}), 2)
-	patched := time.Now()
-	leak := fmt.Sprintf(`{"metadata":{"annotations":{%q:"4Mi"}}}`, localcluster.SimMemoryLeakPerSecondAnnotation)
-	if err := env.Client.Patch(ctx, &pods[0], client.RawPatch(types.MergePatchType, []byte(leak))); err != nil {
-		t.Fatal(err)
-	}
+	watch, patched := startLeak(ctx, t, d, pods, localcluster.SimMemoryLeakPerSecondAnnotation, "4Mi")
 
 	rs := podScope(ns, "mem", "web", deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
 		Container: "app", PercentOfLimit: ptr.To[int32](50), For: &metav1.Duration{Duration: 45 * time.Second}}})

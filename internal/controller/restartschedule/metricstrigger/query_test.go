@@ -17,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -54,12 +52,7 @@ func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 	testutil.Create(ctx, t, env.Client, d)
 	pods := readyPods(t, d, 2)
 	leaking, flat := pods[0].Name, pods[1].Name
-	watch := testutil.WatchDisruptions(t, env.Clientset, ns, labels.SelectorFromSet(labels.Set{"app": "gpu"}), 2)
-	patched := time.Now()
-	leak := fmt.Sprintf(`{"metadata":{"annotations":{%q:"200"}}}`, localcluster.SimGPUMemoryLeakAnnotation)
-	if err := env.Client.Patch(ctx, &pods[0], client.RawPatch(types.MergePatchType, []byte(leak))); err != nil {
-		t.Fatal(err)
-	}
+	watch, patched := startLeak(ctx, t, d, pods, localcluster.SimGPUMemoryLeakAnnotation, "200")
 
 	rs := podScope(ns, "gpu", "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: gpuQuery(ns, "4096", 20*time.Second)})
 	testutil.Create(ctx, t, env.Client, rs)

@@ -8,6 +8,7 @@ package metricstrigger_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,4 +125,18 @@ func waitSchedule(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, timeout ti
 		return done(cur), nil
 	}, "%s", what)
 	return got
+}
+
+// startLeak watches the pods of d for deletions and sets the leak
+// annotation of simulated usage on pods[0] to perSecond; it returns the
+// watch and when the leak started.
+func startLeak(ctx context.Context, t *testing.T, d *appsv1.Deployment, pods []corev1.Pod, annotation, perSecond string) (*testutil.DisruptionWatch, time.Time) {
+	t.Helper()
+	watch := testutil.WatchDisruptions(t, env.Clientset, d.Namespace, labels.SelectorFromSet(d.Spec.Selector.MatchLabels), len(pods))
+	started := time.Now()
+	leak := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, annotation, perSecond)
+	if err := env.Client.Patch(ctx, &pods[0], client.RawPatch(types.MergePatchType, []byte(leak))); err != nil {
+		t.Fatal(err)
+	}
+	return watch, started
 }
