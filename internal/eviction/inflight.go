@@ -79,10 +79,3 @@ func (f *InFlight[T]) Sweep(owner types.UID, now time.Time, done func(pod types.
 	}
 	return out
 }
-
-// Forget drops every record of owner, which is gone.
-func (f *InFlight[T]) Forget(owner types.UID) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.owners, owner)
-}

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/eviction"
 )
 
 // managePods creates, deletes and updates pods toward the spec, when the
@@ -128,18 +128,18 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 			r.Expectations.DeletionObserved(s.key, podKey(p))
 			continue
 		}
-		res, err := podutil.Evict(sendCtx, r.PodWriter, p, false)
+		res, err := eviction.Evict(sendCtx, r.PodWriter, p, false)
 		podOps.WithLabelValues("evict", res.String()).Inc()
-		if res == podutil.Evicted {
+		if res == eviction.Evicted {
 			done.add(p)
 			continue
 		}
 		r.Expectations.DeletionObserved(s.key, podKey(p))
 		r.distrustOnUnknownOutcome(s, err)
 		switch res {
-		case podutil.EvictionStale:
-		case podutil.EvictionBlocked:
-			s.blocked[p.Name] = podutil.DisruptionMessage(err)
+		case eviction.Stale:
+		case eviction.Blocked:
+			s.blocked[p.Name] = eviction.DisruptionMessage(err)
 		default:
 			r.Recorder.Eventf(s.ps, p, corev1.EventTypeWarning, ReasonFailedEvict, "Evict", "Error evicting: %v", err)
 			errs = append(errs, err)

@@ -6,19 +6,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/eviction"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 )
 
@@ -52,49 +49,12 @@ const blockedRetry = 5 * time.Second
 // PodDisruptionBudgets are honoured: never deleted.
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
-// evictions remembers the pods this process evicted, per schedule, until
-// the cache shows them terminating or gone: an eviction the cache does not
-// show yet still counts against maxConcurrent, and its time against the
-// cooldown. The zero value is ready to use.
-type evictions struct {
-	mu sync.Mutex
-	m  map[types.UID]map[types.UID]evicted
-}
-
-type evicted struct {
+// evictedPod is what is kept with an eviction this process made
+// (Reconciler.evicted, by schedule and pod UID) until the cache shows the
+// pod terminating or gone: an eviction the cache does not show yet still
+// counts against maxConcurrent, and its time against the cooldown.
+type evictedPod struct {
 	workload, pod string
-	at            time.Time
-}
-
-func (e *evictions) add(schedule, pod types.UID, ev evicted) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.m == nil {
-		e.m = map[types.UID]map[types.UID]evicted{}
-	}
-	if e.m[schedule] == nil {
-		e.m[schedule] = map[types.UID]evicted{}
-	}
-	e.m[schedule][pod] = ev
-}
-
-// pending returns the evictions of schedule the cache does not show yet,
-// forgetting the others: seen is the cached pods by UID.
-func (e *evictions) pending(schedule types.UID, seen map[types.UID]*corev1.Pod) []evicted {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []evicted
-	for uid, ev := range e.m[schedule] {
-		if p, ok := seen[uid]; ok && p.DeletionTimestamp == nil {
-			out = append(out, ev)
-			continue
-		}
-		delete(e.m[schedule], uid)
-	}
-	if len(e.m[schedule]) == 0 {
-		delete(e.m, schedule)
-	}
-	return out
 }
 
 // replaceOnNeed applies spec.triggers: it lists the pods they name in
@@ -140,13 +100,20 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 	r.readQueries(ctx, s, &in)
-	for _, ev := range r.evicted.pending(rs.UID, seen) {
-		if in.evicting[ev.workload] == nil {
-			in.evicting[ev.workload] = map[string]bool{}
+	// An eviction counts as in progress until the cache shows its pod
+	// terminating or gone.
+	pending := r.evicted.Sweep(rs.UID, s.now, func(uid types.UID, _ eviction.Record[evictedPod]) bool {
+		p, ok := seen[uid]
+		return !ok || p.DeletionTimestamp != nil
+	})
+	for _, ev := range pending {
+		w := ev.Info.workload
+		if in.evicting[w] == nil {
+			in.evicting[w] = map[string]bool{}
 		}
-		in.evicting[ev.workload][ev.pod] = true
-		if ev.at.After(in.lastTriggered[ev.workload]) {
-			in.lastTriggered[ev.workload] = ev.at
+		in.evicting[w][ev.Info.pod] = true
+		if ev.At.After(in.lastTriggered[w]) {
+			in.lastTriggered[w] = ev.At
 		}
 	}
 	switch {
@@ -174,10 +141,10 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		if !c.evict {
 			continue
 		}
-		result, err := podutil.Evict(ctx, r.Client, c.pod, false)
+		result, err := eviction.Evict(ctx, r.Client, c.pod, false)
 		switch result {
-		case podutil.Evicted:
-			r.evicted.add(rs.UID, c.pod.UID, evicted{workload: c.Workload, pod: c.Pod, at: s.now})
+		case eviction.Evicted:
+			r.evicted.Add(rs.UID, c.pod.UID, s.now, evictedPod{workload: c.Workload, pod: c.Pod})
 			setLastTriggered(st, c.Workload, s.now)
 			start := metav1.NewTime(s.now)
 			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: start, Trigger: c.Trigger, Workload: c.Workload, Pod: c.Pod, Value: c.Value,
@@ -185,15 +152,15 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 				Message: fmt.Sprintf("evicted: %s, over %s (%s since %s)", c.Value, c.Limit, c.Trigger, formatSlot(c.Since.Time))})
 			s.event(c.pod, corev1.EventTypeNormal, ReasonPodEvicted, "Evict", "evicted %s of %s: %s %s, limit %s", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
 			c.HeldBy = "evicted"
-		case podutil.EvictionBlocked:
+		case eviction.Blocked:
 			// Never forced: the pod stays a candidate and the eviction is
 			// asked again.
-			c.HeldBy = holdPodDisruptionBudget + podutil.DisruptionMessage(err)
+			c.HeldBy = holdPodDisruptionBudget + eviction.DisruptionMessage(err)
 			if previouslyListed(st.Candidates, c.Pod) != c.HeldBy {
-				s.event(c.pod, corev1.EventTypeNormal, ReasonEvictionBlocked, "Evict", "eviction of %s refused: %s", c.Pod, podutil.DisruptionMessage(err))
+				s.event(c.pod, corev1.EventTypeNormal, ReasonEvictionBlocked, "Evict", "eviction of %s refused: %s", c.Pod, eviction.DisruptionMessage(err))
 			}
 			res = reconcileutil.LowestNonZero(res, requeueIn(blockedRetry))
-		case podutil.EvictionStale:
+		case eviction.Stale:
 			c.HeldBy = "gone or replaced before its eviction"
 		default:
 			c.HeldBy = "eviction failed: " + err.Error()
@@ -264,74 +231,6 @@ func writeCandidates(s *scope, plan needPlan) {
 	}
 	st.CandidateCount = int32(len(plan.candidates))
 	s.candidates = plan.candidates
-}
-
-// workloadPods reads a target workload and the pods it controls; nil when
-// the workload does not exist.
-func (r *Reconciler) workloadPods(ctx context.Context, ns string, ref deckhandv1alpha1.RestartWorkloadReference) (*needWorkload, error) {
-	obj, err := newWorkload(ref.Kind)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	sel, desired := selectorOf(obj)
-	if sel == nil {
-		return nil, nil
-	}
-	selector, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return nil, fmt.Errorf("%s: spec.selector: %w", workloadKey(ref.Kind, ref.Name), err)
-	}
-	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, err
-	}
-	w := &needWorkload{key: workloadKey(ref.Kind, ref.Name), desired: desired}
-	for i := range pods.Items {
-		if p := &pods.Items[i]; controlledBy(obj, p) {
-			w.pods = append(w.pods, p)
-		}
-	}
-	return w, nil
-}
-
-// selectorOf is the workload's pod selector and how many pods it wants.
-func selectorOf(obj client.Object) (*metav1.LabelSelector, int) {
-	replicas := func(r *int32) int {
-		if r == nil {
-			return 1
-		}
-		return int(*r)
-	}
-	switch w := obj.(type) {
-	case *appsv1.Deployment:
-		return w.Spec.Selector, replicas(w.Spec.Replicas)
-	case *appsv1.StatefulSet:
-		return w.Spec.Selector, replicas(w.Spec.Replicas)
-	case *appsv1.DaemonSet:
-		return w.Spec.Selector, int(w.Status.DesiredNumberScheduled)
-	case *deckhandv1alpha1.PodSet:
-		return w.Spec.Selector, replicas(w.Spec.Replicas)
-	}
-	return nil, 0
-}
-
-// controlledBy reports whether the workload controls pod: a pod that only
-// matches its selector is not the workload's to replace. A Deployment's
-// pods are controlled by its ReplicaSets, named after it and the pod's
-// template hash.
-func controlledBy(obj client.Object, pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil {
-		return false
-	}
-	if d, ok := obj.(*appsv1.Deployment); ok {
-		hash := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-		return ref.Kind == "ReplicaSet" && hash != "" && ref.Name == d.Name+"-"+hash
-	}
-	return ref.UID == obj.GetUID()
 }
 
 // setTriggered sets the Triggered condition from the candidates.

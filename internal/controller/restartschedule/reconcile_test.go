@@ -47,6 +47,8 @@ type harness struct {
 	clock  *clocktesting.FakeClock
 	events *events.FakeRecorder
 	r      *Reconciler
+	// evicted are the pods evicted, in order.
+	evicted []string
 }
 
 func at(t *testing.T, s string) time.Time {
@@ -60,7 +62,8 @@ func at(t *testing.T, s string) time.Time {
 
 func newHarness(t *testing.T, now string, objs ...client.Object) *harness {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(unitScheme()).
+	h := &harness{t: t, clock: clocktesting.NewFakeClock(at(t, now)), events: events.NewFakeRecorder(100)}
+	h.c = fake.NewClientBuilder().WithScheme(unitScheme()).
 		WithStatusSubresource(&deckhandv1alpha1.RestartSchedule{}, &appsv1.Deployment{}).
 		WithIndex(&deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads).
 		WithObjects(objs...).
@@ -75,9 +78,18 @@ func newHarness(t *testing.T, now string, objs ...client.Object) *harness {
 				return c.Update(ctx, d)
 			}
 			return nil
-		}}).Build()
-	h := &harness{t: t, c: c, clock: clocktesting.NewFakeClock(at(t, now)), events: events.NewFakeRecorder(100)}
-	h.r = &Reconciler{Client: c, Clock: h.clock, Recorder: h.events}
+		},
+			// An eviction is accepted and recorded, and the pod left as it
+			// was: what a cache that has not seen the eviction yet shows,
+			// until the test deletes the pod.
+			SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
+				if sub != "eviction" {
+					return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
+				}
+				h.evicted = append(h.evicted, obj.GetName())
+				return nil
+			}}).Build()
+	h.r = &Reconciler{Client: h.c, Clock: h.clock, Recorder: h.events}
 	return h
 }
 
@@ -674,5 +686,51 @@ func TestUnitStartsArePrioritized(t *testing.T) {
 	h.rollingOut("web")
 	if res := h.reconcileOnce("s"); res.Priority != normalPriority {
 		t.Fatalf("following the rollout (requeue after %s): priority %s, want %d", res.RequeueAfter, priority(res), *normalPriority)
+	}
+}
+
+// TestUnitEvictionCountsUntilTheCacheShowsIt: a pod whose eviction the
+// API server accepted still counts against maxConcurrent while the cache
+// shows it Ready, so the next reconcile evicts no other pod of the
+// workload; once the cache shows it gone and a Ready replacement, the next
+// pod is evicted.
+func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
+	d := deployment("web", nil)
+	d.UID = "web"
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	pod := func(name, created string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, UID: types.UID(name), CreationTimestamp: metav1.NewTime(at(t, created)),
+				Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "h"},
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-h", UID: "web-h", Controller: ptr.To(true)}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+	}
+	rs := schedule("s", "", "2026-01-01T00:00:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
+		rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}}}}
+		rs.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}}
+	})
+	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod("a", "2026-01-01T00:00:00Z"), pod("b", "2026-01-01T01:00:00Z"))
+
+	h.reconcile("s")
+	if fmt.Sprint(h.evicted) != "[a]" {
+		t.Fatalf("evicted %v, want the oldest pod, a", h.evicted)
+	}
+	h.set("2026-01-02T00:00:10Z")
+	h.reconcile("s")
+	if fmt.Sprint(h.evicted) != "[a]" {
+		t.Fatalf("evicted %v while the cache still shows a Ready: maxConcurrent 1 allows a alone", h.evicted)
+	}
+
+	if err := h.c.Delete(context.Background(), pod("a", "2026-01-01T00:00:00Z")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.Create(context.Background(), pod("c", "2026-01-02T00:00:15Z")); err != nil {
+		t.Fatal(err)
+	}
+	h.set("2026-01-02T00:00:20Z")
+	h.reconcile("s")
+	if fmt.Sprint(h.evicted) != "[a b]" {
+		t.Fatalf("evicted %v, want b once a is gone and replaced", h.evicted)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/cronschedule"
+	"github.com/deckhand-dev/deckhand/internal/eviction"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
@@ -78,7 +79,7 @@ type Reconciler struct {
 	APIReader client.Reader
 
 	patched patchedWorkloads
-	evicted evictions
+	evicted eviction.InFlight[evictedPod]
 }
 
 const defaultMetricsStaleAfter = 3 * time.Minute

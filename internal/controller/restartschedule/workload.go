@@ -202,3 +202,71 @@ func rolloutStatus(obj client.Object, minGen int64) (rollout.State, string) {
 	}
 	return rollout.Status(obj)
 }
+
+// workloadPods reads a target workload and the pods it controls; nil when
+// the workload does not exist.
+func (r *Reconciler) workloadPods(ctx context.Context, ns string, ref deckhandv1alpha1.RestartWorkloadReference) (*needWorkload, error) {
+	obj, err := newWorkload(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	sel, desired := selectorOf(obj)
+	if sel == nil {
+		return nil, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Errorf("%s: spec.selector: %w", workloadKey(ref.Kind, ref.Name), err)
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, err
+	}
+	w := &needWorkload{key: workloadKey(ref.Kind, ref.Name), desired: desired}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; controlledBy(obj, p) {
+			w.pods = append(w.pods, p)
+		}
+	}
+	return w, nil
+}
+
+// selectorOf is the workload's pod selector and how many pods it wants.
+func selectorOf(obj client.Object) (*metav1.LabelSelector, int) {
+	replicas := func(r *int32) int {
+		if r == nil {
+			return 1
+		}
+		return int(*r)
+	}
+	switch w := obj.(type) {
+	case *appsv1.Deployment:
+		return w.Spec.Selector, replicas(w.Spec.Replicas)
+	case *appsv1.StatefulSet:
+		return w.Spec.Selector, replicas(w.Spec.Replicas)
+	case *appsv1.DaemonSet:
+		return w.Spec.Selector, int(w.Status.DesiredNumberScheduled)
+	case *deckhandv1alpha1.PodSet:
+		return w.Spec.Selector, replicas(w.Spec.Replicas)
+	}
+	return nil, 0
+}
+
+// controlledBy reports whether the workload controls pod: a pod that only
+// matches its selector is not the workload's to replace. A Deployment's
+// pods are controlled by its ReplicaSets, named after it and the pod's
+// template hash.
+func controlledBy(obj client.Object, pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil {
+		return false
+	}
+	if d, ok := obj.(*appsv1.Deployment); ok {
+		hash := pod.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		return ref.Kind == "ReplicaSet" && hash != "" && ref.Name == d.Name+"-"+hash
+	}
+	return ref.UID == obj.GetUID()
+}

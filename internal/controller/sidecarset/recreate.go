@@ -12,7 +12,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/deckhand-dev/deckhand/internal/eviction"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // evictionReplaceTimeout is how long an evicted pod whose controller has not
@@ -219,10 +218,10 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan,
 		rs.evictionStarted(p.pod, sc.pods, sc.now)
 		// NOTE: the resourceVersion precondition is what keeps a pod from
 		// being evicted twice: once evicted it carries a deletionTimestamp.
-		res, err := podutil.Evict(ctx, r.Client, p.pod, true)
+		res, err := eviction.Evict(ctx, r.Client, p.pod, true)
 		podEvictions.WithLabelValues(s.Name, res.String()).Inc()
 		switch res {
-		case podutil.Evicted:
+		case eviction.Evicted:
 			why := "its sidecars differ from the latest revision in more than images and resources"
 			if !p.injected() {
 				why = "it does not carry the SidecarSet's sidecars"
@@ -232,7 +231,7 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan,
 			r.Recorder.Eventf(s, p.pod, corev1.EventTypeNormal, ReasonEvictingPod, "EvictPod",
 				"evicted pod %s/%s so that its controller recreates it with revision %s: %s", p.pod.Namespace, p.pod.Name, sc.compiled.Hash, why)
 			out.retryAfter(time.Second)
-		case podutil.EvictionBlocked:
+		case eviction.Blocked:
 			rs.evictionFailed(p.pod.UID, true, sc.now)
 			// Once per pod and revision: the refusal repeats every few
 			// seconds while the budget is used up; the status counts it.
@@ -241,7 +240,7 @@ func (r *Reconciler) evictPods(ctx context.Context, sc *scope, plan rolloutPlan,
 					"evicting pod %s/%s waits: %v", p.pod.Namespace, p.pod.Name, err)
 			}
 			out.retryAfter(evictionRetryDelay)
-		case podutil.EvictionStale:
+		case eviction.Stale:
 			// Nothing was done; the next pass sees the pod as it is now.
 			logf.FromContext(ctx).Info("evicting a pod: the cached copy is out of date", "pod", klog.KObj(p.pod), "error", err.Error())
 			rs.evictionFailed(p.pod.UID, false, sc.now)

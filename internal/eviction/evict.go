@@ -1,4 +1,4 @@
-package podutil
+package eviction
 
 import (
 	"context"
@@ -11,30 +11,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// EvictionResult is how one eviction went.
-type EvictionResult int
+// Result is how one eviction went.
+type Result int
 
 const (
 	// Evicted: the API server accepted the eviction; the pod is being deleted.
-	Evicted EvictionResult = iota
-	// EvictionBlocked: a PodDisruptionBudget refused it (HTTP 429). Nothing
-	// was done; the caller waits and tries again, and never forces a delete.
-	EvictionBlocked
-	// EvictionStale: the pod is gone or no longer the one the caller saw (a
+	Evicted Result = iota
+	// Blocked: a PodDisruptionBudget refused it (HTTP 429). Nothing was
+	// done; the caller waits and tries again, and never forces a delete.
+	Blocked
+	// Stale: the pod is gone or no longer the one the caller saw (a
 	// precondition failed). Nothing was done.
-	EvictionStale
-	// EvictionFailed: any other error.
-	EvictionFailed
+	Stale
+	// Failed: any other error.
+	Failed
 )
 
 // String is the result as a metric label value.
-func (r EvictionResult) String() string {
+func (r Result) String() string {
 	switch r {
 	case Evicted:
 		return "success"
-	case EvictionBlocked:
+	case Blocked:
 		return "blocked"
-	case EvictionStale:
+	case Stale:
 		return "stale"
 	default:
 		return "error"
@@ -48,7 +48,7 @@ func (r EvictionResult) String() string {
 // example one another process evicted already, which carries a
 // deletionTimestamp and so a newer resourceVersion). The API server checks
 // the PodDisruptionBudgets that select the pod.
-func Evict(ctx context.Context, c client.SubResourceClientConstructor, pod *corev1.Pod, sameVersion bool) (EvictionResult, error) {
+func Evict(ctx context.Context, c client.SubResourceClientConstructor, pod *corev1.Pod, sameVersion bool) (Result, error) {
 	pre := &metav1.Preconditions{UID: &pod.UID}
 	if sameVersion {
 		rv := pod.ResourceVersion
@@ -64,11 +64,11 @@ func Evict(ctx context.Context, c client.SubResourceClientConstructor, pod *core
 	case err == nil:
 		return Evicted, nil
 	case apierrors.IsTooManyRequests(err):
-		return EvictionBlocked, err
+		return Blocked, err
 	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-		return EvictionStale, err
+		return Stale, err
 	default:
-		return EvictionFailed, err
+		return Failed, err
 	}
 }
 
