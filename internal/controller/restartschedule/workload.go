@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,19 +34,24 @@ var workloadKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet}
 // and Deckhand's own PodSet.
 var targetKinds = []string{kindDeployment, kindStatefulSet, kindDaemonSet, kindPodSet}
 
+// workloadTypes are the Go types of each target kind: an object and a list.
+var workloadTypes = map[string]struct {
+	object func() client.Object
+	list   func() client.ObjectList
+}{
+	kindDeployment:  {func() client.Object { return &appsv1.Deployment{} }, func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	kindStatefulSet: {func() client.Object { return &appsv1.StatefulSet{} }, func() client.ObjectList { return &appsv1.StatefulSetList{} }},
+	kindDaemonSet:   {func() client.Object { return &appsv1.DaemonSet{} }, func() client.ObjectList { return &appsv1.DaemonSetList{} }},
+	kindPodSet:      {func() client.Object { return &deckhandv1alpha1.PodSet{} }, func() client.ObjectList { return &deckhandv1alpha1.PodSetList{} }},
+}
+
 // newWorkload returns an empty object of the workload kind.
 func newWorkload(kind string) (client.Object, error) {
-	switch kind {
-	case kindDeployment:
-		return &appsv1.Deployment{}, nil
-	case kindStatefulSet:
-		return &appsv1.StatefulSet{}, nil
-	case kindDaemonSet:
-		return &appsv1.DaemonSet{}, nil
-	case kindPodSet:
-		return &deckhandv1alpha1.PodSet{}, nil
+	t, ok := workloadTypes[kind]
+	if !ok {
+		return nil, fmt.Errorf("unsupported workload kind %q", kind)
 	}
-	return nil, fmt.Errorf("unsupported workload kind %q", kind)
+	return t.object(), nil
 }
 
 // workloadKey is "Kind/name", the form used in history entries and indexes.
@@ -105,33 +111,18 @@ func listTargets(ctx context.Context, c client.Reader, rs *deckhandv1alpha1.Rest
 	}
 	var refs []deckhandv1alpha1.RestartWorkloadReference
 	opts := []client.ListOption{client.InNamespace(rs.Namespace), client.MatchingLabelsSelector{Selector: sel}}
-	var deps appsv1.DeploymentList
-	if err := c.List(ctx, &deps, opts...); err != nil {
-		return nil, err
-	}
-	for _, d := range deps.Items {
-		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindDeployment, Name: d.Name})
-	}
-	var stss appsv1.StatefulSetList
-	if err := c.List(ctx, &stss, opts...); err != nil {
-		return nil, err
-	}
-	for _, s := range stss.Items {
-		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindStatefulSet, Name: s.Name})
-	}
-	var dss appsv1.DaemonSetList
-	if err := c.List(ctx, &dss, opts...); err != nil {
-		return nil, err
-	}
-	for _, d := range dss.Items {
-		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindDaemonSet, Name: d.Name})
-	}
-	var pss deckhandv1alpha1.PodSetList
-	if err := c.List(ctx, &pss, opts...); err != nil {
-		return nil, err
-	}
-	for _, p := range pss.Items {
-		refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kindPodSet, Name: p.Name})
+	for _, kind := range targetKinds {
+		list := workloadTypes[kind].list()
+		if err := c.List(ctx, list, opts...); err != nil {
+			return nil, err
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range items {
+			refs = append(refs, deckhandv1alpha1.RestartWorkloadReference{Kind: kind, Name: o.(client.Object).GetName()})
+		}
 	}
 	sort.Slice(refs, func(i, j int) bool {
 		if refs[i].Kind != refs[j].Kind {

@@ -1,13 +1,17 @@
 package restartschedule
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/rollout"
 )
 
@@ -49,5 +53,31 @@ func TestSkipReason(t *testing.T) {
 	}
 	if r := skipReason(&appsv1.Deployment{}); r != "" {
 		t.Fatalf("running Deployment skipped: %q", r)
+	}
+}
+
+// A selector target takes the matching workloads of every target kind in
+// the schedule's namespace, by kind then name.
+func TestListTargetsBySelector(t *testing.T) {
+	meta := func(name, tier string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: unitNS, Name: name, Labels: map[string]string{"tier": tier}}
+	}
+	c := fake.NewClientBuilder().WithScheme(unitScheme()).WithObjects(
+		&appsv1.Deployment{ObjectMeta: meta("web", "front")},
+		&appsv1.Deployment{ObjectMeta: meta("api", "front")},
+		&appsv1.Deployment{ObjectMeta: meta("db-proxy", "back")},
+		&appsv1.StatefulSet{ObjectMeta: meta("cache", "front")},
+		&appsv1.DaemonSet{ObjectMeta: meta("agent", "front")},
+		&deckhandv1alpha1.PodSet{ObjectMeta: meta("workers", "front")},
+	).Build()
+	rs := &deckhandv1alpha1.RestartSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: unitNS, Name: "s"},
+		Spec: deckhandv1alpha1.RestartScheduleSpec{Target: deckhandv1alpha1.RestartTarget{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}}}}
+	refs, err := listTargets(context.Background(), c, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[{DaemonSet agent} {Deployment api} {Deployment web} {PodSet workers} {StatefulSet cache}]"
+	if got := fmt.Sprint(refs); got != want {
+		t.Fatalf("listTargets = %s, want %s", got, want)
 	}
 }
