@@ -40,12 +40,7 @@ func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 	testutil.Create(ctx, t, env.Client, rs)
 
 	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerMemory, leaking: leaking, flat: flat, workload: "Deployment/web",
-		leakStarted: patched, sustained: 45 * time.Second, threshold: "50% of 256Mi", timeout: 3 * time.Minute,
-		// The value is the working set seen, above the threshold.
-		valueAbove: func(value string) bool {
-			v, err := resource.ParseQuantity(value)
-			return err == nil && v.Cmp(resource.MustParse("128Mi")) > 0
-		}}, watch)
+		leakStarted: patched, sustained: 45 * time.Second, threshold: "50% of 256Mi", above: "128Mi", timeout: 3 * time.Minute}, watch)
 }
 
 // leakEviction is what a trigger on a leaking pod must do.
@@ -54,8 +49,9 @@ type leakEviction struct {
 	leaking, flat, workload string
 	leakStarted             time.Time
 	sustained, timeout      time.Duration
-	threshold               string
-	valueAbove              func(string) bool
+	// threshold is how history names the threshold; above is a quantity
+	// the value history records must exceed.
+	threshold, above string
 }
 
 // expectLeakEvicted checks that the schedule first lists the leaking pod as
@@ -75,8 +71,9 @@ func expectLeakEvicted(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, want 
 	if evicted.Pod != want.leaking || evicted.Workload != want.workload || evicted.Result != deckhandv1alpha1.RestartSucceeded {
 		t.Fatalf("history entry %+v, want the leaking pod %s evicted (flat: %s)", evicted, want.leaking, want.flat)
 	}
-	if !want.valueAbove(evicted.Value) {
-		t.Fatalf("history value %q, want one above the threshold %s", evicted.Value, want.threshold)
+	// The value is what the trigger saw, above the threshold.
+	if v, err := resource.ParseQuantity(evicted.Value); err != nil || v.Cmp(resource.MustParse(want.above)) <= 0 {
+		t.Fatalf("history value %q, want one above %s", evicted.Value, want.above)
 	}
 	// Sustained: no value before the leak started can be above the
 	// threshold.

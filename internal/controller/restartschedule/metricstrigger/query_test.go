@@ -6,7 +6,6 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -58,12 +57,7 @@ func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 	testutil.Create(ctx, t, env.Client, rs)
 
 	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerQuery, leaking: leaking, flat: flat, workload: "Deployment/gpu",
-		leakStarted: patched, sustained: 20 * time.Second, threshold: "over 4096", timeout: 2 * time.Minute,
-		// The value is the frame buffer in use Prometheus answered.
-		valueAbove: func(value string) bool {
-			v, err := strconv.ParseFloat(value, 64)
-			return err == nil && v > 4096
-		}}, watch)
+		leakStarted: patched, sustained: 20 * time.Second, threshold: "over 4096", above: "4096", timeout: 2 * time.Minute}, watch)
 }
 
 // A query that gets no usable answer acts on nothing, whatever the
