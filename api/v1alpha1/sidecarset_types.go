@@ -198,6 +198,18 @@ const (
 	NotUpdateSidecarSetStrategy SidecarSetUpdateStrategyType = "NotUpdate"
 )
 
+// SidecarSetMaxUnavailableScope says what a SidecarSet's maxUnavailable
+// counts.
+type SidecarSetMaxUnavailableScope string
+
+const (
+	// MaxUnavailableScopeSidecarSet counts every pod the SidecarSet selects.
+	MaxUnavailableScopeSidecarSet SidecarSetMaxUnavailableScope = "SidecarSet"
+	// MaxUnavailableScopeWorkload counts the pods of each owning workload
+	// apart.
+	MaxUnavailableScopeWorkload SidecarSetMaxUnavailableScope = "Workload"
+)
+
 // SidecarSetRecreatePolicy says whether pods that cannot reach the latest
 // revision in place are recreated.
 // +kubebuilder:validation:Enum=Never;Evict
@@ -250,6 +262,22 @@ type SidecarSetUpdateStrategy struct {
 	// +kubebuilder:default=1
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// MaxUnavailableScope says what maxUnavailable counts. SidecarSet (the
+	// default): every pod the SidecarSet selects, as one population.
+	// Workload: the pods of each owning workload (the pods' controller: a
+	// ReplicaSet, StatefulSet, PodSet...) apart, maxUnavailable resolved
+	// against each one's pods, so that a budget sized for the whole rollout
+	// never takes a small application down at once, and an application
+	// whose pods are not ready holds back only itself. Either way a ready
+	// pod is updated only while the PodDisruptionBudgets covering it allow a
+	// disruption, and a pod that is not ready while this SidecarSet's
+	// sidecars in it are ready (its own containers are the cause) does not
+	// use the budget.
+	// +kubebuilder:validation:Enum=SidecarSet;Workload
+	// +kubebuilder:default=SidecarSet
+	// +optional
+	MaxUnavailableScope SidecarSetMaxUnavailableScope `json:"maxUnavailableScope,omitempty"`
 
 	// Recreate says what happens to the pods the rollout cannot bring to the
 	// latest revision in place (sidecars that differ in more than images and
@@ -503,7 +531,9 @@ type SidecarSetStatus struct {
 	EvictingPods int32 `json:"evictingPods"`
 
 	// DisruptionBlockedPods is the number of pods whose last eviction a
-	// PodDisruptionBudget refused; the rollout tries them again later.
+	// PodDisruptionBudget refused, or that the last rollout pass left on
+	// their revision because a PodDisruptionBudget covering them allowed no
+	// disruption; the rollout tries them again later.
 	// +optional
 	DisruptionBlockedPods int32 `json:"disruptionBlockedPods"`
 

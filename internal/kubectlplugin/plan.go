@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -44,11 +45,13 @@ it, recreate it (updateStrategy.recreate: Evict), or leave it alone and why
 (partition, update selector, maxUnavailable used up by pods unavailable for
 other reasons, no controller to recreate it, not injected). Pods are listed in
 the order the rollout acts on them, with the pass (step) that acts on each;
-each pass waits for the pods of the one before to run the new revision.
+each pass waits for the pods of the one before to run the new revision. A ready
+pod is updated only while the PodDisruptionBudgets covering it allow a
+disruption, as the controller does.
 
 The plan is computed by the controller's own classification and planner, from
 the pods as they are now; it writes nothing. It reads the SidecarSet, the
-namespaces, the selected pods and the SidecarSet's ControllerRevisions in
+namespaces, the selected pods, their PodDisruptionBudgets and the SidecarSet's ControllerRevisions in
 Deckhand's namespace (without them, a pod behind only in run-once init
 containers reads as needing recreation). Namespaces the manager was told to
 protect with --protected-namespaces beyond the defaults are not known here.`,
@@ -163,6 +166,14 @@ func gatherPlan(ctx context.Context, c client.Client, next *deckhandv1alpha1.Sid
 			in.Pods = append(in.Pods, &pods.Items[i])
 		}
 	}
+	budgets, err := disruptionBudgetsOf(ctx, c, in.Pods)
+	switch {
+	case apierrors.IsForbidden(err):
+		warnings = append(warnings, "cannot read PodDisruptionBudgets: the plan does not know which ones would hold pods back")
+	case err != nil:
+		return in, nil, nil, err
+	}
+	in.DisruptionBudgets = budgets
 	if current != nil {
 		revs, err := runningRevisions(ctx, c, current, deckhandNS)
 		switch {
@@ -174,6 +185,23 @@ func gatherPlan(ctx context.Context, c client.Client, next *deckhandv1alpha1.Sid
 		in.Revisions = revs
 	}
 	return in, current, warnings, nil
+}
+
+// disruptionBudgetsOf lists the PodDisruptionBudgets of the pods'
+// namespaces.
+func disruptionBudgetsOf(ctx context.Context, c client.Client, pods []*corev1.Pod) (map[string][]policyv1.PodDisruptionBudget, error) {
+	out := map[string][]policyv1.PodDisruptionBudget{}
+	for _, p := range pods {
+		if _, done := out[p.Namespace]; done {
+			continue
+		}
+		var list policyv1.PodDisruptionBudgetList
+		if err := c.List(ctx, &list, client.InNamespace(p.Namespace)); err != nil {
+			return nil, err
+		}
+		out[p.Namespace] = list.Items
+	}
+	return out, nil
 }
 
 // runningRevisions returns the running hashes of s's ControllerRevisions,

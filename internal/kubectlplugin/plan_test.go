@@ -59,12 +59,14 @@ func TestPlan(t *testing.T) {
 	nextHash, _ := sidecarcontrol.Hashes(&next.Spec)
 
 	out := kubectlDeckhand(ctx, t, "plan", "-f", manifest)
-	// web-c is not ready: it goes first and keeps its share of the budget of
-	// one, so web-a and web-b wait; web-d is the partition's.
+	// web-c is not ready: it goes first, at no cost to the budget of one,
+	// which web-a then uses; once updated, web-c still not ready holds the
+	// budget, so web-b waits; web-d is the partition's.
 	wantContains(t, out,
 		"SidecarSet "+logging.Name+": revision "+nextHash+" (now at revision "+hash+"); maxUnavailable 1, partition 1; 1 step(s)",
 		"1 "+ns+"/web-c UpdateInPlace",
-		"- "+ns+"/web-a None waiting: maxUnavailable is used up by pods unavailable for other reasons",
+		"1 "+ns+"/web-a UpdateInPlace",
+		"- "+ns+"/web-b None waiting: maxUnavailable is used up by updated pods that are not ready",
 		"- "+ns+"/web-d None kept at its revision by updateStrategy.partition",
 	)
 	if strings.Contains(out, "db-a") {

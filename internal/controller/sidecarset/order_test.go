@@ -14,7 +14,8 @@ import (
 // TestPlanRolloutOrder pins how the priority and scatter strategies combine
 // with the planner's not-ready-first rule, maxUnavailable and partition.
 func TestPlanRolloutOrder(t *testing.T) {
-	// A pod that is not ready already counts against maxUnavailable.
+	// A pod the rollout has not reached yet does not count against
+	// maxUnavailable, ready or not.
 	// p builds a pod on an old revision: flags r ready, x needs recreating
 	// (not upgradable, controlled), labels "k=v,...".
 	p := func(name, flags, ls string) *podState {
@@ -45,17 +46,17 @@ func TestPlanRolloutOrder(t *testing.T) {
 	}{
 		"without a strategy: not ready first, then by name": {
 			in:      rolloutInput{pods: []*podState{p("a", "r", ""), p("b", "r", "tier=canary"), p("z", "", "")}, maxUnavailable: 2},
-			inPlace: []string{"z", "a"},
+			inPlace: []string{"z", "a", "b"},
 		},
 		"priority goes before not-ready; the budget stops at the first ready pod it has no room for": {
 			in: rolloutInput{pods: []*podState{p("a", "r", ""), p("b", "r", "tier=canary"), p("c", "r", "tier=canary"), p("z", "", "")},
 				maxUnavailable: 2, order: order(weights)},
-			inPlace: []string{"b"},
+			inPlace: []string{"b", "c", "z"},
 		},
 		"not ready first within a priority": {
 			in: rolloutInput{pods: []*podState{p("a", "r", "tier=canary"), p("b", "", "tier=canary"), p("c", "r", "")},
 				maxUnavailable: 2, order: order(weights)},
-			inPlace: []string{"b", "a"},
+			inPlace: []string{"b", "a", "c"},
 		},
 		"partition keeps the lowest priority": {
 			in: rolloutInput{pods: []*podState{p("a", "r", ""), p("b", "r", ""), p("c", "r", "tier=canary")},

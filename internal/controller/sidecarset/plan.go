@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"sort"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -23,6 +24,13 @@ type rolloutInput struct {
 	// order is the compiled priority and scatter strategy; nil keeps the
 	// default order.
 	order *updateorder.Order
+	// byWorkload: maxUnavailableScope Workload; maxUnavailableValue is then
+	// resolved against each owning workload's pods.
+	byWorkload          bool
+	maxUnavailableValue *intstr.IntOrString
+	// budgets are the PodDisruptionBudgets a ready pod's update must fit in;
+	// nil allows every update.
+	budgets *disruptionBudgets
 }
 
 // rolloutPlan is what the controller does to pods in one pass.
@@ -41,6 +49,9 @@ type rolloutPlan struct {
 	// take; the pods are already counted unavailable until it is done, so
 	// it needs no budget.
 	hotUpgrade []*podState
+	// disruptionBlocked are ready pods the pass would have updated but a
+	// PodDisruptionBudget covering them allows no disruption now.
+	disruptionBlocked []*podState
 }
 
 // rolloutInput resolves the strategy against the pods the scope observed.
@@ -58,7 +69,8 @@ func (sc *scope) rolloutInput() rolloutInput {
 	return rolloutInput{
 		pods: sc.pods, gone: sc.observed.gone, evict: evict,
 		maxUnavailable: maxUnavailable, partition: scaled(us.Partition, total, 0),
-		order: sc.updateOrder(),
+		order:      sc.updateOrder(),
+		byWorkload: us.MaxUnavailableScope == deckhandv1alpha1.MaxUnavailableScopeWorkload, maxUnavailableValue: us.MaxUnavailable,
 	}
 }
 
@@ -82,32 +94,45 @@ func planUpdates(pods []*podState, maxUnavailable, partition int) []*podState {
 }
 
 // planRollout chooses what to do to which pods now. At most maxUnavailable
-// pods may be unavailable (not ready, mid-update, or, under Evict,
+// pods may be unavailable to the rollout (unavailableToRollout: mid-update,
+// not ready with one of the sidecars not ready, or, under Evict,
 // terminating or evicted and not yet replaced) at once, counting the ones
-// that already are; updating or evicting a pod that is already not ready
-// does not make things worse, so not-ready pods go first (within a
-// priority, see sortCandidates) and do not use the budget. partition pods,
-// the last in that order, are kept on their old revision. Under Evict the
-// pods that missed injection belong to the rollout too (they are behind
-// the latest revision); pods outside updateStrategy.selector are never
-// touched.
+// that already are, across the SidecarSet or, byWorkload, within each
+// owning workload (a pod evicted and not yet replaced counts against every
+// workload's). Updating or evicting a pod that is already not ready does
+// not make things worse, so not-ready pods go first (within a priority,
+// see sortCandidates) and do not use the budget. A ready pod is updated
+// only while the PodDisruptionBudgets covering it allow a disruption;
+// otherwise it waits (disruptionBlocked). partition pods, the last in that
+// order, are kept on their old revision. Under Evict the pods that missed
+// injection belong to the rollout too (they are behind the latest
+// revision); pods outside updateStrategy.selector are never touched.
 func planRollout(in rolloutInput) rolloutPlan {
 	var out rolloutPlan
-	total, atLatest, unavailable := 0, 0, 0
+	total, atLatest := 0, 0
+	gone := 0
 	if in.evict {
-		unavailable = in.gone
+		gone = in.gone
 	}
+	group := func(p *podState) types.UID {
+		if in.byWorkload {
+			return workloadOf(p.pod)
+		}
+		return ""
+	}
+	unavailable, sizes := map[types.UID]int{}, map[types.UID]int{}
 	var candidates []*podState
 	for _, p := range in.pods {
 		if !p.injected() && (!in.evict || p.stage != stageNotInjected) {
 			continue
 		}
 		total++
+		sizes[group(p)]++
 		if p.atLatest() || p.pending {
 			atLatest++
 		}
-		if p.unavailable() {
-			unavailable++
+		if p.unavailableToRollout() {
+			unavailable[group(p)]++
 		}
 		if p.pending || !p.inScope {
 			continue
@@ -141,16 +166,30 @@ func planRollout(in rolloutInput) rolloutPlan {
 	if allowed <= 0 || len(candidates) == 0 {
 		return out
 	}
+	limit := func(g types.UID) int {
+		if !in.byWorkload {
+			return in.maxUnavailable
+		}
+		return max(1, scaled(in.maxUnavailableValue, sizes[g], 1))
+	}
 	sortCandidates(candidates, in.order)
 	for _, p := range candidates {
 		if allowed == 0 {
 			break
 		}
 		if p.ready {
-			if unavailable >= in.maxUnavailable {
+			g := group(p)
+			if unavailable[g]+gone >= limit(g) {
+				if in.byWorkload {
+					continue // another workload's pods may still have room
+				}
 				break
 			}
-			unavailable++
+			if _, ok := in.budgets.take(p.pod); !ok {
+				out.disruptionBlocked = append(out.disruptionBlocked, p)
+				continue
+			}
+			unavailable[g]++
 		}
 		if p.needsRecreate() {
 			out.evict = append(out.evict, p)

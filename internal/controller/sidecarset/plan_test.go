@@ -22,7 +22,7 @@ func TestPlanUpdates(t *testing.T) {
 		"budget of two":            {[]*podState{p("a", "r"), p("b", "r"), p("c", "r")}, 2, 0, []string{"a", "b"}},
 		"mid-update uses budget":   {[]*podState{p("a", "rc"), p("b", "r"), p("c", "r")}, 2, 0, []string{"b"}},
 		"pending uses budget":      {[]*podState{p("a", "rp"), p("b", "r")}, 1, 0, nil},
-		"not ready first, free":    {[]*podState{p("a", "r"), p("b", "r"), p("z", "")}, 1, 0, []string{"z"}},
+		"not ready first, free":    {[]*podState{p("a", "r"), p("b", "r"), p("z", "")}, 1, 0, []string{"z", "a"}},
 		"not ready app pod blocks": {[]*podState{p("a", "rcu"), p("b", "r"), p("q", "cu")}, 1, 0, nil},
 		"partition holds back":     {[]*podState{p("a", "rcu"), p("b", "r"), p("c", "r"), p("d", "r")}, 3, 2, []string{"b"}},
 		"partition reached":        {[]*podState{p("a", "rcu"), p("b", "rcu"), p("c", "r")}, 3, 1, nil},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -33,6 +34,11 @@ type PreviewInput struct {
 	Revisions map[string]sidecarcontrol.RunningRevision
 	// Now is the time resize deadlines are measured against.
 	Now time.Time
+	// DisruptionBudgets are the PodDisruptionBudgets of the pods'
+	// namespaces, by namespace: a ready pod is updated only while those
+	// covering it allow a disruption, each pass starting from what their
+	// status allows now.
+	DisruptionBudgets map[string][]policyv1.PodDisruptionBudget
 }
 
 // PodAction is what a rollout does to a pod.
@@ -123,8 +129,13 @@ func Preview(in PreviewInput) RolloutPreview {
 	case us.Paused:
 		out.Held = "updateStrategy.paused is true"
 	}
+	budgets := func() *disruptionBudgets {
+		b, _ := newDisruptionBudgets(sc.pods, func(ns string) ([]policyv1.PodDisruptionBudget, error) { return in.DisruptionBudgets[ns], nil })
+		return b
+	}
 	acted := map[*podState]bool{}
 	for step := 1; step <= len(active)+1; step++ {
+		rin.budgets = budgets()
 		plan := planRollout(rin)
 		var moved []PodPreview
 		for _, p := range plan.inPlace {
@@ -158,11 +169,16 @@ func Preview(in PreviewInput) RolloutPreview {
 			}
 		}
 	}
+	rin.budgets = nil
 	kept := keptByPartition(rin)
+	fresh := budgets()
 	for _, p := range sortedStates(sc.pods) {
 		if !acted[p] {
-			out.Pods = append(out.Pods, PodPreview{Namespace: p.pod.Namespace, Name: p.pod.Name, Action: PodActionNone,
-				Why: whyLeftAlone(p, rin.evict, kept[p])})
+			why := whyLeftAlone(p, rin.evict, kept[p])
+			if blockedBy, ok := fresh.take(p.pod); !ok && p.ready && !kept[p] && why == whyWaiting {
+				why = fmt.Sprintf("PodDisruptionBudget %s allows no disruption now", blockedBy)
+			}
+			out.Pods = append(out.Pods, PodPreview{Namespace: p.pod.Namespace, Name: p.pod.Name, Action: PodActionNone, Why: why})
 		}
 	}
 	return out
@@ -218,8 +234,11 @@ func whyLeftAlone(p *podState, evict, partition bool) string {
 	case partition:
 		return "kept at its revision by updateStrategy.partition"
 	}
-	return "waiting: maxUnavailable is used up by pods unavailable for other reasons"
+	return whyWaiting
 }
+
+// whyWaiting is why a pod the rollout would move waits for the budget.
+const whyWaiting = "waiting: maxUnavailable is used up by updated pods that are not ready"
 
 // sortedStates returns states by namespace and name.
 func sortedStates(states []*podState) []*podState {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -78,18 +79,26 @@ func TestPreview(t *testing.T) {
 		steps    int
 		held     bool
 		why      map[string]string
+		pdbs     []policyv1.PodDisruptionBudget
 	}{
+		"a PodDisruptionBudget that allows nothing holds the ready pods": {
+			strategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: intOrStr(2)}, pods: pods(2),
+			pdbs: []policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+				Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}},
+			want: []row{{"web-0", "None", 0}, {"web-1", "None", 0}},
+			why:  map[string]string{"web-0": "PodDisruptionBudget web allows no disruption now"}},
 		"two at a time": {strategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: intOrStr(2)}, pods: pods(5), steps: 3,
 			want: []row{{"web-0", "UpdateInPlace", 1}, {"web-1", "UpdateInPlace", 1}, {"web-2", "UpdateInPlace", 2},
 				{"web-3", "UpdateInPlace", 2}, {"web-4", "UpdateInPlace", 3}}},
 		"partition keeps the last": {strategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: intOrStr(1), Partition: intOrStr(2)},
 			pods: pods(3), steps: 1, want: []row{{"web-0", "UpdateInPlace", 1}, {"web-1", "None", 0}, {"web-2", "None", 0}},
 			why: map[string]string{"web-1": "kept at its revision by updateStrategy.partition"}},
-		"a pod broken for its own reasons goes first and holds the budget": {
+		"a pod not ready goes first at no cost, and holds the budget once updated": {
 			strategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: intOrStr(1)},
 			pods:     append(pods(2), notReady(previewPod(old, "web-9"))), steps: 1,
-			want: []row{{"web-9", "UpdateInPlace", 1}, {"web-0", "None", 0}, {"web-1", "None", 0}},
-			why:  map[string]string{"web-0": "waiting: maxUnavailable is used up by pods unavailable for other reasons"}},
+			want: []row{{"web-9", "UpdateInPlace", 1}, {"web-0", "UpdateInPlace", 1}, {"web-1", "None", 0}},
+			why:  map[string]string{"web-1": "waiting: maxUnavailable is used up by updated pods that are not ready"}},
 		"paused: held, the passes are what runs once resumed": {
 			strategy: deckhandv1alpha1.SidecarSetUpdateStrategy{MaxUnavailable: intOrStr(1), Paused: true}, pods: pods(2), steps: 2, held: true,
 			want: []row{{"web-0", "UpdateInPlace", 1}, {"web-1", "UpdateInPlace", 2}}},
@@ -103,7 +112,8 @@ func TestPreview(t *testing.T) {
 			next := previewSet("logs:2")
 			next.Spec.UpdateStrategy = tc.strategy
 			lister := sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{})
-			got := Preview(PreviewInput{Set: next, Lister: lister, Pods: tc.pods, Now: time.Now()})
+			got := Preview(PreviewInput{Set: next, Lister: lister, Pods: tc.pods, Now: time.Now(),
+				DisruptionBudgets: map[string][]policyv1.PodDisruptionBudget{"shop": tc.pdbs}})
 			var rows []row
 			for _, p := range got.Pods {
 				rows = append(rows, row{p.Name, string(p.Action), p.Step})

@@ -42,7 +42,7 @@ func TestPlanRollout(t *testing.T) {
 		"evict: in place and evictions share the budget": {pods: []*podState{p("a", "r"), p("b", "rx"), p("c", "rx")}, maxUnavailable: 2, evict: true,
 			want: want{inPlace: []string{"a"}, evict: []string{"b"}}},
 		"evict: not ready first and free": {pods: []*podState{p("a", "rx"), p("b", "x")}, maxUnavailable: 1, evict: true,
-			want: want{evict: []string{"b"}}},
+			want: want{evict: []string{"b", "a"}}},
 		"evict: partition": {pods: []*podState{p("a", "rx"), p("b", "rx"), p("c", "rx")}, maxUnavailable: 3, partition: 2, evict: true,
 			want: want{evict: []string{"a"}}},
 		"evict: selector": {pods: []*podState{p("a", "rxs"), p("b", "rx")}, maxUnavailable: 2, evict: true,

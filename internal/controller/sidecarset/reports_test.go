@@ -77,6 +77,25 @@ func waitEvent(t *testing.T, sidecarSet, typ, reason, text string) {
 	}, "a %s event %s about SidecarSet %s mentioning %s", typ, reason, sidecarSet, text)
 }
 
+// waitEventOf waits for an Event about SidecarSet sidecarSet with one of
+// the reasons of want, whose note mentions want[reason].
+func waitEventOf(t *testing.T, sidecarSet string, want map[string]string) {
+	t.Helper()
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := env.Client.List(ctx, &evs); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			text, ok := want[e.Reason]
+			if ok && e.Regarding.Kind == "SidecarSet" && e.Regarding.Name == sidecarSet && strings.Contains(e.Note, text) {
+				return true, nil
+			}
+		}
+		return false, nil
+	}, "an event about SidecarSet %s with one of %v", sidecarSet, want)
+}
+
 // containsAll reports whether s contains every one of subs.
 func containsAll(s string, subs ...string) bool {
 	for _, sub := range subs {

@@ -24,20 +24,25 @@ import (
 // cache to confirm the updates already made.
 
 // availabilityWatch follows every pod of ns from a watch and records the
-// largest number of pods that were at once unavailable: not Ready, or in
-// the middle of a sidecar update (spec image not yet reported by the status).
+// largest number of pods that were at once unavailable to the rollout: not
+// Ready, or in the middle of a sidecar update (spec image not yet reported
+// by the status). A pod marked brokenBefore was not Ready before the
+// rollout, for reasons of its own, and does not count: updating it takes
+// nothing away that was there, and the rollout's budget is for the
+// unavailability it causes.
 type availabilityWatch struct {
-	mu          sync.Mutex
-	unavailable map[string]bool
-	max         int
-	order       []string // pods in the order their sidecar spec image changed to the new image
-	seen        map[string]bool
-	stop        func()
+	mu           sync.Mutex
+	brokenBefore map[string]bool
+	unavailable  map[string]bool
+	max          int
+	order        []string // pods in the order their sidecar spec image changed to the new image
+	seen         map[string]bool
+	stop         func()
 }
 
 func watchAvailability(t *testing.T, ns, sidecar, newImage string) *availabilityWatch {
 	t.Helper()
-	a := &availabilityWatch{unavailable: map[string]bool{}, seen: map[string]bool{}}
+	a := &availabilityWatch{unavailable: map[string]bool{}, seen: map[string]bool{}, brokenBefore: map[string]bool{}}
 	observe := func(p *corev1.Pod) { a.observe(p, sidecar, newImage) }
 	a.stop = testutil.WatchPods(t, env.Clientset, ns, observe, func(ev watch.EventType, p *corev1.Pod) {
 		if ev != watch.Deleted {
@@ -55,7 +60,7 @@ func (a *availabilityWatch) observe(p *corev1.Pod, sidecar, newImage string) {
 	if cs := podutil.FindStatus(p.Status.ContainerStatuses, sidecar); cs != nil {
 		status = cs.Image
 	}
-	a.unavailable[p.Name] = !podutil.IsPodReady(p) || spec != status
+	a.unavailable[p.Name] = !a.brokenBefore[p.Name] && (!podutil.IsPodReady(p) || spec != status)
 	if spec == newImage && !a.seen[p.Name] {
 		a.seen[p.Name] = true
 		a.order = append(a.order, p.Name)
@@ -69,6 +74,14 @@ func (a *availabilityWatch) observe(p *corev1.Pod, sidecar, newImage string) {
 	if n > a.max {
 		a.max = n
 	}
+}
+
+// notReadyBefore marks pod as not Ready before the rollout, for reasons of
+// its own.
+func (a *availabilityWatch) notReadyBefore(pod string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.brokenBefore[pod] = true
 }
 
 func (a *availabilityWatch) result() (int, []string) {
@@ -99,7 +112,8 @@ func TestRollingUpdate(t *testing.T) {
 	defer watch.stop()
 
 	// One pod not ready before the rollout: it must be updated first, and
-	// without using the budget.
+	// without using the budget; its own unavailability is not the rollout's.
+	watch.notReadyBefore("pod-19")
 	markNotReady(t, ns, "pod-19")
 
 	// Paused: the new revision is recorded, nothing is updated.

@@ -42,6 +42,10 @@ const (
 	// ReasonPodNotRecreatable: a pod needs recreating but has no controller
 	// owner that would recreate it.
 	ReasonPodNotRecreatable = "PodNotRecreatable"
+	// ReasonDisruptionBlocked: a rollout pass left ready pods on their
+	// revision because a PodDisruptionBudget covering them allowed no
+	// disruption; they are tried again later.
+	ReasonDisruptionBlocked = "DisruptionBlocked"
 )
 
 // DefaultResizeDeferredTimeout is how long a resize the kubelet reports as

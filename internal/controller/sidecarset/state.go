@@ -151,6 +151,17 @@ func (p *podState) unavailable() bool {
 	return !p.ready || p.pending || p.stage == stageRollingOut || p.stage == stageResizeFailed
 }
 
+// unavailableToRollout reports whether the pod uses the rollout's
+// maxUnavailable budget: the rollout has touched it (it is mid-update, or
+// at the latest revision) and it is not updated and ready. A pod the
+// rollout has not reached yet does not, ready or not: whatever keeps it
+// from being ready, the rollout did not cause it. The application's own
+// availability is what its PodDisruptionBudgets guard, and the rollout
+// consults them before it updates a ready pod.
+func (p *podState) unavailableToRollout() bool {
+	return p.pending || p.atLatest() && (p.stage != stageUpdated || !p.ready)
+}
+
 // resizing reports a resize towards the latest revision that the kubelet
 // has not finished (status.resizingPods).
 func (p *podState) resizing() bool {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
@@ -23,6 +24,10 @@ func (r *Reconciler) writePods(ctx context.Context, sc *scope) (ctrl.Result, err
 	return reconcileutil.Run(ctx, sc, r.updatePods, r.syncPodConditions)
 }
 
+// disruptionRetry is how soon a pass that PodDisruptionBudgets held back
+// is tried again.
+const disruptionRetry = 5 * time.Second
+
 // updatePods is one rollout pass: it plans what the strategy allows now
 // (planRollout) and acts on the plan in this order: in-place updates,
 // hot-upgrade steps, resize requests still to make, and, under recreate:
@@ -32,8 +37,26 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || sc.pending > 0 {
 		return ctrl.Result{}, nil
 	}
-	plan := planRollout(sc.rolloutInput())
+	in := sc.rolloutInput()
+	budgets, err := newDisruptionBudgets(sc.pods, listDisruptionBudgets(ctx, r.Client))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	in.budgets = budgets
+	plan := planRollout(in)
+	if n := len(plan.disruptionBlocked); n > 0 {
+		sc.status.DisruptionBlockedPods += int32(n)
+		names := blockedPodNames(plan)
+		logf.FromContext(ctx).V(1).Info("PodDisruptionBudgets hold pods back", "pods", names)
+		r.Recorder.Eventf(sc.set, nil, corev1.EventTypeNormal, ReasonDisruptionBlocked, "UpdatePods",
+			"%d pod(s) wait for a PodDisruptionBudget to allow a disruption, first %s", n, names[0])
+	}
 	var out outcome
+	if len(plan.disruptionBlocked) > 0 {
+		// Budgets are not watched: their allowance changes with the
+		// readiness of pods of any owner.
+		out.retryAfter(disruptionRetry)
+	}
 	for _, p := range plan.inPlace {
 		r.updateInPlace(ctx, sc, p, &out)
 	}
