@@ -53,7 +53,7 @@ func TestPodFieldsReachThePods(t *testing.T) {
 
 	// Unset, the drain is the default; 0 turns it off.
 	plain, plainNS := createWebServer(t, "plain", ptr.To[int32](1))
-	d = waitDeployment(t, plainNS, plain.Name, "a default drain", func(d *appsv1.Deployment) bool {
+	waitDeployment(t, plainNS, plain.Name, "a default drain", func(d *appsv1.Deployment) bool {
 		l := d.Spec.Template.Spec.Containers[0].Lifecycle
 		return l != nil && l.PreStop != nil && l.PreStop.Sleep != nil && l.PreStop.Sleep.Seconds == 5
 	})
