@@ -167,10 +167,20 @@ type PodSetSpec struct {
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
+	// Image, when set without selector and template, is the image of the
+	// default template's one container (see Selector).
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
 	// Selector is a label query over the pods the PodSet owns. It must match
 	// the template's labels and cannot be changed after creation. Matching
 	// pods without a controller are adopted; owned pods that stop matching
-	// are released.
+	// are released. A PodSet created with neither selector nor template gets
+	// a default one of each from Deckhand's admission webhook: the selector
+	// app.kubernetes.io/name=podset, app.kubernetes.io/instance=<name>, and a
+	// template of those labels with one container "main" running image (or
+	// registry.k8s.io/pause:3.10).
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="selector is immutable"
 	// +required
 	Selector *metav1.LabelSelector `json:"selector"`

@@ -32,9 +32,10 @@ import (
 //
 // +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-podset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=podsets,verbs=create;update,versions=v1alpha1,name=vpodset-v1alpha1.apps.deckhand.dev,admissionReviewVersions=v1,timeoutSeconds=10
 
-// SetupWebhookWithManager registers the PodSet validating webhooks with
-// the default replica ceiling. Defaults live in the CRD schema (they apply
-// even when the webhook is unreachable), so there is no mutating webhook.
+// SetupWebhookWithManager registers the PodSet webhooks with the default
+// replica ceiling. Defaults live in the CRD schema (they apply even when the
+// webhook is unreachable), except the selector and template of a PodSet
+// written without them, which derive from its name (Defaulter).
 func SetupWebhookWithManager(mgr ctrl.Manager) error {
 	return SetupWebhook(mgr, &Validator{})
 }
@@ -50,6 +51,7 @@ func SetupWebhook(mgr ctrl.Manager, v *Validator) error {
 	}
 	mgr.GetWebhookServer().Register(scalePath, &webhook.Admission{Handler: scaleValidator{max: v.maxReplicas()}})
 	return ctrl.NewWebhookManagedBy(mgr, &deckhandv1alpha1.PodSet{}).
+		WithDefaulter(Defaulter{}).
 		WithValidator(webhookutil.CreateOrUpdate[*deckhandv1alpha1.PodSet](v.Validate)).
 		Complete()
 }
@@ -102,6 +104,13 @@ func validate(old, ps *deckhandv1alpha1.PodSet) field.ErrorList {
 		errs = append(errs, apivalidation.ValidateNonnegativeField(int64(*l), spec.Child("revisionHistoryLimit"))...)
 	}
 
+	if img := ps.Spec.Image; img != "" {
+		c := ps.Spec.Template.Spec.Containers
+		if len(c) != 1 || c[0].Image != img {
+			errs = append(errs, field.Invalid(spec.Child("image"), img,
+				"is the image of the default template only; with a template of your own, set the image in spec.template"))
+		}
+	}
 	selPath := spec.Child("selector")
 	if ps.Spec.Selector == nil {
 		errs = append(errs, field.Required(selPath, "a PodSet needs a selector"))
