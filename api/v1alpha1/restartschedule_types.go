@@ -44,6 +44,13 @@ const (
 	// RestartScheduleAnnotation it is copied to the generated
 	// RestartSchedule.
 	RestartScheduleRunNowAnnotation = "apps.deckhand.dev/run-now"
+	// RestartQueryCredentialsLabel, set to "true" on a Secret, lets a query
+	// trigger of a RestartSchedule in its namespace send the Secret's key to
+	// its endpoint as a bearer token. Without it the query fails: whoever may
+	// create a RestartSchedule could otherwise send any Secret of the
+	// namespace to a URL of their choosing, through Deckhand's permission to
+	// read it. Labelling the Secret takes the right to change it.
+	RestartQueryCredentialsLabel = "apps.deckhand.dev/query-credentials"
 	// RestartScheduleRunNowIgnoreWindowsAnnotation lets one run-now request
 	// start outside spec.windows and on spec.blackoutDates. Its value must
 	// be the very token of RestartScheduleRunNowAnnotation it applies to, so

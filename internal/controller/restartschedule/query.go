@@ -193,9 +193,14 @@ func (r *Reconciler) runQuery(ctx context.Context, ns string, t *deckhandv1alpha
 	}
 	q := PrometheusQuery{URL: t.Prometheus.URL, Expr: t.Expr}
 	if ref := t.Prometheus.BearerTokenSecret; ref != nil {
-		token, err := r.readKey(ctx, ns, &corev1.Secret{}, ref)
+		secret := &corev1.Secret{}
+		token, err := r.readKey(ctx, ns, secret, ref)
 		if err != nil {
 			return queryAnswer{}, err
+		}
+		if secret.Labels[deckhandv1alpha1.RestartQueryCredentialsLabel] != "true" {
+			return queryAnswer{}, fmt.Errorf("Secret %s does not carry the label %s=true, which lets a query trigger send its key to an endpoint",
+				ref.Name, deckhandv1alpha1.RestartQueryCredentialsLabel)
 		}
 		q.BearerToken = string(token)
 	}

@@ -42,7 +42,7 @@ func gpuQuery(ns string, above string, sustained time.Duration) *deckhandv1alpha
 // 4096 MiB, sustained for 20s, lists the leaking pod as held for 20s,
 // evicts it once Prometheus has answered above the threshold for 20s,
 // leaves the flat one alone, and records trigger Query and the value in
-// history.
+// history. The query carries a bearer token from a Secret labelled for it.
 func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 	needEnv(t)
 	ctx := testutil.Context(t, 4*time.Minute)
@@ -53,7 +53,11 @@ func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 	leaking, flat := pods[0].Name, pods[1].Name
 	watch, patched := startLeak(ctx, t, d, pods, localcluster.SimGPUMemoryLeakAnnotation, "200")
 
-	rs := podScope(ns, "gpu", "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: gpuQuery(ns, "4096", 20*time.Second)})
+	testutil.Create(ctx, t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-token",
+		Labels: map[string]string{deckhandv1alpha1.RestartQueryCredentialsLabel: "true"}}, Data: map[string][]byte{"token": []byte("t0ken")}})
+	q := gpuQuery(ns, "4096", 20*time.Second)
+	q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
+	rs := podScope(ns, "gpu", "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: q})
 	testutil.Create(ctx, t, env.Client, rs)
 
 	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerQuery, leaking: leaking, flat: flat, workload: "Deployment/gpu",
@@ -70,18 +74,27 @@ func TestIntegrationQueryFailureActsOnNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	token := func(labels map[string]string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "prometheus-token", Labels: labels}, Data: map[string][]byte{"token": []byte("t0ken")}}
+	}
 	cases := map[string]struct {
 		mutate func(q *deckhandv1alpha1.RestartQueryTrigger)
 		cause  string
+		secret *corev1.Secret
 	}{
+		// A Secret nobody labelled for it is never sent: the schedule's
+		// author may not be allowed to read it.
+		"Secret not labelled for queries": {func(q *deckhandv1alpha1.RestartQueryTrigger) {
+			q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
+		}, "does not carry the label " + deckhandv1alpha1.RestartQueryCredentialsLabel + "=true", token(nil)},
 		"unreachable endpoint": {func(q *deckhandv1alpha1.RestartQueryTrigger) {
 			q.Prometheus.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		}, "connection refused"},
+		}, "connection refused", nil},
 		"missing Secret": {func(q *deckhandv1alpha1.RestartQueryTrigger) {
 			q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
-		}, `reading Secret prometheus-token: secrets "prometheus-token" not found`},
-		"not a vector": {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "1" }, "the answer is a scalar, not a vector"},
-		"query error":  {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "rate(" }, "bad_data"},
+		}, `reading Secret prometheus-token: secrets "prometheus-token" not found`, nil},
+		"not a vector": {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "1" }, "the answer is a scalar, not a vector", nil},
+		"query error":  {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "rate(" }, "bad_data", nil},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -90,6 +103,10 @@ func TestIntegrationQueryFailureActsOnNothing(t *testing.T) {
 			d := deployment(ns, "gpu", 2, map[string]string{localcluster.SimGPUMemoryUsedAnnotation: "1024"}, nil)
 			testutil.Create(ctx, t, env.Client, d)
 			old := readyPods(t, d, 2)
+			if tc.secret != nil {
+				tc.secret.Namespace = ns
+				testutil.Create(ctx, t, env.Client, tc.secret)
+			}
 			q := gpuQuery(ns, "0", 0)
 			tc.mutate(q)
 			before := dataMissing(t, "QueryFailed")
