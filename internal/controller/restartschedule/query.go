@@ -199,7 +199,7 @@ func (r *Reconciler) runQuery(ctx context.Context, ns string, t *deckhandv1alpha
 			return queryAnswer{}, err
 		}
 		if secret.Labels[deckhandv1alpha1.RestartQueryCredentialsLabel] != "true" {
-			return queryAnswer{}, fmt.Errorf("Secret %s does not carry the label %s=true, which lets a query trigger send its key to an endpoint",
+			return queryAnswer{}, fmt.Errorf("the Secret %s does not carry the label %s=true, which lets a query trigger send its key to an endpoint",
 				ref.Name, deckhandv1alpha1.RestartQueryCredentialsLabel)
 		}
 		q.BearerToken = string(token)
