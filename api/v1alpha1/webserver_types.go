@@ -22,6 +22,11 @@ const (
 	// WebServer owns: a hash of the configuration Deckhand last applied. It
 	// lets the controller skip applies that would change nothing.
 	WebServerAppliedHashAnnotation = "apps.deckhand.dev/webserver-applied-hash"
+	// WebServerConfigHashAnnotation is set on the pod template of a
+	// WebServer's Deployment with spec.configVolumes: a hash of the content
+	// of the ConfigMaps and Secrets it mounts, so that a change of them rolls
+	// the pods.
+	WebServerConfigHashAnnotation = "apps.deckhand.dev/config-hash"
 	// WebServerOwnsReplicasAnnotation is set to "true" on a Deployment while
 	// Deckhand owns its spec.replicas (because the WebServer sets
 	// spec.replicas). When the user unsets spec.replicas, Deckhand hands the
@@ -143,6 +148,17 @@ type WebServerSpec struct {
 	// +listType=atomic
 	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
 
+	// ConfigVolumes mount ConfigMaps and Secrets of the WebServer's
+	// namespace into the container, read-only. A change of their content
+	// rolls the pods out: Deckhand keeps a hash of what they hold in the pod
+	// template (the apps.deckhand.dev/config-hash annotation) and looks at
+	// them on every reconcile and at least every 30 seconds.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	ConfigVolumes []WebServerConfigVolume `json:"configVolumes,omitempty"`
+
 	// ImagePullSecrets name the Secrets, in the WebServer's namespace, that
 	// hold the registry credentials to pull Image.
 	// +optional
@@ -207,6 +223,36 @@ type WebServerSpec struct {
 	// this is true.
 	// +optional
 	AutomountServiceAccountToken *bool `json:"automountServiceAccountToken,omitempty"`
+}
+
+// WebServerConfigVolume is a ConfigMap or Secret mounted into a
+// WebServer's container.
+// +kubebuilder:validation:XValidation:rule="has(self.configMap) != has(self.secret)",message="set exactly one of configMap and secret"
+type WebServerConfigVolume struct {
+	// Name is the volume's name: a DNS label, not "tmp" (the writable
+	// volume a read-only root filesystem gets).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && self != 'tmp'",message="must be a DNS label (lower-case letters, digits and '-') other than tmp"
+	Name string `json:"name"`
+
+	// MountPath is the absolute path the files appear under.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/') && !self.contains(':') && self != '/tmp'",message="must be an absolute path without ':', other than /tmp"
+	MountPath string `json:"mountPath"`
+
+	// ConfigMap is the name of the ConfigMap whose keys become files.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMap string `json:"configMap,omitempty"`
+
+	// Secret is the name of the Secret whose keys become files.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Secret string `json:"secret,omitempty"`
 }
 
 // WebServerIngress is how clients outside the cluster reach a WebServer.

@@ -60,6 +60,13 @@ func ownerReference(ws *deckhandv1alpha1.WebServer) *metav1ac.OwnerReferenceAppl
 // spec.replicas is unset, annotations others add to the pod template,
 // defaulted fields) stays with whoever set it.
 func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentApplyConfiguration, error) {
+	return desiredDeploymentWithConfig(ws, "")
+}
+
+// desiredDeploymentWithConfig is desiredDeployment with configHash, the
+// hash of the content of spec.configVolumes, in the pod template, so that a
+// change of that content rolls the pods.
+func desiredDeploymentWithConfig(ws *deckhandv1alpha1.WebServer, configHash string) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	podSpec, err := desiredPodSpec(ws)
 	if err != nil {
 		return nil, err
@@ -75,6 +82,9 @@ func desiredDeployment(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentAppl
 		WithSpec(podSpec)
 	if len(ws.Spec.PodAnnotations) > 0 {
 		template.WithAnnotations(ws.Spec.PodAnnotations)
+	}
+	if configHash != "" {
+		template.WithAnnotations(map[string]string{deckhandv1alpha1.WebServerConfigHashAnnotation: configHash})
 	}
 
 	spec := appsv1ac.DeploymentSpec().

@@ -30,12 +30,14 @@ func desiredPodSpec(ws *deckhandv1alpha1.WebServer) (*corev1ac.PodSpecApplyConfi
 	if readOnlyRoot {
 		container.WithVolumeMounts(corev1ac.VolumeMount().WithName(tmpVolume).WithMountPath("/tmp"))
 	}
+	configMounts(ws, container)
 	// NOTE: WithContainers copies the container: it is complete by now.
 	podSpec := corev1ac.PodSpec().WithContainers(container).
 		WithAutomountServiceAccountToken(ws.Spec.AutomountServiceAccountToken != nil && *ws.Spec.AutomountServiceAccountToken)
 	if readOnlyRoot {
 		podSpec.WithVolumes(corev1ac.Volume().WithName(tmpVolume).WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
 	}
+	configVolumes(ws, podSpec)
 	psc, err := podSecurity(ws)
 	if err != nil {
 		return nil, err

@@ -123,6 +123,9 @@ func (r *Reconciler) sameNameWebServer(ctx context.Context, o client.Object) []r
 type scope struct {
 	ws       *deckhandv1alpha1.WebServer
 	observed observed
+	// configHash is the hash of the content of spec.configVolumes
+	// (readConfig), "" without them.
+	configHash string
 }
 
 // Reconcile applies the Deployment, then the Service, then writes the status
@@ -141,15 +144,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	s := &scope{ws: ws, observed: observed{now: r.Clock.Now()}}
 	// Each child is applied even when the other failed; the status says
 	// what happened to both.
-	return reconcileutil.Run(ctx, s, r.reconcileDeployment, r.reconcileService, r.reconcileIngress, r.reconcileDisruptionBudget, r.patchStatus)
+	return reconcileutil.Run(ctx, s, reconcileutil.StopOnError(r.readConfig, r.reconcileDeployment), r.reconcileService, r.reconcileIngress, r.reconcileDisruptionBudget, r.patchStatus)
 }
 
 // reconcileDeployment applies the Deployment unless another object holds
 // its name or it already matches.
 func (r *Reconciler) reconcileDeployment(ctx context.Context, s *scope) (ctrl.Result, error) {
 	ws := s.ws
+	desired := func(ws *deckhandv1alpha1.WebServer) (*appsv1ac.DeploymentApplyConfiguration, error) {
+		return desiredDeploymentWithConfig(ws, s.configHash)
+	}
 	return ctrl.Result{}, reconcileChild(ctx, r, s, "Deployment", &appsv1.Deployment{}, &appsv1.Deployment{}, &s.observed.deployment,
-		desiredDeployment, func(live *appsv1.Deployment, exists bool) error {
+		desired, func(live *appsv1.Deployment, exists bool) error {
 			if exists && ws.Spec.Replicas == nil && live.Annotations[deckhandv1alpha1.WebServerOwnsReplicasAnnotation] == "true" {
 				return r.releaseReplicas(ctx, ws, live)
 			}
