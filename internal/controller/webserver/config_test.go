@@ -66,7 +66,7 @@ func TestConfigVolumesRollOnChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	d = waitDeployment(t, ns, "site", "a new config hash once the ConfigMap changed", func(d *appsv1.Deployment) bool {
+	waitDeployment(t, ns, "site", "a new config hash once the ConfigMap changed", func(d *appsv1.Deployment) bool {
 		return configHash(d) != second && configHash(d) != first
 	})
 	t.Logf("the ConfigMap change reached the pod template in %s", time.Since(start).Round(time.Second))
