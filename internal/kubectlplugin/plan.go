@@ -36,8 +36,8 @@ type planOptions struct {
 func newPlanCommand(o *options) *cobra.Command {
 	po := planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan -f SIDECARSET.yaml",
-		Short: "Show what applying a SidecarSet change would do to running pods, writing nothing",
+		Use:   "plan -f SIDECARSET_OR_PODSET.yaml",
+		Short: "Show what applying a SidecarSet or PodSet change would do to running pods, writing nothing",
 		Long: `plan reads a SidecarSet manifest, compares it with the SidecarSet of that name
 in the cluster, and prints what the SidecarSet controller would do to every pod
 the SidecarSet selects once the manifest is applied: update it in place, resize
@@ -54,15 +54,27 @@ the pods as they are now; it writes nothing. It reads the SidecarSet, the
 namespaces, the selected pods, their PodDisruptionBudgets and the SidecarSet's ControllerRevisions in
 Deckhand's namespace (without them, a pod behind only in run-once init
 containers reads as needing recreation). Namespaces the manager was told to
-protect with --protected-namespaces beyond the defaults are not known here.`,
-		Example: "  kubectl deckhand plan -f logging-sidecarset.yaml\n  kubectl deckhand plan -f logging-sidecarset.yaml -o json",
+protect with --protected-namespaces beyond the defaults are not known here.
+
+For a PodSet manifest (-n or its metadata.namespace), plan lists the syncs the
+PodSet controller would make, by its own planner: the pods each creates, and
+which existing pods are updated in place, recreated or scaled down at which
+sync, each sync waiting for the pods of the one before to be available.`,
+		Example: "  kubectl deckhand plan -f logging-sidecarset.yaml\n  kubectl deckhand plan -f logging-sidecarset.yaml -o json\n  kubectl deckhand plan -f web-podset.yaml -n shop",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			next, err := readSidecarSet(po.file, o.streams.In)
+			data, kind, err := readManifest(po.file, o.streams.In)
+			if err != nil {
+				return err
+			}
+			if kind == "PodSet" {
+				return planPodSet(cmd.Context(), o, c, po, data)
+			}
+			next, err := decodeStrict[deckhandv1alpha1.SidecarSet](po.file, data)
 			if err != nil {
 				return err
 			}
@@ -89,36 +101,49 @@ protect with --protected-namespaces beyond the defaults are not known here.`,
 	return cmd
 }
 
-// readSidecarSet decodes the SidecarSet manifest at path, refusing unknown
-// fields so that a misspelt field is named rather than silently dropped.
-func readSidecarSet(path string, stdin io.Reader) (*deckhandv1alpha1.SidecarSet, error) {
+// readManifest reads the manifest at path (- for stdin) and says whether
+// it is a SidecarSet or a PodSet of this API version.
+func readManifest(path string, stdin io.Reader) ([]byte, string, error) {
 	r := stdin
 	if path != "-" {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		defer func() { _ = f.Close() }()
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, maxPlanFileBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if len(data) > maxPlanFileBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxPlanFileBytes)
+		return nil, "", fmt.Errorf("%s: larger than %d bytes", path, maxPlanFileBytes)
 	}
-	s := &deckhandv1alpha1.SidecarSet{}
-	if err := yaml.UnmarshalStrict(data, s); err != nil {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", path, err)
+	}
+	if gv := deckhandv1alpha1.GroupVersion.String(); tm.APIVersion != gv || (tm.Kind != "SidecarSet" && tm.Kind != "PodSet") {
+		return nil, "", fmt.Errorf("%s: apiVersion %q, kind %q: want %s, SidecarSet or PodSet (one object)", path, tm.APIVersion, tm.Kind, gv)
+	}
+	return data, tm.Kind, nil
+}
+
+// decodeStrict decodes a manifest, refusing unknown fields so that a
+// misspelt field is named rather than silently dropped.
+func decodeStrict[T any, P interface {
+	*T
+	GetName() string
+}](path string, data []byte) (P, error) {
+	obj := P(new(T))
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if gv := deckhandv1alpha1.GroupVersion.String(); s.APIVersion != gv || s.Kind != "SidecarSet" {
-		return nil, fmt.Errorf("%s: apiVersion %q, kind %q: want %s, SidecarSet (one object)", path, s.APIVersion, s.Kind, gv)
-	}
-	if s.Name == "" {
+	if obj.GetName() == "" {
 		return nil, fmt.Errorf("%s: metadata.name: Required value", path)
 	}
-	return s, nil
+	return obj, nil
 }
 
 // gatherPlan reads what the preview of next needs: the SidecarSet as it is

@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // TestPlan previews an image change of a SidecarSet over four injected
@@ -98,4 +100,49 @@ func TestPlan(t *testing.T) {
 			t.Errorf("pod %s changed", p.Name)
 		}
 	}
+}
+
+// TestPlanPodSet previews an image change of a PodSet of two ready pods
+// with maxUnavailable 1 and no surge: one pod updated in place per sync.
+func TestPlanPodSet(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	ps := testutil.PodSet(ns, "web", 2, map[string]string{"app": "web"}, corev1.Container{Name: "app", Image: "registry.example/app:1"})
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	ps.Spec.UpdateStrategy.MaxUnavailable, ps.Spec.UpdateStrategy.MaxSurge = &one, &zero
+	testutil.Create(ctx, t, e.Client, ps)
+	revision := podset.Revision(&ps.Spec.Template)
+	ps.Status = deckhandv1alpha1.PodSetStatus{Replicas: 2, UpdateRevision: revision, CurrentRevision: revision}
+	if err := e.Client.Status().Update(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"web-a", "web-b"} {
+		p := newPod(ctx, t, ns, name, map[string]string{"app": "web", deckhandv1alpha1.PodSetRevisionLabel: revision},
+			map[string]string{deckhandv1alpha1.PodSetInPlaceHashAnnotation: podset.InPlaceHash(&ps.Spec.Template)}, ps)
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if err := e.Client.Status().Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	next := ps.DeepCopy()
+	next.APIVersion, next.Kind = deckhandv1alpha1.GroupVersion.String(), "PodSet"
+	next.ObjectMeta = metav1.ObjectMeta{Name: ps.Name}
+	next.Status = deckhandv1alpha1.PodSetStatus{}
+	next.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
+	manifest := filepath.Join(t.TempDir(), "web.yaml")
+	data, err := yaml.Marshal(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := kubectlDeckhand(ctx, t, "plan", "-f", manifest, "-n", ns)
+	wantContains(t, out,
+		"PodSet "+ns+"/web: revision "+podset.Revision(&next.Spec.Template)+" (now at revision "+revision+"); maxSurge 0, maxUnavailable 1, partition 0; 2 step(s)",
+		"1 web-a UpdateInPlace",
+		"2 web-b UpdateInPlace",
+	)
 }

@@ -21,6 +21,35 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/eviction"
 )
 
+// syncInput is what a sync of ps plans from: its active pods, how many
+// terminate, and the update revision and its in-place hash.
+func syncInput(ps *deckhandv1alpha1.PodSet, pods []*corev1.Pod, terminating int, revision, inPlaceHash string, now time.Time) planInput {
+	replicas := 1
+	if ps.Spec.Replicas != nil {
+		replicas = int(*ps.Spec.Replicas)
+	}
+	in := planInput{
+		replicas:    replicas,
+		terminating: terminating,
+		strategy:    resolveStrategy(ps.Spec.UpdateStrategy, replicas),
+		paused:      ps.Spec.Paused,
+		now:         now,
+	}
+	for _, p := range pods {
+		avail, _ := isPodAvailable(p, ps.Spec.MinReadySeconds, now)
+		updated := p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == revision
+		in.pods = append(in.pods, podView{
+			pod:            p,
+			updated:        updated,
+			available:      avail,
+			inPlaceOK:      !updated && canUpdateInPlace(p, inPlaceHash),
+			updatedInPlace: updated && updatedInPlace(p),
+			updating:       updated && inPlaceUpdateUnderWay(p, now, progressDeadline(ps)),
+		})
+	}
+	return in
+}
+
 // managePods creates, deletes and updates pods toward the spec, when the
 // pods claimed were read once the cache had observed the previous syncs'
 // writes (expectations) and the PodSet is not being deleted.
@@ -48,26 +77,7 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 	if s.ps.Spec.Replicas != nil {
 		replicas = int(*s.ps.Spec.Replicas)
 	}
-	now := r.Clock.Now()
-	in := planInput{
-		replicas:    replicas,
-		terminating: len(s.terminating),
-		strategy:    resolveStrategy(s.ps.Spec.UpdateStrategy, replicas),
-		paused:      s.ps.Spec.Paused,
-		now:         now,
-	}
-	for _, p := range s.pods {
-		avail, _ := isPodAvailable(p, s.ps.Spec.MinReadySeconds, now)
-		updated := p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == s.revision
-		in.pods = append(in.pods, podView{
-			pod:            p,
-			updated:        updated,
-			available:      avail,
-			inPlaceOK:      !updated && canUpdateInPlace(p, s.inPlace),
-			updatedInPlace: updated && updatedInPlace(p),
-			updating:       updated && inPlaceUpdateUnderWay(p, now, progressDeadline(s.ps)),
-		})
-	}
+	in := syncInput(s.ps, s.pods, len(s.terminating), s.revision, s.inPlace, r.Clock.Now())
 	pl := planSync(in)
 	s.rolling = pl.rolling
 	if pl.create > 0 || len(pl.delete) > 0 || len(pl.evict) > 0 || len(pl.inPlace) > 0 {
