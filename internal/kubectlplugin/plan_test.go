@@ -50,14 +50,7 @@ func TestPlan(t *testing.T) {
 	next.Spec.Containers[0].Image = "registry.example/log:2"
 	one := intstr.FromInt32(1)
 	next.Spec.UpdateStrategy.MaxUnavailable, next.Spec.UpdateStrategy.Partition = &one, &one
-	manifest := filepath.Join(t.TempDir(), "logging.yaml")
-	data, err := yaml.Marshal(next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(manifest, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	manifest := writeManifest(t, next)
 	nextHash, _ := sidecarcontrol.Hashes(&next.Spec)
 
 	out := kubectlDeckhand(ctx, t, "plan", "-f", manifest)
@@ -131,18 +124,25 @@ func TestPlanPodSet(t *testing.T) {
 	next.ObjectMeta = metav1.ObjectMeta{Name: ps.Name}
 	next.Status = deckhandv1alpha1.PodSetStatus{}
 	next.Spec.Template.Spec.Containers[0].Image = "registry.example/app:2"
-	manifest := filepath.Join(t.TempDir(), "web.yaml")
-	data, err := yaml.Marshal(next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(manifest, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	out := kubectlDeckhand(ctx, t, "plan", "-f", manifest, "-n", ns)
+	out := kubectlDeckhand(ctx, t, "plan", "-f", writeManifest(t, next), "-n", ns)
 	wantContains(t, out,
 		"PodSet "+ns+"/web: revision "+podset.Revision(&next.Spec.Template)+" (now at revision "+revision+"); maxSurge 0, maxUnavailable 1, partition 0; 2 step(s)",
 		"1 web-a UpdateInPlace",
 		"2 web-b UpdateInPlace",
 	)
+}
+
+// writeManifest writes obj as YAML to a file of the test's own and returns
+// its path.
+func writeManifest(t *testing.T, obj any) string {
+	t.Helper()
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "manifest.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

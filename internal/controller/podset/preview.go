@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/rolloutpreview"
 )
 
 // PreviewInput is what a PodSet rollout preview is computed from: the
@@ -22,32 +23,6 @@ type PreviewInput struct {
 	Pods []*corev1.Pod
 	// Now is the time availability (minReadySeconds) is judged at.
 	Now time.Time
-}
-
-// PodAction is what a sync does to a pod.
-type PodAction string
-
-const (
-	// PodActionUpdateInPlace: the pod's container images are patched.
-	PodActionUpdateInPlace PodAction = "UpdateInPlace"
-	// PodActionRecreate: the pod is deleted (or evicted, podReplacement
-	// Evict) and a pod of the new template replaces it.
-	PodActionRecreate PodAction = "Recreate"
-	// PodActionScaleDown: the pod is deleted to bring the PodSet to
-	// spec.replicas.
-	PodActionScaleDown PodAction = "ScaleDown"
-	// PodActionNone: the pod is left as it is (PodPreview.Why says why).
-	PodActionNone PodAction = "None"
-)
-
-// PodPreview is what the rollout does to one existing pod.
-type PodPreview struct {
-	Name   string    `json:"name"`
-	Action PodAction `json:"action"`
-	// Step is the sync that acts on the pod, from 1; 0 for none.
-	Step int `json:"step,omitempty"`
-	// Why says what leaves the pod alone; empty when a sync acts on it.
-	Why string `json:"why,omitempty"`
 }
 
 // RolloutPreview is what the PodSet controller would do, sync after sync,
@@ -71,7 +46,7 @@ type RolloutPreview struct {
 	Held string `json:"held,omitempty"`
 	// Pods are the existing pods in the order the syncs act on them, then
 	// those left alone, by name.
-	Pods []PodPreview `json:"pods"`
+	Pods []rolloutpreview.Pod `json:"pods"`
 }
 
 // Preview computes the syncs that bring in.PodSet to its template and
@@ -114,17 +89,17 @@ func Preview(in PreviewInput) RolloutPreview {
 		}
 		gone := map[*corev1.Pod]bool{}
 		for _, p := range pl.inPlace {
-			out.Pods = append(out.Pods, PodPreview{Name: p.Name, Action: PodActionUpdateInPlace, Step: step})
+			out.Pods = append(out.Pods, rolloutpreview.Pod{Name: p.Name, Action: rolloutpreview.UpdateInPlace, Step: step})
 			// Done by the next sync, available again if it was.
 			views[p].updated, views[p].updatedInPlace, views[p].inPlaceOK, views[p].updating = true, true, false, false
 		}
 		for _, p := range append(pl.delete, pl.evict...) {
-			action := PodActionRecreate
+			action := rolloutpreview.Recreate
 			if views[p].updated || !pl.rolling {
-				action = PodActionScaleDown
+				action = rolloutpreview.ScaleDown
 			}
 			if !strings.HasPrefix(p.Name, previewPodPrefix) {
-				out.Pods = append(out.Pods, PodPreview{Name: p.Name, Action: action, Step: step})
+				out.Pods = append(out.Pods, rolloutpreview.Pod{Name: p.Name, Action: action, Step: step})
 			}
 			gone[p] = true
 		}
@@ -169,7 +144,7 @@ func Preview(in PreviewInput) RolloutPreview {
 				why = "waiting: pods that are not available use up maxUnavailable"
 			}
 		}
-		out.Pods = append(out.Pods, PodPreview{Name: p.Name, Action: PodActionNone, Why: why})
+		out.Pods = append(out.Pods, rolloutpreview.Pod{Name: p.Name, Action: rolloutpreview.None, Why: why})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/rolloutpreview"
 )
 
 // TestPreview pins the syncs a PodSet preview lists for an image change
@@ -69,7 +70,7 @@ func TestPreview(t *testing.T) {
 			moved := map[string]bool{}
 			for _, p := range got.Pods {
 				rows = append(rows, row{p.Name, string(p.Action), p.Step})
-				if p.Action != PodActionNone {
+				if p.Action != rolloutpreview.None {
 					moved[p.Name] = true
 				}
 			}

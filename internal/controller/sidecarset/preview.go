@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/rolloutpreview"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -41,35 +42,6 @@ type PreviewInput struct {
 	DisruptionBudgets map[string][]policyv1.PodDisruptionBudget
 }
 
-// PodAction is what a rollout does to a pod.
-type PodAction string
-
-const (
-	// PodActionUpdateInPlace: the sidecar images are patched in place.
-	PodActionUpdateInPlace PodAction = "UpdateInPlace"
-	// PodActionResizeInPlace: the sidecar images are patched and their CPU
-	// or memory resized in place, or a resize already started is finished.
-	PodActionResizeInPlace PodAction = "ResizeInPlace"
-	// PodActionRecreate: the pod is evicted for its controller to recreate
-	// it (updateStrategy.recreate: Evict); its PodDisruptionBudgets are
-	// checked by the API server at that moment.
-	PodActionRecreate PodAction = "Recreate"
-	// PodActionNone: the rollout leaves the pod as it is (PodPreview.Why says
-	// why).
-	PodActionNone PodAction = "None"
-)
-
-// PodPreview is what a rollout would do to one pod.
-type PodPreview struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	Action    PodAction `json:"action"`
-	// Step is the rollout pass that acts on the pod, from 1; 0 for none.
-	Step int `json:"step,omitempty"`
-	// Why says what leaves the pod alone; empty when the rollout acts on it.
-	Why string `json:"why,omitempty"`
-}
-
 // RolloutPreview is what the controller would do, pass after pass, to bring
 // the pods a SidecarSet selects to its latest revision.
 type RolloutPreview struct {
@@ -87,7 +59,7 @@ type RolloutPreview struct {
 	Held string `json:"held,omitempty"`
 	// Pods are in the order the rollout acts on them, then the pods it
 	// leaves alone in namespace and name order.
-	Pods []PodPreview `json:"pods"`
+	Pods []rolloutpreview.Pod `json:"pods"`
 }
 
 // Preview computes the rollout of in.Set with the controller's own
@@ -137,19 +109,19 @@ func Preview(in PreviewInput) RolloutPreview {
 	for step := 1; step <= len(active)+1; step++ {
 		rin.budgets = budgets()
 		plan := planRollout(rin)
-		var moved []PodPreview
+		var moved []rolloutpreview.Pod
 		for _, p := range plan.inPlace {
-			action := PodActionUpdateInPlace
+			action := rolloutpreview.UpdateInPlace
 			if p.stage == stageResourcesBehind {
-				action = PodActionResizeInPlace
+				action = rolloutpreview.ResizeInPlace
 			}
 			moved = append(moved, previewOf(p, action, step))
 		}
 		for _, p := range plan.resize {
-			moved = append(moved, previewOf(p, PodActionResizeInPlace, step))
+			moved = append(moved, previewOf(p, rolloutpreview.ResizeInPlace, step))
 		}
 		for _, p := range plan.evict {
-			moved = append(moved, previewOf(p, PodActionRecreate, step))
+			moved = append(moved, previewOf(p, rolloutpreview.Recreate, step))
 		}
 		if len(moved) == 0 {
 			break
@@ -178,14 +150,14 @@ func Preview(in PreviewInput) RolloutPreview {
 			if blockedBy, ok := fresh.take(p.pod); !ok && p.ready && !kept[p] && why == whyWaiting {
 				why = fmt.Sprintf("PodDisruptionBudget %s allows no disruption now", blockedBy)
 			}
-			out.Pods = append(out.Pods, PodPreview{Namespace: p.pod.Namespace, Name: p.pod.Name, Action: PodActionNone, Why: why})
+			out.Pods = append(out.Pods, rolloutpreview.Pod{Namespace: p.pod.Namespace, Name: p.pod.Name, Action: rolloutpreview.None, Why: why})
 		}
 	}
 	return out
 }
 
-func previewOf(p *podState, action PodAction, step int) PodPreview {
-	return PodPreview{Namespace: p.pod.Namespace, Name: p.pod.Name, Action: action, Step: step}
+func previewOf(p *podState, action rolloutpreview.PodAction, step int) rolloutpreview.Pod {
+	return rolloutpreview.Pod{Namespace: p.pod.Namespace, Name: p.pod.Name, Action: action, Step: step}
 }
 
 // keptByPartition returns the pods the rollout would still move but

@@ -2,6 +2,7 @@ package sidecarset_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -63,23 +64,24 @@ func waitReconcileCounted(t *testing.T, before float64) float64 {
 // reason whose note contains text.
 func waitEvent(t *testing.T, sidecarSet, typ, reason, text string) {
 	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var evs eventsv1.EventList
-		if err := env.Client.List(ctx, &evs); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Regarding.Kind == "SidecarSet" && e.Regarding.Name == sidecarSet && e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text) {
-				return true, nil
-			}
-		}
-		return false, nil
-	}, "a %s event %s about SidecarSet %s mentioning %s", typ, reason, sidecarSet, text)
+	waitEventMatching(t, sidecarSet, fmt.Sprintf("a %s event %s mentioning %s", typ, reason, text), func(e eventsv1.Event) bool {
+		return e.Type == typ && e.Reason == reason && strings.Contains(e.Note, text)
+	})
 }
 
 // waitEventOf waits for an Event about SidecarSet sidecarSet with one of
 // the reasons of want, whose note mentions want[reason].
 func waitEventOf(t *testing.T, sidecarSet string, want map[string]string) {
+	t.Helper()
+	waitEventMatching(t, sidecarSet, fmt.Sprintf("an event with one of %v", want), func(e eventsv1.Event) bool {
+		text, ok := want[e.Reason]
+		return ok && strings.Contains(e.Note, text)
+	})
+}
+
+// waitEventMatching waits for an Event about SidecarSet sidecarSet that
+// match accepts.
+func waitEventMatching(t *testing.T, sidecarSet, what string, match func(eventsv1.Event) bool) {
 	t.Helper()
 	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var evs eventsv1.EventList
@@ -87,13 +89,12 @@ func waitEventOf(t *testing.T, sidecarSet string, want map[string]string) {
 			return false, err
 		}
 		for _, e := range evs.Items {
-			text, ok := want[e.Reason]
-			if ok && e.Regarding.Kind == "SidecarSet" && e.Regarding.Name == sidecarSet && strings.Contains(e.Note, text) {
+			if e.Regarding.Kind == "SidecarSet" && e.Regarding.Name == sidecarSet && match(e) {
 				return true, nil
 			}
 		}
 		return false, nil
-	}, "an event about SidecarSet %s with one of %v", sidecarSet, want)
+	}, "%s about SidecarSet %s", what, sidecarSet)
 }
 
 // containsAll reports whether s contains every one of subs.

@@ -148,11 +148,7 @@ const tmpVolume = "tmp"
 // escalation, no capability, a read-only root filesystem.
 func containerSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.SecurityContextApplyConfiguration, error) {
 	if ws.Spec.SecurityContext != nil {
-		sc := &corev1ac.SecurityContextApplyConfiguration{}
-		if err := convert(ws.Spec.SecurityContext, sc); err != nil {
-			return nil, fmt.Errorf("spec.securityContext: %w", err)
-		}
-		return sc, nil
+		return converted[corev1ac.SecurityContextApplyConfiguration](ws.Spec.SecurityContext, "spec.securityContext")
 	}
 	return corev1ac.SecurityContext().
 		WithRunAsNonRoot(true).
@@ -165,11 +161,7 @@ func containerSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.SecurityContex
 // the RuntimeDefault seccomp profile.
 func podSecurity(ws *deckhandv1alpha1.WebServer) (*corev1ac.PodSecurityContextApplyConfiguration, error) {
 	if ws.Spec.PodSecurityContext != nil {
-		psc := &corev1ac.PodSecurityContextApplyConfiguration{}
-		if err := convert(ws.Spec.PodSecurityContext, psc); err != nil {
-			return nil, fmt.Errorf("spec.podSecurityContext: %w", err)
-		}
-		return psc, nil
+		return converted[corev1ac.PodSecurityContextApplyConfiguration](ws.Spec.PodSecurityContext, "spec.podSecurityContext")
 	}
 	return corev1ac.PodSecurityContext().
 		WithRunAsNonRoot(true).

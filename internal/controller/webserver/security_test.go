@@ -31,16 +31,22 @@ func restrictedNamespace(t *testing.T) string {
 	return ns
 }
 
+// waitReadyPods waits until the WebServer has n Ready pods.
+func waitReadyPods(t *testing.T, ns, name string, n int, why string) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		got, err := readyPods(ctx, ns, name, "")
+		return got == n, err
+	}, "%d Ready pods %s", n, why)
+}
+
 // A WebServer's pods meet the restricted Pod Security Standard as they
 // come: in a namespace that enforces it, they are admitted and Ready.
 func TestRestrictedNamespaceAdmitsTheDefaultPods(t *testing.T) {
 	ns := restrictedNamespace(t)
 	ws := newWebServer(ns, "site", ptr.To[int32](2))
 	testutil.Create(ctx(t), t, env.Client, ws)
-	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		n, err := readyPods(ctx, ns, "site", "")
-		return n == 2, err
-	}, "2 Ready pods in a restricted namespace")
+	waitReadyPods(t, ns, "site", 2, "in a restricted namespace")
 
 	d, err := getDeployment(ctx(t), ns, "site")
 	if err != nil {
@@ -88,10 +94,7 @@ func TestSecurityContextOverride(t *testing.T) {
 	ws.Spec.SecurityContext = root
 	ws.Spec.PodSecurityContext = &corev1.PodSecurityContext{}
 	testutil.Create(ctx(t), t, env.Client, ws)
-	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		n, err := readyPods(ctx, open, "root", "")
-		return n == 1, err
-	}, "1 Ready pod running as root where the namespace allows it")
+	waitReadyPods(t, open, "root", 1, "running as root where the namespace allows it")
 	d, err := getDeployment(ctx(t), open, "root")
 	if err != nil {
 		t.Fatal(err)
