@@ -124,7 +124,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests from t
 # templates read with .Files.Get. Copies, never edited by hand, so the chart
 # cannot drift from config/ (test/helm checks both).
 CHART := charts/deckhand
-CHART_RBAC_FILES := role.yaml apps_editor_role.yaml apps_viewer_role.yaml sidecarset_admin_role.yaml sidecarset_viewer_role.yaml
+CHART_RBAC_FILES := role.yaml apps_editor_role.yaml apps_viewer_role.yaml sidecarset_admin_role.yaml sidecarset_viewer_role.yaml secret_reader_role.yaml
 CHART_MONITORING_FILES := scraper.yaml servicemonitor.yaml prometheusrule.yaml grafana-dashboard.json
 
 .PHONY: chart-sync

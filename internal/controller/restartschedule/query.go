@@ -40,8 +40,9 @@ const (
 
 // Query triggers read the bearer token and CA bundle they name, in the
 // schedule's namespace, straight from the API server (no cache, so no list
-// or watch of every Secret): get only.
-// +kubebuilder:rbac:groups="",resources=secrets;configmaps,verbs=get
+// or watch of every Secret): get only. Secrets only where the namespace
+// binds the secret-reader role (config/rbac/secret_reader_role.yaml).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 
 // PrometheusQuery is one instant query of a query trigger, its credentials
 // read.

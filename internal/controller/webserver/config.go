@@ -19,8 +19,16 @@ import (
 )
 
 // Config volumes are read, never listed or watched: a WebServer names the
-// few it mounts, and a cache of every Secret would hold them all.
-// +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get
+// few it mounts, and a cache of every Secret would hold them all. Secrets
+// only where the namespace binds the secret-reader role
+// (config/rbac/secret_reader_role.yaml); elsewhere a Secret's changes do
+// not roll the pods, and the WebServer says so.
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+
+// ReasonConfigUnreadable: a ConfigMap or Secret of spec.configVolumes
+// could not be read (a Secret where the namespace does not bind the
+// secret-reader role); its changes do not roll the pods.
+const ReasonConfigUnreadable = "ConfigUnreadable"
 
 // configRecheck is how often a WebServer with config volumes looks at their
 // content again: they are not watched.
@@ -46,6 +54,13 @@ func (r *Reconciler) readConfig(ctx context.Context, s *scope) (ctrl.Result, err
 		switch {
 		case apierrors.IsNotFound(err):
 			fmt.Fprintf(h, "%s/%s missing\n", kind, name)
+			continue
+		case apierrors.IsForbidden(err):
+			// The kubelet mounts it all the same; only its changes go
+			// unnoticed.
+			fmt.Fprintf(h, "%s/%s unreadable\n", kind, name)
+			r.Recorder.Eventf(s.ws, nil, corev1.EventTypeWarning, ReasonConfigUnreadable, "ReadConfig",
+				"%s %s of spec.configVolumes cannot be read, so its changes do not roll the pods: bind the deckhand-secret-reader-role ClusterRole to Deckhand's ServiceAccount in namespace %s", kind, name, s.ws.Namespace)
 			continue
 		case err != nil:
 			return ctrl.Result{}, fmt.Errorf("reading %s %s of spec.configVolumes: %w", kind, name, err)

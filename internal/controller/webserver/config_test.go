@@ -1,6 +1,7 @@
 package webserver_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/webserver"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -24,6 +26,7 @@ func configHash(d *appsv1.Deployment) string {
 // and a ConfigMap that appears late does too.
 func TestConfigVolumesRollOnChange(t *testing.T) {
 	ns := env.Namespace(t)
+	env.BindSecretReader(ctx(t), t, ns)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "site-config"}, Data: map[string]string{"site.conf": "v1"}}
 	testutil.Create(ctx(t), t, env.Client, cm)
 	ws := newWebServer(ns, "site", ptr.To[int32](1))
@@ -70,6 +73,20 @@ func TestConfigVolumesRollOnChange(t *testing.T) {
 		return configHash(d) != second && configHash(d) != first
 	})
 	t.Logf("the ConfigMap change reached the pod template in %s", time.Since(start).Round(time.Second))
+
+	// Where the namespace does not let Deckhand read its Secrets, the
+	// Secret is mounted all the same and a Warning says its changes do not
+	// roll the pods.
+	closed := env.Namespace(t)
+	env.ExpectRefused("/api/v1/namespaces/" + closed + "/secrets/")
+	locked := newWebServer(closed, "site", ptr.To[int32](1))
+	locked.Spec.ConfigVolumes = []deckhandv1alpha1.WebServerConfigVolume{{Name: "certs", MountPath: "/etc/certs", Secret: "site-certs"}}
+	testutil.Create(ctx(t), t, env.Client, locked)
+	waitDeployment(t, closed, "site", "a config hash", func(d *appsv1.Deployment) bool { return configHash(d) != "" })
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		evs, err := events(ctx, closed, "site", webserver.ReasonConfigUnreadable)
+		return len(evs) > 0, err
+	}, "a ConfigUnreadable Event")
 
 	// What the schema refuses.
 	for field, vol := range map[string]deckhandv1alpha1.WebServerConfigVolume{

@@ -32,6 +32,8 @@ import (
 	"sync"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -226,6 +228,29 @@ func (e *Env) stop() {
 	e.StopManager()
 	if e.Cluster != nil {
 		e.Cluster.Stop()
+	}
+}
+
+// BindSecretReader lets the manager read the Secrets of namespace ns, as a
+// namespace that opts in does: a RoleBinding of the installed
+// secret-reader ClusterRole (config/rbac/secret_reader_role.yaml) to the
+// manager's ServiceAccount.
+func (e *Env) BindSecretReader(ctx context.Context, t testing.TB, ns string) {
+	t.Helper()
+	testutil.Create(ctx, t, e.Client, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deckhand-secret-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "deckhand-secret-reader-role"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: localcluster.ManagerNamespace,
+			Name: localcluster.ManagerServiceAccount}},
+	})
+}
+
+// ExpectRefused tells the check of Namespace that the API server refuses
+// the manager's requests under path prefix by design (a test of what the
+// manager does without a permission a namespace may withhold).
+func (e *Env) ExpectRefused(prefix string) {
+	if e.refused != nil {
+		e.refused.expect(prefix)
 	}
 }
 

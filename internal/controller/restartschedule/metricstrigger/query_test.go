@@ -53,6 +53,7 @@ func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 	leaking, flat := pods[0].Name, pods[1].Name
 	watch, patched := startLeak(ctx, t, d, pods, localcluster.SimGPUMemoryLeakAnnotation, "200")
 
+	env.BindSecretReader(ctx, t, ns)
 	testutil.Create(ctx, t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-token",
 		Labels: map[string]string{deckhandv1alpha1.RestartQueryCredentialsLabel: "true"}}, Data: map[string][]byte{"token": []byte("t0ken")}})
 	q := gpuQuery(ns, "4096", 20*time.Second)
@@ -81,20 +82,27 @@ func TestIntegrationQueryFailureActsOnNothing(t *testing.T) {
 		mutate func(q *deckhandv1alpha1.RestartQueryTrigger)
 		cause  string
 		secret *corev1.Secret
+		// noReader: the namespace does not bind the secret-reader role.
+		noReader bool
 	}{
+		// Deckhand's own role reads no Secret: a namespace opts in by
+		// binding the secret-reader role.
+		"Secret in a namespace that does not let Deckhand read it": {mutate: func(q *deckhandv1alpha1.RestartQueryTrigger) {
+			q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
+		}, cause: "forbidden", secret: token(map[string]string{deckhandv1alpha1.RestartQueryCredentialsLabel: "true"}), noReader: true},
 		// A Secret nobody labelled for it is never sent: the schedule's
 		// author may not be allowed to read it.
 		"Secret not labelled for queries": {func(q *deckhandv1alpha1.RestartQueryTrigger) {
 			q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
-		}, "does not carry the label " + deckhandv1alpha1.RestartQueryCredentialsLabel + "=true", token(nil)},
+		}, "does not carry the label " + deckhandv1alpha1.RestartQueryCredentialsLabel + "=true", token(nil), false},
 		"unreachable endpoint": {func(q *deckhandv1alpha1.RestartQueryTrigger) {
 			q.Prometheus.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-		}, "connection refused", nil},
+		}, "connection refused", nil, false},
 		"missing Secret": {func(q *deckhandv1alpha1.RestartQueryTrigger) {
 			q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
-		}, `reading Secret prometheus-token: secrets "prometheus-token" not found`, nil},
-		"not a vector": {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "1" }, "the answer is a scalar, not a vector", nil},
-		"query error":  {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "rate(" }, "bad_data", nil},
+		}, `reading Secret prometheus-token: secrets "prometheus-token" not found`, nil, false},
+		"not a vector": {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "1" }, "the answer is a scalar, not a vector", nil, false},
+		"query error":  {func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Expr = "rate(" }, "bad_data", nil, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -106,6 +114,11 @@ func TestIntegrationQueryFailureActsOnNothing(t *testing.T) {
 			if tc.secret != nil {
 				tc.secret.Namespace = ns
 				testutil.Create(ctx, t, env.Client, tc.secret)
+			}
+			if tc.noReader {
+				env.ExpectRefused("/api/v1/namespaces/" + ns + "/secrets/")
+			} else {
+				env.BindSecretReader(ctx, t, ns)
 			}
 			q := gpuQuery(ns, "0", 0)
 			tc.mutate(q)
