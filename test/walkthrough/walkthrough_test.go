@@ -477,7 +477,7 @@ func containerNames(p corev1.Pod) []string {
 
 func TestPodSetWalkthrough(t *testing.T) {
 	const ns, name = "podset-demo", "web"
-	w := startWalkthrough(t, "docs/podset.md", namespace(ns))
+	w := startWalkthrough(t, "docs/podset.md", namespace(ns), namespace("podset-tutorial"))
 	web := map[string]string{"app": "web"}
 
 	w.runUntil(t, `"path":"/spec/template/spec/containers/0/env"`)
@@ -586,7 +586,7 @@ func envOf(p corev1.Pod, c, name string) string {
 
 func TestWebServerWalkthrough(t *testing.T) {
 	const ns, name = "webserver-demo", "webapp"
-	w := startWalkthrough(t, "docs/webserver.md", namespace(ns))
+	w := startWalkthrough(t, "docs/webserver.md", namespace(ns), namespace("webserver-restricted"))
 
 	w.runUntil(t, "kubectl delete namespace")
 	var ws deckhandv1alpha1.WebServer
