@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -19,13 +20,14 @@ import (
 
 func newStatusCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "status (sidecarset|scs|podset|pset) NAME",
-		Short: "Show a SidecarSet's or PodSet's rollout: counts, revisions, the pods on each revision, conditions",
+		Use:   "status (sidecarset|scs|podset|pset|restartschedule|rsched) NAME",
+		Short: "Show a SidecarSet's or PodSet's rollout, or a RestartSchedule's candidates and runs, with conditions",
 		Example: "  kubectl deckhand status scs log-agent\n" +
-			"  kubectl deckhand status pset web -n shop",
+			"  kubectl deckhand status pset web -n shop\n" +
+			"  kubectl deckhand status rsched nightly -n shop",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := parseKind(args[0], kindSidecarSet, kindPodSet)
+			k, err := parseKind(args[0], kindSidecarSet, kindPodSet, kindRestartSchedule)
 			if err != nil {
 				return err
 			}
@@ -33,8 +35,11 @@ func newStatusCommand(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if k == kindSidecarSet {
+			switch k {
+			case kindSidecarSet:
 				return sidecarSetStatus(cmd.Context(), c, o.streams.Out, args[1])
+			case kindRestartSchedule:
+				return restartScheduleStatus(cmd.Context(), c, o.streams.Out, ns, args[1], time.Now())
 			}
 			return podSetStatus(cmd.Context(), c, o.streams.Out, ns, args[1])
 		},
