@@ -256,6 +256,7 @@ type WebServerConfigVolume struct {
 }
 
 // WebServerIngress is how clients outside the cluster reach a WebServer.
+// +kubebuilder:validation:XValidation:rule="!has(self.gateway) || (!has(self.tls) && !has(self.className))",message="with gateway, TLS and the class are the Gateway's: leave tls and className unset"
 type WebServerIngress struct {
 	// Host is the DNS name clients use, such as shop.example.com.
 	// +required
@@ -280,6 +281,36 @@ type WebServerIngress struct {
 	// TLS serves Host over HTTPS with the certificate of a Secret.
 	// +optional
 	TLS *WebServerTLS `json:"tls,omitempty"`
+
+	// Gateway attaches the WebServer to a Gateway of the Gateway API
+	// instead: Deckhand keeps an HTTPRoute (gateway.networking.k8s.io/v1)
+	// of the same name, for Host and Path, whose parent is this Gateway, in
+	// place of an Ingress. TLS and the class are then the Gateway's. Needs
+	// the Gateway API's CRDs installed.
+	// +optional
+	Gateway *WebServerGatewayReference `json:"gateway,omitempty"`
+}
+
+// WebServerGatewayReference names the Gateway a WebServer's HTTPRoute
+// attaches to.
+type WebServerGatewayReference struct {
+	// Name of the Gateway.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the Gateway; the WebServer's if unset. A Gateway of
+	// another namespace must allow routes from this one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// SectionName is the Gateway listener to attach to; all that accept the
+	// route if unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	SectionName string `json:"sectionName,omitempty"`
 }
 
 // WebServerTLS is the certificate of a WebServer's Ingress.
@@ -338,8 +369,9 @@ type WebServerStatus struct {
 	AvailableReplicas int32 `json:"availableReplicas"`
 
 	// URL is the address clients use: with spec.ingress, once the Ingress
-	// exists, http(s)://<host><path>; otherwise the in-cluster address of
-	// the Service, http://<name>.<namespace>.svc:<port>.
+	// exists (or the Gateway has accepted the HTTPRoute),
+	// http(s)://<host><path>; otherwise the in-cluster address of the
+	// Service, http://<name>.<namespace>.svc:<port>.
 	// +optional
 	URL string `json:"url,omitempty"`
 

@@ -23,6 +23,8 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/certs"
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
@@ -42,6 +44,9 @@ var (
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(deckhandv1alpha1.AddToScheme(scheme))
+	// WebServers attach to Gateways through HTTPRoutes where the Gateway
+	// API is installed.
+	utilruntime.Must(gatewayv1.Install(scheme))
 }
 
 // options are the manager's command-line settings.

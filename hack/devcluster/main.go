@@ -81,6 +81,12 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 	if err := localcluster.InstallCRDs(cluster.Config, filepath.Join(root, "config", "crd", "bases")); err != nil {
 		return err
 	}
+	// WebServers attach to Gateways through HTTPRoutes; no Gateway
+	// controller runs here, so routes are made but never accepted.
+	fmt.Println(">> installing the Gateway API's Gateway and HTTPRoute CRDs")
+	if err := localcluster.InstallGatewayAPI(cluster.Config, root); err != nil {
+		return err
+	}
 	certDir := filepath.Join(dir, "webhook-certs")
 	ca, err := localcluster.LocalWebhookCerts(certDir)
 	if err != nil {

@@ -2,6 +2,7 @@ package webserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -23,11 +24,16 @@ const (
 // reconcileIngress keeps the Ingress of spec.ingress, and deletes the one
 // the WebServer controls once spec.ingress is removed.
 func (r *Reconciler) reconcileIngress(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.ws.Spec.Ingress == nil {
-		return ctrl.Result{}, deleteOwned(ctx, r, s, kindIngress, &networkingv1.Ingress{}, ReasonIngressDeleted, "spec.ingress is unset")
+	var err error
+	switch in := s.ws.Spec.Ingress; {
+	case in == nil:
+		err = deleteOwned(ctx, r, s, kindIngress, &networkingv1.Ingress{}, ReasonIngressDeleted, "spec.ingress is unset")
+	case in.Gateway != nil:
+		err = deleteOwned(ctx, r, s, kindIngress, &networkingv1.Ingress{}, ReasonIngressDeleted, "an HTTPRoute to spec.ingress.gateway takes its place")
+	default:
+		err = reconcileChild(ctx, r, s, kindIngress, &networkingv1.Ingress{}, &networkingv1.Ingress{}, &s.observed.ingress, desiredIngress, nil)
 	}
-	return ctrl.Result{}, reconcileChild(ctx, r, s, kindIngress, &networkingv1.Ingress{}, &networkingv1.Ingress{},
-		&s.observed.ingress, desiredIngress, nil)
+	return ctrl.Result{}, errors.Join(err, r.reconcileRoute(ctx, s))
 }
 
 // desiredIngress is the Ingress configuration Deckhand applies: one rule
@@ -78,10 +84,13 @@ func ingressPath(in *deckhandv1alpha1.WebServerIngress) string {
 
 // ExternalURL is the address of a WebServer's Ingress.
 func ExternalURL(ws *deckhandv1alpha1.WebServer) string {
-	in := ws.Spec.Ingress
 	scheme := "http"
-	if in.TLS != nil {
+	if ws.Spec.Ingress.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + in.Host + ingressPath(in)
+	return externalURL(ws, scheme)
+}
+
+func externalURL(ws *deckhandv1alpha1.WebServer, scheme string) string {
+	return scheme + "://" + ws.Spec.Ingress.Host + ingressPath(ws.Spec.Ingress)
 }

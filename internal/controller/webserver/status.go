@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
@@ -57,6 +58,10 @@ type observed struct {
 	deployment *appsv1.Deployment    // nil when missing or in conflict
 	service    *corev1.Service       // nil when missing or in conflict
 	ingress    *networkingv1.Ingress // nil when missing, in conflict or not asked for
+	route      *gatewayv1.HTTPRoute  // nil when missing, in conflict or not asked for
+	// routeScheme is the scheme of the route's URL once its Gateway has
+	// accepted it, "" until then.
+	routeScheme string
 	// conflicts describes the objects of our name that this WebServer does
 	// not control, e.g. "Deployment web/site exists and is not controlled by
 	// this WebServer".
@@ -89,8 +94,11 @@ func computeStatus(ws *deckhandv1alpha1.WebServer, o observed) deckhandv1alpha1.
 	if o.service != nil {
 		st.URL = URL(ws)
 	}
-	if o.ingress != nil && ws.Spec.Ingress != nil {
+	if in := ws.Spec.Ingress; in != nil && in.Gateway == nil && o.ingress != nil {
 		st.URL = ExternalURL(ws)
+	}
+	if in := ws.Spec.Ingress; in != nil && in.Gateway != nil && o.routeScheme != "" {
+		st.URL = externalURL(ws, o.routeScheme)
 	}
 
 	set := func(t string, s metav1.ConditionStatus, reason, msg string) {

@@ -67,7 +67,8 @@ func (c *applyCounter) count(kind, ns, name string) int {
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
-		Full: true,
+		Full:       true,
+		GatewayAPI: true,
 		Setup: func(mgr ctrl.Manager) error {
 			applies.Client = mgr.GetClient()
 			if err := (&webserver.Reconciler{Client: applies}).SetupWithManager(mgr); err != nil {

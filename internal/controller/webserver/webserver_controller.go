@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
@@ -45,6 +46,9 @@ const (
 	ReasonIngressCreated          = "IngressCreated"
 	ReasonIngressUpdated          = "IngressUpdated"
 	ReasonIngressDeleted          = "IngressDeleted"
+	ReasonRouteCreated            = "HTTPRouteCreated"
+	ReasonRouteUpdated            = "HTTPRouteUpdated"
+	ReasonRouteDeleted            = "HTTPRouteDeleted"
 )
 
 // childReasons are the Event reasons of creating and of updating each kind
@@ -54,6 +58,7 @@ var childReasons = map[string]struct{ created, updated string }{
 	"Service":    {ReasonServiceCreated, ReasonServiceUpdated},
 	kindPDB:      {ReasonDisruptionBudgetCreated, ReasonDisruptionBudgetUpdated},
 	kindIngress:  {ReasonIngressCreated, ReasonIngressUpdated},
+	kindRoute:    {ReasonRouteCreated, ReasonRouteUpdated},
 }
 
 // Reconciler keeps a WebServer's Deployment and Service in line with its
@@ -90,14 +95,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		ref := metav1.GetControllerOf(o)
 		return ref == nil || ref.APIVersion != deckhandv1alpha1.GroupVersion.String() || ref.Kind != "WebServer"
 	})
-	return reconcileutil.NewController(mgr, "webserver", Workers, &deckhandv1alpha1.WebServer{}, predicate.GenerationChangedPredicate{}).
+	b := reconcileutil.NewController(mgr, "webserver", Workers, &deckhandv1alpha1.WebServer{}, predicate.GenerationChangedPredicate{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.Ingress{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned)).
-		Complete(r)
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(r.sameNameWebServer), builder.WithPredicates(notOwned))
+	// NOTE: HTTPRoutes are watched when the Gateway API is installed at
+	// start; installed later, routes are still applied, and repaired at the
+	// WebServer's next reconcile rather than at once.
+	if gatewayAPIInstalled(mgr.GetRESTMapper()) {
+		b = b.Owns(&gatewayv1.HTTPRoute{})
+	}
+	return b.Complete(r)
 }
 
 // Workers is the number of WebServers reconciled at once. A reconcile

@@ -43,6 +43,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
@@ -70,6 +72,9 @@ type Options struct {
 	// switch (KUBE_CACHE_MUTATION_DETECTOR) once, at process start, so the
 	// test binary runs itself again with it set.
 	DetectCacheMutations bool
+	// GatewayAPI installs the Gateway API's Gateway and HTTPRoute CRDs
+	// before the manager starts (localcluster.InstallGatewayAPI).
+	GatewayAPI bool
 }
 
 const mutationDetectorEnv = "KUBE_CACHE_MUTATION_DETECTOR"
@@ -116,6 +121,7 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(deckhandv1alpha1.AddToScheme(s))
+	utilruntime.Must(gatewayv1.Install(s))
 	return s
 }
 
@@ -184,6 +190,11 @@ func start(opts Options) (*Env, error) {
 	}
 	if err := localcluster.InstallCRDs(e.Config, filepath.Join(root, "config", "crd", "bases")); err != nil {
 		return nil, fmt.Errorf("installing CRDs: %w", err)
+	}
+	if opts.GatewayAPI {
+		if err := localcluster.InstallGatewayAPI(e.Config, root); err != nil {
+			return nil, fmt.Errorf("installing the Gateway API: %w", err)
+		}
 	}
 	id, err := cluster.InstallManagerIdentity(ctx, root)
 	if err != nil {
