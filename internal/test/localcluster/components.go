@@ -73,6 +73,10 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 	if err := os.WriteFile(tokens, []byte(tokenLines), 0o600); err != nil {
 		return err
 	}
+	admissionConfig := filepath.Join(c.dir, "admission.yaml")
+	if err := os.WriteFile(admissionConfig, []byte(podSecurityAdmission), 0o600); err != nil {
+		return err
+	}
 	apiArgs := []string{
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1",
@@ -94,6 +98,7 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		// add: setting blockOwnerDeletion on an owner reference needs
 		// update on the owner's finalizers subresource.
 		"--enable-admission-plugins", strings.Join(HardenedAdmissionPlugins, ","),
+		"--admission-control-config-file", admissionConfig,
 		"--profiling=false",
 		"--v=1",
 	}
@@ -272,3 +277,29 @@ func (c *Cluster) RestartAPIServer(ctx context.Context, down time.Duration) erro
 	}
 	return c.WaitAPIServerReady(ctx, 90*time.Second)
 }
+
+// podSecurityAdmission states the levels of the API server's PodSecurity
+// admission, as a hardened cluster's admission configuration does: every
+// namespace privileged unless its pod-security.kubernetes.io labels say
+// otherwise, and no exemptions, so a namespace labelled
+// pod-security.kubernetes.io/enforce=restricted refuses what that standard
+// refuses.
+const podSecurityAdmission = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: privileged
+      enforce-version: latest
+      audit: privileged
+      audit-version: latest
+      warn: privileged
+      warn-version: latest
+    exemptions:
+      usernames: []
+      runtimeClasses: []
+      namespaces: []
+`
