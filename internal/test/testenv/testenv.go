@@ -31,7 +31,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -254,6 +256,17 @@ func (e *Env) BindSecretReader(ctx context.Context, t testing.TB, ns string) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: localcluster.ManagerNamespace,
 			Name: localcluster.ManagerServiceAccount}},
 	})
+	// The authorizer learns of a binding from a watch: wait until it
+	// allows the read, so that the manager's first one is not refused.
+	user := "system:serviceaccount:" + localcluster.ManagerNamespace + ":" + localcluster.ManagerServiceAccount
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "secrets"}}}
+		if err := e.Client.Create(ctx, sar); err != nil {
+			return false, err
+		}
+		return sar.Status.Allowed, nil
+	}, "the manager allowed to read the Secrets of %s", ns)
 }
 
 // ExpectRefused tells the check of Namespace that the API server refuses
