@@ -256,6 +256,10 @@ func (e *Env) BindSecretReader(ctx context.Context, t testing.TB, ns string) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: localcluster.ManagerNamespace,
 			Name: localcluster.ManagerServiceAccount}},
 	})
+	// When t ends, the namespace goes, the binding among the first of its
+	// objects: a read the manager makes meanwhile is refused by design.
+	// (Cleanups run last first: this one before the namespace's deletion.)
+	t.Cleanup(func() { e.ExpectRefused("/api/v1/namespaces/" + ns + "/secrets/") })
 	// The authorizer learns of a binding from a watch: wait until it
 	// allows the read, so that the manager's first one is not refused.
 	user := "system:serviceaccount:" + localcluster.ManagerNamespace + ":" + localcluster.ManagerServiceAccount
