@@ -308,8 +308,8 @@ func TestClassifyRunOnceInitContainers(t *testing.T) {
 				t.Errorf("podState: stage %d: current %v updated %v upgradable %v; want %v %v %v",
 					st.stage, current, updated, upgradable, tc.current, tc.updated, tc.upgradable)
 			}
-			if current && !st.unavailable() != updated {
-				t.Errorf("a current pod is unavailable %v, updated %v", st.unavailable(), updated)
+			if current && !st.unavailableToRollout() != updated {
+				t.Errorf("a current pod is unavailable %v, updated %v", st.unavailableToRollout(), updated)
 			}
 		})
 	}

@@ -145,12 +145,6 @@ func (p *podState) needsRecreate() bool {
 // a controller owner that replaces it.
 func (p *podState) recreatedByRollout(evict bool) bool { return evict && p.controlled }
 
-// unavailable reports whether the pod counts against maxUnavailable: not
-// ready, or in the middle of an update.
-func (p *podState) unavailable() bool {
-	return !p.ready || p.pending || p.stage == stageRollingOut || p.stage == stageResizeFailed
-}
-
 // unavailableToRollout reports whether the pod uses the rollout's
 // maxUnavailable budget: the rollout has touched it (it is mid-update, or
 // at the latest revision) and it is not updated and ready. A pod the

@@ -20,7 +20,7 @@ func TestPodStage(t *testing.T) {
 	}
 	for stage, want := range cases {
 		p := &podState{stage: stage, ready: true}
-		got := facts{p.injected(), p.atLatest(), p.notUpdatable(), p.needsRecreate(), p.unavailable()}
+		got := facts{p.injected(), p.atLatest(), p.notUpdatable(), p.needsRecreate(), p.unavailableToRollout()}
 		if got != want {
 			t.Errorf("stage %d: %+v, want %+v", stage, got, want)
 		}
