@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -20,17 +21,26 @@ func revisionOf(name string, owner types.UID, number int64) *appsv1.ControllerRe
 	}
 }
 
+// clientWith is a fake client that knows apps/v1 and holds revs.
+func clientWith(t *testing.T, revs ...*appsv1.ControllerRevision) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := appsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b := fake.NewClientBuilder().WithScheme(scheme)
+	for _, r := range revs {
+		b = b.WithObjects(r)
+	}
+	return b.Build()
+}
+
 // TestCreate pins how a ControllerRevision is numbered and what a taken
 // name yields. The fake client stands in for the API server's create and
 // get; the controllers' integration tests create them on a real one.
 func TestCreate(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := appsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	ours, theirs := revisionOf("taken-ours", "uid", 7), revisionOf("taken-theirs", "other", 9)
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ours, theirs).Build()
+	cl := clientWith(t, revisionOf("taken-ours", "uid", 7), revisionOf("taken-theirs", "other", 9))
 	var c Counter
 	revs := []*appsv1.ControllerRevision{revisionOf("a", "uid", 2), revisionOf("b", "uid", 4)}
 
@@ -82,12 +92,8 @@ func TestNewest(t *testing.T) {
 // server's to enforce; the fake client ignores it.)
 func TestPrune(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := appsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	old, kept := revisionOf("old", "uid", 1), revisionOf("kept", "uid", 2)
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(old, kept).Build()
+	cl := clientWith(t, old, kept)
 	gone := revisionOf("gone", "uid", 0)
 	if err := Prune(ctx, cl, []*appsv1.ControllerRevision{old, gone}); err != nil {
 		t.Fatalf("Prune = %v; a revision already gone is no error", err)
