@@ -81,10 +81,9 @@ func aggregationArgs(pki string) ([]string, error) {
 	}, nil
 }
 
-// metricsServerRBAC is what metrics-server's own manifests grant it: read
-// nodes and pods and their kubelet metrics, delegate authentication and
-// authorization to the API server, and read the front proxy's CA.
-const metricsServerRBAC = `apiVersion: rbac.authorization.k8s.io/v1
+// metricsServerRole is what metrics-server's own manifests grant it: read
+// nodes and pods and their kubelet metrics.
+const metricsServerRole = `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: deckhand-local:metrics-server
@@ -95,47 +94,35 @@ rules:
 - apiGroups: [""]
   resources: [pods, nodes]
   verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: deckhand-local:metrics-server
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: deckhand-local:metrics-server
-subjects:
-- apiGroup: rbac.authorization.k8s.io
-  kind: User
-  name: %[1]s
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: deckhand-local:metrics-server:system:auth-delegator
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: system:auth-delegator
-subjects:
-- apiGroup: rbac.authorization.k8s.io
-  kind: User
-  name: %[1]s
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: deckhand-local:metrics-server-auth-reader
-  namespace: kube-system
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: Role
-  name: extension-apiserver-authentication-reader
-subjects:
-- apiGroup: rbac.authorization.k8s.io
-  kind: User
-  name: %[1]s
 `
+
+// metricsServerGrant binds metrics-server's user to a role, as its own
+// manifests bind its service account.
+type metricsServerGrant struct {
+	name, namespace string // the binding's; no namespace for a ClusterRoleBinding
+	roleKind, role  string
+}
+
+// metricsServerGrants: its own role, delegating authentication and
+// authorization to the API server, and reading the front proxy's CA.
+var metricsServerGrants = []metricsServerGrant{
+	{name: "deckhand-local:metrics-server", roleKind: "ClusterRole", role: "deckhand-local:metrics-server"},
+	{name: "deckhand-local:metrics-server:system:auth-delegator", roleKind: "ClusterRole", role: "system:auth-delegator"},
+	{name: "deckhand-local:metrics-server-auth-reader", namespace: "kube-system", roleKind: "Role", role: "extension-apiserver-authentication-reader"},
+}
+
+// binding is the ClusterRoleBinding or RoleBinding of g for user.
+func (g metricsServerGrant) binding(user string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1",
+		"kind":       g.roleKind + "Binding",
+		"metadata":   map[string]any{"name": g.name},
+		"roleRef":    map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": g.roleKind, "name": g.role},
+		"subjects":   []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
+	}}
+	obj.SetNamespace(g.namespace)
+	return obj
+}
 
 // metricsAPIService registers metrics-server with the aggregation layer.
 // Endpoints refuse loopback addresses, so the Service is an ExternalName
@@ -195,8 +182,13 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := a.applyDocuments(ctx, fmt.Sprintf(metricsServerRBAC, metricsServerUser)); err != nil {
+	if err := a.applyDocuments(ctx, metricsServerRole); err != nil {
 		return err
+	}
+	for _, g := range metricsServerGrants {
+		if err := a.applyObject(ctx, g.binding(metricsServerUser)); err != nil {
+			return err
+		}
 	}
 
 	port, err := FreePort()
