@@ -111,6 +111,9 @@ stress: k8s-binaries build ## Long fault tests: 300-pod PodSet, >= 20 SIGKILLs p
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests from the markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	@# Kubernetes' own descriptions (pod template, containers, probes) go, so
+	@# that every CRD fits client-side apply's last-applied annotation.
+	@go run ./hack/crdtrim config/crd/bases
 	@# A mode's permissions (markers with their own roleName) go to the
 	@# component that turns the mode on, so the install grants them only then.
 	@go run ./hack/rbacsplit config/rbac/role.yaml \
