@@ -152,6 +152,16 @@ type PodSetUpdateStrategy struct {
 	// +kubebuilder:default=Delete
 	// +optional
 	PodReplacement PodSetPodReplacement `json:"podReplacement,omitempty"`
+
+	// OnFailure is what the PodSet does when a rollout fails, that is when
+	// it makes no progress for spec.progressDeadlineSeconds: Pause (the
+	// default) updates no further pod; Rollback returns the pods to
+	// status.stableRevision. Either way spec.template is left as it is, the
+	// RolloutFailed condition and a Warning RolloutFailed Event say so, and
+	// a change of the template starts a new rollout.
+	// +kubebuilder:default=Pause
+	// +optional
+	OnFailure RolloutFailurePolicy `json:"onFailure,omitempty"`
 }
 
 // PodSetSpec is the desired state of a PodSet.
@@ -217,9 +227,9 @@ type PodSetSpec struct {
 	// ProgressDeadlineSeconds is how long a rollout or scaling may go
 	// without progress (a pod created, updated or becoming available, an old
 	// pod removed) before Progressing turns False with reason
-	// ProgressDeadlineExceeded, as for a Deployment. The PodSet keeps
-	// trying; the condition only reports it. A paused PodSet does not time
-	// out. Defaults to 600; must be greater than minReadySeconds, and at
+	// ProgressDeadlineExceeded, as for a Deployment. A rollout of a new
+	// template that times out has failed: updateStrategy.onFailure says
+	// what follows. A paused PodSet does not time out. Defaults to 600; must be greater than minReadySeconds, and at
 	// most 604800 (a week).
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
@@ -301,6 +311,18 @@ type PodSetStatus struct {
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
+	// StableRevision is the last revision whose rollout completed with
+	// every pod on it and available; onFailure Rollback returns the pods to
+	// it.
+	// +optional
+	StableRevision string `json:"stableRevision,omitempty"`
+
+	// FailedRevision is updateRevision when its rollout failed (no progress
+	// for spec.progressDeadlineSeconds); the PodSet then acts as
+	// updateStrategy.onFailure says until the template changes.
+	// +optional
+	FailedRevision string `json:"failedRevision,omitempty"`
+
 	// LastProgressTime is when the rollout or scaling last made progress;
 	// Progressing turns False (ProgressDeadlineExceeded) when it is older
 	// than spec.progressDeadlineSeconds.
@@ -319,7 +341,8 @@ type PodSetStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing, (on failure) ReplicaFailure, and
+	// Conditions are Available, Progressing, (on failure) ReplicaFailure and
+	// RolloutFailed, and
 	// the summary conditions Ready, Reconciling and Stalled.
 	// +optional
 	// +listType=map

@@ -166,6 +166,7 @@ func validateStrategy(s deckhandv1alpha1.PodSetUpdateStrategy, p *field.Path) fi
 		errs = append(errs, field.NotSupported(p.Child("podReplacement"), s.PodReplacement, []string{
 			string(deckhandv1alpha1.DeletePodSetPodReplacement), string(deckhandv1alpha1.EvictPodSetPodReplacement)}))
 	}
+	errs = append(errs, webhookutil.ValidateRolloutFailurePolicy(s.OnFailure, p.Child("onFailure"))...)
 	return errs
 }
 

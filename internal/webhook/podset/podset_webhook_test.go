@@ -70,6 +70,8 @@ func TestValidate(t *testing.T) {
 		"unknown type":        {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.Type = "Blue" }, field: "spec.updateStrategy.type"},
 		"unknown replacement": {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.PodReplacement = "Drain" }, field: "spec.updateStrategy.podReplacement"},
 		"evict is fine":       {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.PodReplacement = "Evict" }},
+		"unknown onFailure":   {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.OnFailure = "Retry" }, field: "spec.updateStrategy.onFailure"},
+		"rollback is fine":    {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.UpdateStrategy.OnFailure = "Rollback" }},
 		"zero deadline":       {mut: func(ps *deckhandv1alpha1.PodSet) { ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](0) }, field: "spec.progressDeadlineSeconds"},
 		"deadline not above minReadySeconds": {mut: func(ps *deckhandv1alpha1.PodSet) {
 			ps.Spec.MinReadySeconds = 30

@@ -95,6 +95,18 @@ func ValidateIntOrPercent(v *intstr.IntOrString, p *field.Path, minimum int, atM
 	return nil
 }
 
+// ValidateRolloutFailurePolicy checks updateStrategy.onFailure, the same
+// vocabulary for every kind that rolls out: empty (the default), Pause or
+// Rollback.
+func ValidateRolloutFailurePolicy(v deckhandv1alpha1.RolloutFailurePolicy, p *field.Path) field.ErrorList {
+	switch v {
+	case "", deckhandv1alpha1.PauseRolloutFailurePolicy, deckhandv1alpha1.RollbackRolloutFailurePolicy:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(p, v, []string{
+		string(deckhandv1alpha1.PauseRolloutFailurePolicy), string(deckhandv1alpha1.RollbackRolloutFailurePolicy)})}
+}
+
 // Invalid is errs as the API server's Invalid answer about the object of
 // kind gk called name; nil when errs is empty.
 func Invalid(gk schema.GroupKind, name string, errs field.ErrorList) error {
