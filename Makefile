@@ -18,6 +18,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 # golangci-lint is pinned by hack/tools/go.mod and built from the module proxy.
 GOLANGCI_LINT_VERSION := $(shell cd hack/tools && go list -m -f '{{.Version}}' github.com/golangci/golangci-lint/v2 2>/dev/null)
 GOLANGCI_LINT := $(BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# crd-ref-docs (docs/api.md) is pinned by hack/crd-ref-docs/go.mod the same way.
+CRD_REF_DOCS_VERSION := $(shell cd hack/crd-ref-docs && go list -m -f '{{.Version}}' github.com/elastic/crd-ref-docs 2>/dev/null)
+CRD_REF_DOCS := $(BIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
 IMG ?= ghcr.io/deckhand-dev/deckhand:dev
 # The image config/manager/kustomization.yaml names (the default IMG).
@@ -149,6 +152,11 @@ helm: ## Build bin/helm (hack/helm, from the Go module proxy) for the chart's te
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 
+.PHONY: api-docs
+api-docs: $(CRD_REF_DOCS) ## Generate docs/api.md, the API reference, from the Go types in api/ (crd-ref-docs; config and templates in hack/crd-ref-docs).
+	@$(CRD_REF_DOCS) --config hack/crd-ref-docs/config.yaml --source-path api/v1alpha1 --renderer markdown \
+		--templates-dir hack/crd-ref-docs/templates --output-path docs/api.md --log-level ERROR
+
 .PHONY: fmt
 fmt: ## gofmt the tree.
 	gofmt -w $$(git ls-files '*.go')
@@ -158,10 +166,10 @@ vet: ## go vet the tree.
 	go vet ./...
 
 .PHONY: verify
-verify: k8s-binaries $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Regenerate code and manifests and fail on drift; gofmt, go vet, module checks, golangci-lint.
-	@$(MAKE) --no-print-directory manifests generate build-installer >/dev/null
-	@drift=$$(git status --porcelain -- api config dist charts); if [ -n "$$drift" ]; then \
-		echo "generated files differ from the committed ones (run make manifests generate build-installer and commit):"; echo "$$drift"; git --no-pager diff --stat -- api config dist charts; exit 1; fi
+verify: k8s-binaries $(CONTROLLER_GEN) $(CRD_REF_DOCS) $(GOLANGCI_LINT) ## Regenerate code, manifests and docs/api.md and fail on drift; gofmt, go vet, module checks, golangci-lint.
+	@$(MAKE) --no-print-directory manifests generate build-installer api-docs >/dev/null
+	@drift=$$(git status --porcelain -- api config dist charts docs/api.md); if [ -n "$$drift" ]; then \
+		echo "generated files differ from the committed ones (run make manifests generate build-installer api-docs and commit):"; echo "$$drift"; git --no-pager diff --stat -- api config dist charts docs/api.md; exit 1; fi
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@$(MAKE) --no-print-directory lint
 	$(GOLANGCI_LINT) run ./...
@@ -279,6 +287,10 @@ $(K8S_BIN)/prometheus: hack/prometheus/go.mod hack/prometheus/go.sum
 $(GOLANGCI_LINT):
 	@mkdir -p $(BIN)
 	cd hack/tools && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(CRD_REF_DOCS):
+	@mkdir -p $(BIN)
+	cd hack/crd-ref-docs && go build -o $(CRD_REF_DOCS) github.com/elastic/crd-ref-docs
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)
