@@ -14,6 +14,9 @@
 //     expectations, deletion ranking;
 //   - spec.nodeName: deletion ranking (unscheduled pods go first, pods on
 //     crowded nodes next);
+//   - spec.readinessGates, only the in-place update gate
+//     (internal/inplacegate): whether an in-place update must take the pod
+//     out of its endpoints first;
 //   - name, image and restartPolicy of containers and init containers:
 //     PodSet and SidecarSet in-place updates, native sidecar detection;
 //   - the CPU and memory requests and limits of containers and init
@@ -22,7 +25,8 @@
 //   - status.phase, the Ready condition's status and lastTransitionTime, the
 //     PodResizePending and PodResizeInProgress conditions' status, reason and
 //     lastTransitionTime, the apps.deckhand.dev/SidecarSetsUpdatable
-//     condition's status, reason, message and lastTransitionTime (the only
+//     condition's status, reason, message and lastTransitionTime, the
+//     in-place update gate's status and lastTransitionTime (the only
 //     conditions read), and the containers'
 //     name/ready/started/image/imageID/restartCount: readiness, availability
 //     (minReadySeconds), in-place update and resize completion, ranking, and
@@ -166,6 +170,7 @@ func Trim(obj any) (any, error) {
 		ObjectMeta: trimMeta(&pod.ObjectMeta),
 		Spec: corev1.PodSpec{
 			NodeName:       internString(pod.Spec.NodeName),
+			ReadinessGates: trimReadinessGates(pod.Spec.ReadinessGates),
 			Containers:     trimContainers(pod.Spec.Containers),
 			InitContainers: trimContainers(pod.Spec.InitContainers),
 		},
@@ -246,8 +251,26 @@ func trimResources(in *corev1.ResourceRequirements) corev1.ResourceRequirements 
 // spelled out so that the cache does not import the API package.
 const sidecarSetsUpdatable corev1.PodConditionType = "apps.deckhand.dev/SidecarSetsUpdatable"
 
-// trimConditions keeps the Ready condition, the resize conditions and the
-// SidecarSet pod condition only.
+// inPlaceUpdateGate is inplacegate.ConditionType, spelled out so that the
+// cache does not import the controllers' packages.
+const inPlaceUpdateGate corev1.PodConditionType = "apps.deckhand.dev/in-place-update-ready"
+
+// inPlaceUpdateGateOnly is the readiness gates of every pod that lists the
+// in-place update gate, shared.
+var inPlaceUpdateGateOnly = []corev1.PodReadinessGate{{ConditionType: inPlaceUpdateGate}}
+
+// trimReadinessGates keeps the in-place update gate only.
+func trimReadinessGates(in []corev1.PodReadinessGate) []corev1.PodReadinessGate {
+	for i := range in {
+		if in[i].ConditionType == inPlaceUpdateGate {
+			return inPlaceUpdateGateOnly
+		}
+	}
+	return nil
+}
+
+// trimConditions keeps the Ready condition, the resize conditions, the
+// SidecarSet pod condition and the in-place update gate only.
 func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 	var out []corev1.PodCondition
 	for i := range in {
@@ -257,6 +280,8 @@ func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 		case corev1.PodResizePending, corev1.PodResizeInProgress:
 			out = append(out, corev1.PodCondition{Type: corev1.PodConditionType(internString(string(in[i].Type))), Status: internStatus(in[i].Status),
 				Reason: internString(in[i].Reason), LastTransitionTime: in[i].LastTransitionTime})
+		case inPlaceUpdateGate:
+			out = append(out, corev1.PodCondition{Type: inPlaceUpdateGate, Status: internStatus(in[i].Status), LastTransitionTime: in[i].LastTransitionTime})
 		case sidecarSetsUpdatable:
 			out = append(out, corev1.PodCondition{Type: sidecarSetsUpdatable, Status: internStatus(in[i].Status), Reason: internString(in[i].Reason),
 				Message: internString(in[i].Message), LastTransitionTime: in[i].LastTransitionTime})

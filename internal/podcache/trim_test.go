@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 )
 
 // fullPod is a pod with every field family set, as the API server returns
@@ -46,6 +47,7 @@ func fullPod() *corev1.Pod {
 			InitContainers: []corev1.Container{{Name: "log", Image: "fluent-bit:3", RestartPolicy: &always, Args: []string{"-v"}}},
 			Volumes:        []corev1.Volume{{Name: "token"}},
 			Tolerations:    []corev1.Toleration{{Key: "node.kubernetes.io/not-ready"}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: inplacegate.ConditionType}},
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning,
@@ -55,6 +57,7 @@ func fullPod() *corev1.Pod {
 				{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
 				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, Message: "m", LastTransitionTime: now},
 				{Type: "apps.deckhand.dev/SidecarSetsUpdatable", Status: corev1.ConditionFalse, Reason: "NotUpdatableInPlace", Message: "SidecarSet log: why", LastTransitionTime: now, LastProbeTime: now},
+				{Type: inplacegate.ConditionType, Status: corev1.ConditionFalse, Reason: inplacegate.ReasonUpdating, Message: "m", LastTransitionTime: now},
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
@@ -94,6 +97,7 @@ func TestTrimKeeps(t *testing.T) {
 			NodeName:       "node-1",
 			Containers:     []corev1.Container{{Name: "app", Image: "nginx:1.27", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
 			InitContainers: []corev1.Container{{Name: "log", Image: "fluent-bit:3", RestartPolicy: &always}},
+			ReadinessGates: []corev1.PodReadinessGate{{ConditionType: inplacegate.ConditionType}},
 		},
 		Status: corev1.PodStatus{
 			Phase: corev1.PodRunning,
@@ -101,6 +105,7 @@ func TestTrimKeeps(t *testing.T) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 				{Type: "apps.deckhand.dev/SidecarSetsUpdatable", Status: corev1.ConditionFalse, Reason: "NotUpdatableInPlace", Message: "SidecarSet log: why", LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
+				{Type: inplacegate.ConditionType, Status: corev1.ConditionFalse, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
 				Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},
@@ -222,7 +227,7 @@ func ownTrim(in *corev1.Pod) *corev1.Pod {
 			DeletionTimestamp: in.DeletionTimestamp, DeletionGracePeriodSeconds: in.DeletionGracePeriodSeconds,
 			Labels: in.Labels, Annotations: map[string]string{}, OwnerReferences: in.OwnerReferences, Finalizers: in.Finalizers,
 		},
-		Spec: corev1.PodSpec{NodeName: in.Spec.NodeName},
+		Spec: corev1.PodSpec{NodeName: in.Spec.NodeName, ReadinessGates: trimReadinessGates(in.Spec.ReadinessGates)},
 		Status: corev1.PodStatus{
 			Phase:      in.Status.Phase,
 			Conditions: trimConditions(in.Status.Conditions),
@@ -309,6 +314,7 @@ func TestSharedEqualsOwn(t *testing.T) {
 			p.Status.ContainerStatuses[0].Resources = &corev1.ResourceRequirements{Requests: list("cpu", "300m")}
 		}},
 		{"init status ready", func(p *corev1.Pod) { p.Status.InitContainerStatuses[0].Ready = false }},
+		{"no in-place update gate", func(p *corev1.Pod) { p.Spec.ReadinessGates = p.Spec.ReadinessGates[:1] }},
 	}
 	pods := make([]*corev1.Pod, len(variants))
 	for i, v := range variants {

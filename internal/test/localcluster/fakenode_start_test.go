@@ -203,3 +203,53 @@ func TestFakeNodeRunsPostStartHooks(t *testing.T) {
 		rv = running.ResourceVersion
 	}
 }
+
+// TestFakeNodeHonoursReadinessGates starts a pod with a readiness gate and
+// follows it from a watch as a kubelet reports it: its containers ready but
+// the pod not Ready (ReadinessGatesNotReady) while the gate's condition is
+// missing; Ready once the condition is True; not Ready again, its
+// containers still ready, once it is False; and after an in-place image
+// update with the gate False, the container ready on the new image while
+// the pod stays not Ready until the gate is True again.
+func TestFakeNodeHonoursReadinessGates(t *testing.T) {
+	const gate = "example.com/gate"
+	_, pods, ctx := fakeNodePods(t)
+	pod := createOnFakeNode(t, ctx, pods, "gated", corev1.PodSpec{
+		Containers:     []corev1.Container{{Name: "app", Image: "app:1"}},
+		ReadinessGates: []corev1.PodReadinessGate{{ConditionType: gate}},
+	})
+	setGate := func(status string) string {
+		return patchPod(t, ctx, pods, pod.Name, `{"status":{"conditions":[{"type":"`+gate+`","status":"`+status+`"}]}}`, "status").ResourceVersion
+	}
+	containersReadyOn := func(p *corev1.Pod, image string) bool {
+		cs := p.Status.ContainerStatuses
+		return len(cs) == 1 && cs[0].Ready && cs[0].Image == image
+	}
+	held := func(image string) func(p *corev1.Pod) bool {
+		return func(p *corev1.Pod) bool {
+			if !containersReadyOn(p, image) {
+				return false
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					return c.Status == corev1.ConditionFalse && c.Reason == "ReadinessGatesNotReady"
+				}
+			}
+			return false
+		}
+	}
+	waitPod(t, ctx, pods, pod.Name, "", held("app:1"))
+	waitPod(t, ctx, pods, pod.Name, setGate("True"), podutil.IsPodReady)
+	waitPod(t, ctx, pods, pod.Name, setGate("False"), held("app:1"))
+	rv := patchPod(t, ctx, pods, pod.Name, `{"spec":{"containers":[{"name":"app","image":"app:2"}]}}`).ResourceVersion
+	waitPod(t, ctx, pods, pod.Name, rv, func(p *corev1.Pod) bool {
+		if podutil.IsPodReady(p) {
+			t.Fatalf("pod Ready during its update while its gate is False: %+v", p.Status)
+		}
+		return held("app:2")(p)
+	})
+	ready := waitPod(t, ctx, pods, pod.Name, setGate("True"), podutil.IsPodReady)
+	if !containersReadyOn(ready, "app:2") {
+		t.Errorf("pod Ready, want its container ready on app:2: %+v", ready.Status.ContainerStatuses)
+	}
+}

@@ -1,0 +1,129 @@
+package inplacegate
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// ConditionType is the pod condition the gate reads. A pod that lists it in
+// spec.readinessGates is Ready only while it is True (the kubelet's rule),
+// so writing it False makes the EndpointSlice controller mark the pod's
+// endpoints not ready while its containers still serve.
+const ConditionType corev1.PodConditionType = "apps.deckhand.dev/in-place-update-ready"
+
+// DefaultGracePeriodSeconds is how long an in-place update waits between
+// writing the gate False and patching the images when the update strategy
+// does not say. The EndpointSlice controller took at most 0.2 seconds to
+// mark a gated pod's endpoint not ready on the local cluster
+// (test/e2e TestInPlaceUpdateLeavesEndpointsFirst logs the figure of each
+// run); a kube-proxy or load balancer then needs its own time to stop
+// sending, which a real cluster's grace period has to cover.
+const DefaultGracePeriodSeconds = 5
+
+// Reasons of the gate condition.
+const (
+	// ReasonUpdating: an in-place update is about to restart, or is
+	// restarting, containers of the pod.
+	ReasonUpdating = "InPlaceUpdating"
+	// ReasonReady: no in-place update is under way.
+	ReasonReady = "InPlaceUpdateReady"
+)
+
+// Add lists the gate in spec's readiness gates, once.
+func Add(spec *corev1.PodSpec) {
+	if hasGate(spec) {
+		return
+	}
+	spec.ReadinessGates = append(spec.ReadinessGates, corev1.PodReadinessGate{ConditionType: ConditionType})
+}
+
+// Gated reports whether pod lists the gate. A pod created before the gate
+// existed does not, and is updated in place without it.
+func Gated(pod *corev1.Pod) bool {
+	return hasGate(&pod.Spec)
+}
+
+func hasGate(spec *corev1.PodSpec) bool {
+	for _, g := range spec.ReadinessGates {
+		if g.ConditionType == ConditionType {
+			return true
+		}
+	}
+	return false
+}
+
+// Condition returns pod's gate condition, nil if it has none.
+func Condition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == ConditionType {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// MayRestart decides whether an in-place update may restart pod's
+// containers now. A pod without the gate may at once. A gated pod may once
+// its gate has been False for grace (the time the endpoints take to drop
+// it); until then it says how long is left, and close tells that the gate
+// is not False yet and must be written first. Everything it reads is on the
+// pod, so a manager that restarts in the middle decides the same.
+func MayRestart(pod *corev1.Pod, grace time.Duration, now time.Time) (ok, close bool, wait time.Duration) {
+	if !Gated(pod) {
+		return true, false, 0
+	}
+	c := Condition(pod)
+	if c == nil || c.Status != corev1.ConditionFalse {
+		return false, true, grace
+	}
+	if wait = c.LastTransitionTime.Add(grace).Sub(now); wait > 0 {
+		return false, false, wait
+	}
+	return true, false, 0
+}
+
+// Open reports whether pod's gate lets it be Ready: it is not gated, or
+// its gate condition is True.
+func Open(pod *corev1.Pod) bool {
+	c := Condition(pod)
+	return !Gated(pod) || (c != nil && c.Status == corev1.ConditionTrue)
+}
+
+// Close writes the gate False, unless it already is.
+func Close(ctx context.Context, c client.Client, pod *corev1.Pod, message string, now time.Time) error {
+	if cur := Condition(pod); !Gated(pod) || (cur != nil && cur.Status == corev1.ConditionFalse) {
+		return nil
+	}
+	return patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse,
+		Reason: ReasonUpdating, Message: message, LastTransitionTime: metav1.NewTime(now)})
+}
+
+// Release writes the gate True, unless it already is: the caller has seen
+// every container it updated ready again, or the pod was just created.
+func Release(ctx context.Context, c client.Client, pod *corev1.Pod, now time.Time) error {
+	if Open(pod) {
+		return nil
+	}
+	return patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue,
+		Reason: ReasonReady, Message: "no in-place update is under way", LastTransitionTime: metav1.NewTime(now)})
+}
+
+// patch writes cond through the pods/status subresource with a strategic
+// merge patch: pod conditions merge by type, so the conditions the kubelet
+// writes (Ready, ContainersReady...) are left as they are.
+func patch(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) error {
+	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	if err != nil {
+		return err
+	}
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	return c.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager))
+}

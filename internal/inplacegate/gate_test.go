@@ -1,0 +1,60 @@
+package inplacegate
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestMayRestart(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	const grace = 5 * time.Second
+	gated := func(conds ...corev1.PodCondition) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: conds}}
+		Add(&p.Spec)
+		return p
+	}
+	gate := func(status corev1.ConditionStatus, ago time.Duration) corev1.PodCondition {
+		return corev1.PodCondition{Type: ConditionType, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
+	}
+	cases := map[string]struct {
+		pod         *corev1.Pod
+		ok, close   bool
+		wait        time.Duration
+		open, gates bool
+	}{
+		"no gate: a pod created before it": {pod: &corev1.Pod{}, ok: true, open: true},
+		"gate without condition":           {pod: gated(), close: true, wait: grace, gates: true},
+		"gate True":                        {pod: gated(gate(corev1.ConditionTrue, time.Hour)), close: true, wait: grace, open: true, gates: true},
+		"gate False just now":              {pod: gated(gate(corev1.ConditionFalse, 0)), wait: grace, gates: true},
+		"gate False for 2s":                {pod: gated(gate(corev1.ConditionFalse, 2*time.Second)), wait: 3 * time.Second, gates: true},
+		"gate False for the grace period":  {pod: gated(gate(corev1.ConditionFalse, grace)), ok: true, gates: true},
+		"gate False long ago":              {pod: gated(gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ok, closeFirst, wait := MayRestart(tc.pod, grace, now)
+			if ok != tc.ok || closeFirst != tc.close || wait != tc.wait {
+				t.Errorf("MayRestart = %v, %v, %v; want %v, %v, %v", ok, closeFirst, wait, tc.ok, tc.close, tc.wait)
+			}
+			if got := Open(tc.pod); got != tc.open {
+				t.Errorf("Open = %v, want %v", got, tc.open)
+			}
+			if got := Gated(tc.pod); got != tc.gates {
+				t.Errorf("Gated = %v, want %v", got, tc.gates)
+			}
+		})
+	}
+}
+
+func TestAddOnce(t *testing.T) {
+	spec := corev1.PodSpec{ReadinessGates: []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}}}
+	Add(&spec)
+	Add(&spec)
+	want := []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: ConditionType}}
+	if len(spec.ReadinessGates) != 2 || spec.ReadinessGates[0] != want[0] || spec.ReadinessGates[1] != want[1] {
+		t.Fatalf("readiness gates = %v, want %v", spec.ReadinessGates, want)
+	}
+}
