@@ -143,6 +143,18 @@ type PodSetUpdateStrategy struct {
 	// +optional
 	InPlaceIfPossible *bool `json:"inPlaceIfPossible,omitempty"`
 
+	// InPlaceUpdateGracePeriodSeconds is how long an in-place update keeps
+	// a pod out of its Services' endpoints before it patches the images:
+	// the PodSet writes the pod's readiness gate
+	// apps.deckhand.dev/in-place-update-ready False, waits this long, then
+	// restarts the containers, and writes the gate True once they are ready
+	// again. Defaults to 1; at most 300. A pod created before the gate
+	// existed (without it in spec.readinessGates) is updated at once.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=300
+	// +optional
+	InPlaceUpdateGracePeriodSeconds *int32 `json:"inPlaceUpdateGracePeriodSeconds,omitempty"`
+
 	// PodReplacement is how a rolling update removes a pod it recreates:
 	// Delete (the default) or Evict, through the Eviction API, which
 	// honours PodDisruptionBudgets: a refused eviction waits and is retried,

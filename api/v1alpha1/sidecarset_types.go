@@ -292,6 +292,18 @@ type SidecarSetUpdateStrategy struct {
 	// +optional
 	Recreate SidecarSetRecreatePolicy `json:"recreate,omitempty"`
 
+	// InPlaceUpdateGracePeriodSeconds is how long an in-place update keeps
+	// a pod out of its Services' endpoints before it patches the sidecar
+	// images: the SidecarSet writes the pod's readiness gate
+	// apps.deckhand.dev/in-place-update-ready False, waits this long, then
+	// restarts the sidecars, and writes the gate True once they are ready
+	// again. Defaults to 1; at most 300. A pod injected before the gate
+	// existed (without it in spec.readinessGates) is updated at once.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=300
+	// +optional
+	InPlaceUpdateGracePeriodSeconds *int32 `json:"inPlaceUpdateGracePeriodSeconds,omitempty"`
+
 	// PriorityStrategy says which pods the rollout updates (or evicts)
 	// first: by weights of label selectors (weightPriority) or by label
 	// keys and their values' trailing integers (orderPriority). Among pods

@@ -26,7 +26,7 @@ const ConditionType corev1.PodConditionType = "apps.deckhand.dev/in-place-update
 // (test/e2e TestInPlaceUpdateLeavesEndpointsFirst logs the figure of each
 // run); a kube-proxy or load balancer then needs its own time to stop
 // sending, which a real cluster's grace period has to cover.
-const DefaultGracePeriodSeconds = 5
+const DefaultGracePeriodSeconds = 1
 
 // Reasons of the gate condition.
 const (
@@ -126,4 +126,12 @@ func patch(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.Po
 	}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	return c.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager))
+}
+
+// GracePeriod is seconds as a duration, DefaultGracePeriodSeconds when nil.
+func GracePeriod(seconds *int32) time.Duration {
+	if seconds == nil {
+		return DefaultGracePeriodSeconds * time.Second
+	}
+	return time.Duration(*seconds) * time.Second
 }
