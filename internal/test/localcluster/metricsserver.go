@@ -2,14 +2,9 @@ package localcluster
 
 import (
 	"context"
-	"crypto/ecdsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,11 +41,11 @@ const frontProxyClientName = "front-proxy-client"
 // the user in X-Remote-* headers, which metrics-server trusts through the
 // CA the API server publishes in kube-system/extension-apiserver-authentication.
 func aggregationArgs(pki string) ([]string, error) {
-	ca, caKey, err := newCA("deckhand-local-front-proxy-ca")
+	ca, caKey, err := newCA("deckhand-local-front-proxy-ca", localCertValidity)
 	if err != nil {
 		return nil, err
 	}
-	tmpl := certTemplate(2, frontProxyClientName, x509.KeyUsageDigitalSignature)
+	tmpl := certTemplate(2, frontProxyClientName, x509.KeyUsageDigitalSignature, localCertValidity)
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	key, cert, err := issue(tmpl, ca, caKey)
 	if err != nil {
@@ -167,7 +162,7 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 		return err
 	}
 	serviceDNS := metricsServerService + "." + metricsServerNamespace + ".svc"
-	serving, err := newServingCert("metrics-server", []string{serviceDNS, "localhost"})
+	serving, err := newServingCert("metrics-server-ca", "metrics-server", []string{serviceDNS, "localhost"}, localCertValidity)
 	if err != nil {
 		return err
 	}
@@ -268,58 +263,4 @@ func (c *Cluster) waitAPIServiceAvailable(ctx context.Context, name string, time
 // applyDocuments server-side applies the YAML documents of data.
 func (a *applier) applyDocuments(ctx context.Context, data string) error {
 	return eachObject([]byte(data), func(obj *unstructured.Unstructured) error { return a.applyObject(ctx, obj) })
-}
-
-// newCA creates a throw-away self-signed CA.
-func newCA(commonName string) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	tmpl := certTemplate(1, commonName, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature)
-	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
-	key, cert, err := issue(tmpl, nil, nil)
-	return cert, key, err
-}
-
-// newServingCert creates a throw-away CA and a serving certificate for
-// 127.0.0.1 and dnsNames signed by it.
-func newServingCert(commonName string, dnsNames []string) (CertPair, error) {
-	ca, caKey, err := newCA(commonName + "-ca")
-	if err != nil {
-		return CertPair{}, err
-	}
-	tmpl := certTemplate(2, commonName, x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment)
-	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	tmpl.DNSNames = dnsNames
-	key, cert, err := issue(tmpl, ca, caKey)
-	if err != nil {
-		return CertPair{}, err
-	}
-	keyPEM, err := keyToPEM(key)
-	if err != nil {
-		return CertPair{}, err
-	}
-	return CertPair{CertPEM: certToPEM(cert), KeyPEM: keyPEM, CAPEM: certToPEM(ca)}, nil
-}
-
-// certTemplate is a certificate valid for a year from a minute ago.
-func certTemplate(serial int64, commonName string, usage x509.KeyUsage) *x509.Certificate {
-	now := time.Now().Add(-time.Minute)
-	return &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: commonName},
-		NotBefore:    now,
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     usage,
-	}
-}
-
-func certToPEM(cert *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
-}
-
-func keyToPEM(key *ecdsa.PrivateKey) ([]byte, error) {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
 }

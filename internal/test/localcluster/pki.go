@@ -39,42 +39,68 @@ func (p CertPair) WriteFiles(dir string) error {
 	return err
 }
 
+// localCertValidity is how long the certificates of a local cluster's own
+// components stay valid: longer than any cluster lives.
+const localCertValidity = 365 * 24 * time.Hour
+
 // NewLoopbackServingCert creates a throw-away CA and a serving certificate
 // for 127.0.0.1 and localhost signed by it, valid for validity.
 func NewLoopbackServingCert(validity time.Duration) (CertPair, error) {
-	now := time.Now().Add(-time.Minute)
-	template := func(serial int64, commonName string, usage x509.KeyUsage) *x509.Certificate {
-		return &x509.Certificate{
-			SerialNumber: big.NewInt(serial),
-			Subject:      pkix.Name{CommonName: commonName},
-			NotBefore:    now,
-			NotAfter:     now.Add(validity),
-			KeyUsage:     usage,
-		}
-	}
-	caTmpl := template(1, "deckhand-local-ca", x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature)
-	caTmpl.BasicConstraintsValid, caTmpl.IsCA = true, true
-	caKey, caCert, err := issue(caTmpl, nil, nil)
+	return newServingCert("deckhand-local-ca", "127.0.0.1", []string{"localhost"}, validity)
+}
+
+// newServingCert creates a throw-away CA called caName and a serving
+// certificate for 127.0.0.1 and dnsNames signed by it, both valid for validity.
+func newServingCert(caName, commonName string, dnsNames []string, validity time.Duration) (CertPair, error) {
+	ca, caKey, err := newCA(caName, validity)
 	if err != nil {
 		return CertPair{}, err
 	}
-	tmpl := template(2, "127.0.0.1", x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment)
+	tmpl := certTemplate(2, commonName, x509.KeyUsageDigitalSignature|x509.KeyUsageKeyEncipherment, validity)
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	tmpl.DNSNames = []string{"localhost"}
-	key, cert, err := issue(tmpl, caCert, caKey)
+	tmpl.DNSNames = dnsNames
+	key, cert, err := issue(tmpl, ca, caKey)
 	if err != nil {
 		return CertPair{}, err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
+	keyPEM, err := keyToPEM(key)
 	if err != nil {
 		return CertPair{}, err
 	}
-	return CertPair{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		CAPEM:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}),
-	}, nil
+	return CertPair{CertPEM: certToPEM(cert), KeyPEM: keyPEM, CAPEM: certToPEM(ca)}, nil
+}
+
+// newCA creates a throw-away self-signed CA.
+func newCA(commonName string, validity time.Duration) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	tmpl := certTemplate(1, commonName, x509.KeyUsageCertSign|x509.KeyUsageDigitalSignature, validity)
+	tmpl.BasicConstraintsValid, tmpl.IsCA = true, true
+	key, cert, err := issue(tmpl, nil, nil)
+	return cert, key, err
+}
+
+// certTemplate is a certificate valid for validity from a minute ago.
+func certTemplate(serial int64, commonName string, usage x509.KeyUsage, validity time.Duration) *x509.Certificate {
+	now := time.Now().Add(-time.Minute)
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    now,
+		NotAfter:     now.Add(validity),
+		KeyUsage:     usage,
+	}
+}
+
+func certToPEM(cert *x509.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+}
+
+func keyToPEM(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
 }
 
 // issue generates a P-256 key and a certificate of tmpl for it, signed by
