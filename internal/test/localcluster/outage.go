@@ -106,3 +106,34 @@ func (c *Cluster) EtcdCount(ctx context.Context, prefix string) (int, error) {
 	}
 	return strconv.Atoi(out.Count)
 }
+
+// StopMetricsServer stops metrics-server, as a crash or an upgrade of it
+// would. The APIService v1beta1.metrics.k8s.io stays registered, so the
+// API server answers a request for metrics.k8s.io with an error, as a real
+// cluster's does while its metrics-server is down.
+func (c *Cluster) StopMetricsServer() error {
+	p, _, err := c.running("metrics-server")
+	if err != nil {
+		return err
+	}
+	p.stop(10 * time.Second)
+	return nil
+}
+
+// StartMetricsServer starts metrics-server again after StopMetricsServer,
+// with the same flags and port, and waits until the API server reports its
+// APIService Available. Its first PodMetrics come after two scrapes
+// (MetricsServerResolution apart): it keeps no samples across a restart.
+func (c *Cluster) StartMetricsServer(ctx context.Context) error {
+	p, spec, err := c.running("metrics-server")
+	if err != nil {
+		return err
+	}
+	if done, _ := p.exited(); !done {
+		return errors.New("metrics-server is running")
+	}
+	if err := c.startComponent("metrics-server", "metrics-server", spec.args); err != nil {
+		return err
+	}
+	return c.waitAPIServiceAvailable(ctx, "v1beta1.metrics.k8s.io", 90*time.Second)
+}
