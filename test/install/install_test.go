@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -782,5 +783,92 @@ func TestInstallIntoAnotherNamespace(t *testing.T) {
 			dm, _ := find(ms, "Deployment", "deckhand-controller-manager")
 			checkManagerEnv(t, decode[appsv1.Deployment](t, dm).Spec.Template.Spec.Containers[0])
 		})
+	}
+}
+
+// TestClientSideApply applies the install with kubectl's client-side apply,
+// which stores each object, as JSON, in the last-applied-configuration
+// annotation: `kubectl apply -f dist/install.yaml`, then
+// `kubectl apply -k config/default` over it. The API server refuses an
+// object whose annotations exceed 256 KiB, as the PodSet CRD did before
+// `make manifests` trimmed Kubernetes' descriptions (hack/crdtrim). With the
+// Deckhand webhooks removed (nothing serves them here), the CRDs alone still
+// refuse a wrong type, a value outside an enum and a missing required
+// field, naming the field.
+func TestClientSideApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local API server")
+	}
+	ctx := testutil.Context(t, 4*time.Minute)
+	cluster, err := localcluster.Start(ctx, localcluster.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	root := testutil.RepoRoot(t)
+	run := func(stdin string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, kubectl(t), append([]string{"--kubeconfig", cluster.KubeconfigPath}, args...)...)
+		cmd.Dir = root
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, args := range [][]string{
+		{"apply", "-f", "dist/install.yaml"},
+		{"apply", "-k", "config/default"},
+	} {
+		if out, err := run("", args...); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	out, err := run("", "get", "crd", "-l", "app.kubernetes.io/part-of=deckhand", "-o", "json")
+	if err != nil {
+		t.Fatalf("kubectl get crd: %v\n%s", err, out)
+	}
+	var crds struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &crds); err != nil {
+		t.Fatal(err)
+	}
+	if len(crds.Items) != 4 {
+		t.Fatalf("want the four CRDs, got %d", len(crds.Items))
+	}
+	for _, crd := range crds.Items {
+		if crd.Metadata.Annotations["kubectl.kubernetes.io/last-applied-configuration"] == "" {
+			t.Errorf("CRD %s has no last-applied-configuration: not applied client-side", crd.Metadata.Name)
+		}
+	}
+
+	if out, err := run("", "wait", "--for=condition=Established", "--timeout=60s", "crd", "-l", "app.kubernetes.io/part-of=deckhand"); err != nil {
+		t.Fatalf("kubectl wait: %v\n%s", err, out)
+	}
+	if out, err := run("", "delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", "-l", "app.kubernetes.io/part-of=deckhand"); err != nil {
+		t.Fatalf("kubectl delete webhooks: %v\n%s", err, out)
+	}
+	if out, err := run("", "create", "namespace", "shop"); err != nil {
+		t.Fatalf("kubectl create namespace: %v\n%s", err, out)
+	}
+	refusals := []struct{ name, spec, want string }{
+		{"wrong-type", `template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx, ports: [{containerPort: eighty}]}]}}`,
+			`spec.template.spec.containers[0].ports[0].containerPort: Invalid value: "string": spec.template.spec.containers[0].ports[0].containerPort in body must be of type integer: "string"`},
+		{"outside-enum", `updateStrategy: {type: Sideways}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: nginx}]}}`,
+			`spec.updateStrategy.type: Unsupported value: "Sideways": supported values: "RollingUpdate", "OnDelete"`},
+		{"missing-required", `template: {metadata: {labels: {app: web}}, spec: {containers: [{image: nginx}]}}`,
+			`spec.template.spec.containers[0].name: Required value`},
+	}
+	for _, r := range refusals {
+		podSet := "apiVersion: apps.deckhand.dev/v1alpha1\nkind: PodSet\nmetadata: {name: " + r.name + ", namespace: shop}\n" +
+			"spec: {selector: {matchLabels: {app: web}}, " + r.spec + "}\n"
+		out, err := run(podSet, "apply", "-f", "-")
+		if err == nil {
+			t.Errorf("%s: applied, want a refusal", r.name)
+			continue
+		}
+		if !strings.Contains(out, r.want) {
+			t.Errorf("%s: kubectl said\n%s\nwant it to contain\n%s", r.name, out, r.want)
+		}
 	}
 }
