@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strconv"
 	"strings"
@@ -81,13 +82,7 @@ func parseLabels(s string, out map[string]string) {
 // sum adds the samples of name whose labels match every key=value in match.
 func (m metrics) sum(name string, match ...string) float64 {
 	var t float64
-outer:
-	for _, s := range m[name] {
-		for i := 0; i+1 < len(match); i += 2 {
-			if s.labels[match[i]] != match[i+1] {
-				continue outer
-			}
-		}
+	for s := range m.matching(name, match) {
 		t += s.value
 	}
 	return t
@@ -96,16 +91,28 @@ outer:
 // sumBy groups the samples of name by one label.
 func (m metrics) sumBy(name, label string, match ...string) map[string]float64 {
 	out := map[string]float64{}
-outer:
-	for _, s := range m[name] {
-		for i := 0; i+1 < len(match); i += 2 {
-			if s.labels[match[i]] != match[i+1] {
-				continue outer
-			}
-		}
+	for s := range m.matching(name, match) {
 		out[s.labels[label]] += s.value
 	}
 	return out
+}
+
+// matching ranges over the samples of name whose labels match every
+// key=value in match.
+func (m metrics) matching(name string, match []string) iter.Seq[sample] {
+	return func(yield func(sample) bool) {
+	outer:
+		for _, s := range m[name] {
+			for i := 0; i+1 < len(match); i += 2 {
+				if s.labels[match[i]] != match[i+1] {
+					continue outer
+				}
+			}
+			if !yield(s) {
+				return
+			}
+		}
+	}
 }
 
 func (e *env) managerMetrics(ctx context.Context) (metrics, error) {
