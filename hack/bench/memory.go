@@ -34,6 +34,12 @@ type managerFigures struct {
 	runtimeSplit string
 }
 
+// String is the figures as the bench's log reports them.
+func (f *managerFigures) String() string {
+	return fmt.Sprintf("%d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB; at the largest RSS: %s",
+		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap), f.runtimeSplit)
+}
+
 // goMemorySplit says where the Go runtime's memory is: heap spans in use,
 // free heap pages not yet returned to the system, goroutine stacks, the
 // runtime's own structures, and the heap size that triggers the next
@@ -68,8 +74,7 @@ func measureManager(ctx context.Context, cfg *config, e *env, profile string, wa
 		return nil, err
 	}
 	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
-	logf("[memory] %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB; at the largest RSS: %s",
-		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap), f.runtimeSplit)
+	logf("[memory] %s", f)
 	return f, nil
 }
 

@@ -35,8 +35,7 @@ func measureKruise(ctx context.Context, cfg *config, e *env) (*managerFigures, e
 	if err := sampleMemory(ctx, cfg, memoryProbe{pid: k.pid(), forceGC: k.forceGC, metrics: k.metrics}, f); err != nil {
 		return nil, err
 	}
-	logf("[memory] kruise-manager, %d pods: synced after %s (%d controllers), RSS %.1f MiB, live heap %.1f MiB, heap in use %.1f MiB; at the largest RSS: %s",
-		f.pods, secs(f.sync), f.controls, mib(float64(f.rss)), mib(f.heapAlloc), mib(f.heap), f.runtimeSplit)
+	logf("[memory] kruise-manager, %s", f)
 	return f, nil
 }
 
