@@ -70,12 +70,18 @@ func (l *Lister) Select(ctx context.Context, namespace string, selector labels.S
 }
 
 func (l *Lister) selectFromReader(ctx context.Context, namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
-	list := &corev1.PodList{}
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy}
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: selector}}
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))
 	}
-	if err := l.reader.List(ctx, list, opts...); err != nil {
+	return l.listFromReader(ctx, opts...)
+}
+
+// listFromReader lists the pods opts select through the reader, without the
+// copy a cache-backed reader makes by default.
+func (l *Lister) listFromReader(ctx context.Context, opts ...client.ListOption) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := l.reader.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, err
 	}
 	out := make([]*corev1.Pod, len(list.Items))
@@ -96,15 +102,7 @@ func (l *Lister) selectFromReader(ctx context.Context, namespace string, selecto
 // tests reads its pods here.
 func (l *Lister) Indexed(ctx context.Context, namespace, field, value string) ([]*corev1.Pod, error) {
 	if l.indexer == nil {
-		list := &corev1.PodList{}
-		if err := l.reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{field: value}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		out := make([]*corev1.Pod, len(list.Items))
-		for i := range list.Items {
-			out[i] = &list.Items[i]
-		}
-		return out, nil
+		return l.listFromReader(ctx, client.InNamespace(namespace), client.MatchingFields{field: value})
 	}
 	objs, err := l.indexer.ByIndex("field:"+field, namespace+"/"+value)
 	if err != nil {
