@@ -16,6 +16,7 @@ func main() {
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if err := kubectlplugin.NewRootCommand(streams).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		// status --watch tells a failed rollout (1) from a timeout (2).
+		os.Exit(kubectlplugin.ExitCode(err))
 	}
 }

@@ -18,20 +18,40 @@ import (
 func newHistoryCommand(o *options) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:     "history RESTARTSCHEDULE",
-		Short:   "Show a RestartSchedule's run history, newest first",
-		Example: "  kubectl deckhand history nightly -n shop\n  kubectl deckhand history nightly -o yaml",
-		Args:    cobra.ExactArgs(1),
+		Use:   "history [restartschedule|rsched|podset|pset] NAME [-o yaml|json]",
+		Short: "Show a RestartSchedule's run history, newest first, or a PodSet's revisions with their images",
+		Long: `history prints a RestartSchedule's runs, newest first (the kind may be left out), or a
+PodSet's revisions, oldest first as kubectl rollout history lists them: each ControllerRevision
+the PodSet controls with its number, when it was created, its revision hash, the images of its
+template, and which is the update and the current revision. rollback --to-revision takes the
+number.`,
+		Example: "  kubectl deckhand history nightly -n shop\n  kubectl deckhand history nightly -o yaml\n  kubectl deckhand history pset web -n shop",
+		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "" && output != "yaml" && output != "json" {
 				return fmt.Errorf("unknown output format %q: expected yaml or json", output)
+			}
+			k, name := kindRestartSchedule, args[0]
+			if len(args) == 2 {
+				var err error
+				if k, err = parseKind(args[0], kindRestartSchedule, kindPodSet); err != nil {
+					return err
+				}
+				name = args[1]
 			}
 			c, ns, err := o.namespacedClient()
 			if err != nil {
 				return err
 			}
+			if k == kindPodSet {
+				revs, err := podSetHistory(cmd.Context(), c, ns, name)
+				if err != nil {
+					return err
+				}
+				return printPodSetHistory(o.streams.Out, output, revs)
+			}
 			rs := &deckhandv1alpha1.RestartSchedule{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: args[0]}, rs); err != nil {
+			if err := c.Get(cmd.Context(), client.ObjectKey{Namespace: ns, Name: name}, rs); err != nil {
 				return err
 			}
 			return printHistory(o.streams.Out, output, newestFirst(rs.Status.History))
@@ -56,27 +76,32 @@ func printHistory(out io.Writer, format string, history []deckhandv1alpha1.Resta
 	if history == nil {
 		history = []deckhandv1alpha1.RestartRecord{}
 	}
-	switch format {
-	case "json":
-		b, err := json.MarshalIndent(history, "", "    ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
-	case "yaml":
-		b, err := yaml.Marshal(history)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(b)
-		return err
+	if format != "" {
+		return printData(out, format, history)
 	}
 	rows := make([]string, len(history))
 	for i, r := range history {
 		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", timestamp(&r.ScheduledTime), orDash(r.Workload), r.Result, timestamp(r.StartTime), timestamp(r.CompletionTime), r.Message)
 	}
 	return printTable(out, "No runs recorded.", "SCHEDULED\tWORKLOAD\tRESULT\tSTARTED\tCOMPLETED\tMESSAGE", rows)
+}
+
+// printData prints v as JSON (indented) or YAML.
+func printData(out io.Writer, format string, v any) error {
+	if format == "yaml" {
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	b, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
 }
 
 // timestamp renders a time as RFC 3339 in UTC, "-" when unset.

@@ -11,12 +11,17 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -49,14 +54,40 @@ func cluster(t *testing.T) (*testenv.Env, context.Context) {
 // returns what it printed.
 func kubectlDeckhand(ctx context.Context, t *testing.T, args ...string) string {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	root := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	root.SetArgs(append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...))
-	if err := root.ExecuteContext(ctx); err != nil {
+	var out, errOut lockedBuffer
+	if err := runDeckhand(ctx, t, &out, &errOut, args...); err != nil {
 		t.Fatalf("kubectl deckhand %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
 	}
-	t.Logf("kubectl deckhand %s\n%s", strings.Join(args, " "), out.String())
 	return out.String()
+}
+
+// runDeckhand runs the plugin with args against the test cluster, writing
+// to out and errOut, and returns the error it would exit with.
+func runDeckhand(ctx context.Context, t *testing.T, out, errOut *lockedBuffer, args ...string) error {
+	t.Helper()
+	root := NewRootCommand(genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
+	root.SetArgs(append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...))
+	err := root.ExecuteContext(ctx)
+	t.Logf("kubectl deckhand %s: exit %d\n%s%s", strings.Join(args, " "), ExitCode(err), out.String(), errOut.String())
+	return err
+}
+
+// lockedBuffer is a buffer a running command writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // wantContains checks that out contains every want, with runs of blanks
@@ -115,14 +146,20 @@ func newPod(ctx context.Context, t *testing.T, ns, name string, podLabels, annot
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Image: "registry.example/" + c + ":1"})
 	}
 	if owner != nil {
-		gvk, err := env.Client.GroupVersionKindFor(owner)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(owner, gvk)}
+		p.OwnerReferences = []metav1.OwnerReference{controllerRef(t, owner)}
 	}
 	testutil.Create(ctx, t, env.Client, p)
 	return p
+}
+
+// controllerRef is a controller reference to owner.
+func controllerRef(t *testing.T, owner client.Object) metav1.OwnerReference {
+	t.Helper()
+	gvk, err := env.Client.GroupVersionKindFor(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *metav1.NewControllerRef(owner, gvk)
 }
 
 // recordOf returns the annotations the pod webhook writes on a pod that s
@@ -373,4 +410,277 @@ func TestWhy(t *testing.T) {
 		logging.Name+" yes yes injected at revision "+hash+" (the current revision), containers log",
 		mesh.Name+" no no selector does not match: app=api is required, the pod has app=web",
 	)
+}
+
+// newWebServer creates a WebServer named web in ns.
+func newWebServer(ctx context.Context, t *testing.T, ns string) *deckhandv1alpha1.WebServer {
+	t.Helper()
+	ws := &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: deckhandv1alpha1.WebServerSpec{Image: "registry.example/web:1"}}
+	testutil.Create(ctx, t, env.Client, ws)
+	return ws
+}
+
+// setConditions writes obj's status: observed generation and conditions,
+// through a status update of the real API server.
+func setConditions(ctx context.Context, t *testing.T, obj client.Object, observed int64, conds ...metav1.Condition) {
+	t.Helper()
+	switch o := obj.(type) {
+	case *deckhandv1alpha1.SidecarSet:
+		o.Status.ObservedGeneration, o.Status.Conditions = observed, conds
+	case *deckhandv1alpha1.PodSet:
+		o.Status.ObservedGeneration, o.Status.Conditions = observed, conds
+	case *deckhandv1alpha1.WebServer:
+		o.Status.ObservedGeneration, o.Status.Conditions = observed, conds
+	case *deckhandv1alpha1.RestartSchedule:
+		o.Status.ObservedGeneration, o.Status.Conditions = observed, conds
+	}
+	if err := env.Client.Status().Update(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatusWatch follows an object of each kind with status --watch and
+// checks the exit code: 0 once Ready turns True (written while the watch
+// runs), 1 for a Stalled, Degraded or ProgressDeadlineExceeded condition, 2
+// when --timeout passes first, here because the status is for an older
+// generation than the spec's.
+func TestStatusWatch(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	scs := newSidecarSet(ctx, t, ns, "log", "web")
+	setConditions(ctx, t, scs, scs.Generation, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionFalse, "RollingOut"))
+	ws := newWebServer(ctx, t, ns)
+	setConditions(ctx, t, ws, ws.Generation, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionFalse, "Degraded"),
+		condition(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionTrue, "NameConflict"))
+	ps := testutil.PodSet(ns, "web", 2, map[string]string{"app": "web"}, corev1.Container{Name: "app", Image: "registry.example/app:1"})
+	testutil.Create(ctx, t, e.Client, ps)
+	setConditions(ctx, t, ps, ps.Generation, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionFalse, "RollingOut"),
+		condition(deckhandv1alpha1.PodSetProgressingCondition, metav1.ConditionFalse, "ProgressDeadlineExceeded"))
+	stalled := newRestartSchedule(ctx, t, ns)
+	setConditions(ctx, t, stalled, stalled.Generation, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionFalse, "InvalidSchedule"),
+		condition(deckhandv1alpha1.StalledCondition, metav1.ConditionTrue, "InvalidSchedule"))
+	stale := testutil.PodSet(ns, "stale", 1, map[string]string{"app": "stale"}, corev1.Container{Name: "app", Image: "registry.example/app:1"})
+	testutil.Create(ctx, t, e.Client, stale)
+	setConditions(ctx, t, stale, stale.Generation-1, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionTrue, "Complete"))
+
+	t.Run("done once Ready turns True", func(t *testing.T) {
+		var out, errOut lockedBuffer
+		exit := make(chan error, 1)
+		go func() {
+			exit <- runDeckhand(ctx, t, &out, &errOut, "status", "sset", scs.Name, "--watch", "--timeout", "30s")
+		}()
+		testutil.Eventually(t, 20*time.Second, func(context.Context) (bool, error) {
+			return strings.Contains(out.String(), "Ready False RollingOut"), nil
+		}, "status --watch prints the Ready False condition it starts from")
+		setConditions(ctx, t, scs, scs.Generation, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionTrue, "Complete"))
+		if err := <-exit; ExitCode(err) != 0 {
+			t.Fatalf("exit %d (%v), want 0", ExitCode(err), err)
+		}
+		wantContains(t, out.String(), "sidecarset/"+scs.Name+": Ready False RollingOut: RollingOut message",
+			"sidecarset/"+scs.Name+": Ready True Complete: Complete message")
+	})
+	for name, tc := range map[string]struct {
+		args []string
+		exit int
+		want string
+	}{
+		"failed: a WebServer Degraded":                {[]string{"ws", ws.Name, "-n", ns}, ExitFailed, "webserver/web failed: Degraded True NameConflict"},
+		"failed: a PodSet past its progress deadline": {[]string{"pset", ps.Name, "-n", ns}, ExitFailed, "Progressing False ProgressDeadlineExceeded"},
+		"failed: a RestartSchedule Stalled":           {[]string{"rsched", stalled.Name, "-n", ns}, ExitFailed, "Stalled True InvalidSchedule"},
+		"timed out: the status is for an older spec":  {[]string{"pset", stale.Name, "-n", ns, "--timeout", "1s"}, ExitTimedOut, "timed out after 1s: waiting for the controller to observe generation 1"},
+		"a missing object is an error, not a timeout": {[]string{"pset", "missing", "-n", ns, "--timeout", "1s"}, 1, `"missing" not found`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out, errOut lockedBuffer
+			// A default --timeout that a failure must beat; the rows that
+			// time out give a shorter one after it.
+			err := runDeckhand(ctx, t, &out, &errOut, append([]string{"status", "--watch", "--timeout", "20s"}, tc.args...)...)
+			if ExitCode(err) != tc.exit || err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("exit %d (%v), want %d with %q", ExitCode(err), err, tc.exit, tc.want)
+			}
+		})
+	}
+
+	t.Run("-o json prints the object, the wait on standard error", func(t *testing.T) {
+		var out, errOut lockedBuffer
+		if err := runDeckhand(ctx, t, &out, &errOut, "status", "sset", scs.Name, "--watch", "-o", "json"); err != nil {
+			t.Fatal(err)
+		}
+		var got deckhandv1alpha1.SidecarSet
+		if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
+			t.Fatalf("-o json: %v\n%s", err, out.String())
+		}
+		if got.Kind != "SidecarSet" || got.Name != scs.Name || len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Reason != "Complete" {
+			t.Errorf("-o json printed %+v", got)
+		}
+		wantContains(t, errOut.String(), "Ready True Complete")
+	})
+}
+
+func TestStatusWebServer(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	ws := newWebServer(ctx, t, ns)
+	ws.Status = deckhandv1alpha1.WebServerStatus{ObservedGeneration: ws.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, URL: "http://web." + ns + ".svc:8080",
+		Conditions: []metav1.Condition{condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionTrue, "Available")}}
+	if err := e.Client.Status().Update(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, kubectlDeckhand(ctx, t, "status", "mws", "web", "-n", ns),
+		"WebServer: "+ns+"/web",
+		"Image: registry.example/web:1",
+		"URL: http://web."+ns+".svc:8080",
+		"Replicas: desired 1, current 1, ready 1, available 1",
+		"Ready True Available",
+	)
+	wantContains(t, kubectlDeckhand(ctx, t, "status", "ws", "web", "-n", ns, "-o", "yaml"), "kind: WebServer", "url: http://web."+ns+".svc:8080")
+}
+
+func TestList(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	scs := newSidecarSet(ctx, t, ns, "log", "web")
+	scs.Status = deckhandv1alpha1.SidecarSetStatus{ObservedGeneration: scs.Generation, MatchedPods: 3, UpdatedReadyPods: 2,
+		Conditions: []metav1.Condition{condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionFalse, "RollingOut")}}
+	if err := e.Client.Status().Update(ctx, scs); err != nil {
+		t.Fatal(err)
+	}
+	ps := testutil.PodSet(ns, "web", 3, map[string]string{"app": "web"}, corev1.Container{Name: "app", Image: "registry.example/app:1"})
+	testutil.Create(ctx, t, e.Client, ps)
+	ps.Status = deckhandv1alpha1.PodSetStatus{ObservedGeneration: ps.Generation, Replicas: 3, ReadyReplicas: 3,
+		Conditions: []metav1.Condition{condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionTrue, "Complete")}}
+	if err := e.Client.Status().Update(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	ws := newWebServer(ctx, t, ns)
+	setConditions(ctx, t, ws, ws.Generation, condition(deckhandv1alpha1.WebServerDegradedCondition, metav1.ConditionTrue, "NameConflict"))
+	newRestartSchedule(ctx, t, ns)
+
+	out := kubectlDeckhand(ctx, t, "list", "-n", ns)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	wantContains(t, lines[0], "KIND NAMESPACE NAME READY STATUS REASON AGE")
+	for i, want := range []string{
+		"PodSet " + ns + " web 3/3 Ready Complete",
+		"WebServer " + ns + " web 0/1 Failed NameConflict",
+		"RestartSchedule " + ns + " nightly - InProgress NotObserved",
+	} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(strings.Join(strings.Fields(l), " "), want) }) {
+			t.Errorf("row %d: no line starts with %q:\n%s", i, want, out)
+		}
+	}
+	wantContains(t, out, "SidecarSet - "+scs.Name+" 2/3 InProgress RollingOut")
+	if rows := kubectlDeckhand(ctx, t, "list", "pset", "-n", ns); strings.Contains(rows, "WebServer") || !strings.Contains(rows, "PodSet") {
+		t.Errorf("list pset printed other kinds:\n%s", rows)
+	}
+
+	var all struct {
+		Kind  string `json:"kind"`
+		Items []struct {
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(kubectlDeckhand(ctx, t, "list", "-A", "-o", "json")), &all); err != nil {
+		t.Fatal(err)
+	}
+	inNS := map[string]bool{}
+	for _, it := range all.Items {
+		if it.Metadata.Namespace == ns || it.Metadata.Name == scs.Name {
+			inNS[it.Kind+"/"+it.Metadata.Name] = true
+		}
+	}
+	if all.Kind != "List" || len(inNS) != 4 || !inNS["SidecarSet/"+scs.Name] || !inNS["RestartSchedule/nightly"] {
+		t.Errorf("-A -o json: kind %s, this test's objects %v", all.Kind, inNS)
+	}
+}
+
+func TestSetImage(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	ps := testutil.PodSet(ns, "web", 1, map[string]string{"app": "web"},
+		corev1.Container{Name: "app", Image: "registry.example/app:1"}, corev1.Container{Name: "log", Image: "registry.example/log:1"})
+	ps.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "registry.example/init:1"}}
+	testutil.Create(ctx, t, e.Client, ps)
+	scs := newSidecarSet(ctx, t, ns, "log", "web")
+
+	out := kubectlDeckhand(ctx, t, "set", "image", "pset", "web", "-n", ns, "log=registry.example/log:2", "init=registry.example/init@sha256:"+strings.Repeat("a", 64))
+	wantContains(t, out, "podset/web: container log image set to registry.example/log:2", "podset/web: container init image set to registry.example/init@sha256:")
+	before := ps.DeepCopy()
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+		t.Fatal(err)
+	}
+	before.Spec.Template.Spec.Containers[1].Image = "registry.example/log:2"
+	before.Spec.Template.Spec.InitContainers[0].Image = "registry.example/init@sha256:" + strings.Repeat("a", 64)
+	if !equality.Semantic.DeepEqual(before.Spec, ps.Spec) {
+		t.Errorf("set image changed more than the images:\nwant %+v\ngot  %+v", before.Spec, ps.Spec)
+	}
+	wantContains(t, kubectlDeckhand(ctx, t, "set", "image", "podset", "web", "-n", ns, "log=registry.example/log:2"), "podset/web: container log image already registry.example/log:2")
+
+	wantContains(t, kubectlDeckhand(ctx, t, "set", "image", "sset", scs.Name, "log=registry.example/log:3"), "sidecarset/"+scs.Name+": container log image set to registry.example/log:3")
+	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(scs), scs); err != nil {
+		t.Fatal(err)
+	}
+	if got := scs.Spec.Containers[0].Image; got != "registry.example/log:3" {
+		t.Errorf("SidecarSet image %s, want registry.example/log:3", got)
+	}
+
+	for args, want := range map[string]string{
+		"pset web app=Registry.example/App:1": `app: "Registry.example/App:1" is not a valid image reference`,
+		"pset web app=":                       `app: "" is not a valid image reference`,
+		"pset web app":                        `"app": expected CONTAINER=IMAGE`,
+		"pset web nope=registry.example/x:1":  "no container nope: the containers are app, log, init",
+		"ws web app=registry.example/x:1":     `unknown kind "ws": expected one of sidecarset, podset`,
+	} {
+		var out, errOut lockedBuffer
+		err := runDeckhand(ctx, t, &out, &errOut, append(append([]string{"set", "image"}, strings.Fields(args)...), "-n", ns)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("set image %s: %v, want an error with %q", args, err, want)
+		}
+	}
+}
+
+func TestHistoryPodSet(t *testing.T) {
+	e, ctx := cluster(t)
+	ns := e.Namespace(t)
+	ps := testutil.PodSet(ns, "web", 1, map[string]string{"app": "web"}, corev1.Container{Name: "app", Image: "registry.example/app:2"})
+	testutil.Create(ctx, t, e.Client, ps)
+	revision := func(name, hash, image string, number int64, owned bool) {
+		tmpl := ps.Spec.Template.DeepCopy()
+		tmpl.Spec.Containers[0].Image = image
+		data, err := json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{deckhandv1alpha1.PodSetNameLabel: ps.Name, deckhandv1alpha1.PodSetRevisionLabel: hash}},
+			Data: runtime.RawExtension{Raw: data}, Revision: number}
+		if owned {
+			cr.OwnerReferences = []metav1.OwnerReference{controllerRef(t, ps)}
+		}
+		testutil.Create(ctx, t, e.Client, cr)
+	}
+	// Created newest first, to show the command orders them itself.
+	revision("web-rev2", "rev2", "registry.example/app:2", 2, true)
+	revision("web-rev1", "rev1", "registry.example/app:1", 1, true)
+	revision("web-foreign", "rev9", "registry.example/other:1", 9, false)
+	ps.Status = deckhandv1alpha1.PodSetStatus{UpdateRevision: "rev2", CurrentRevision: "rev1"}
+	if err := e.Client.Status().Update(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+
+	out := kubectlDeckhand(ctx, t, "history", "pset", "web", "-n", ns)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "REVISION") {
+		t.Fatalf("want a header and two rows (not the ControllerRevision the PodSet does not control):\n%s", out)
+	}
+	wantContains(t, lines[1], "1 ", " rev1 app=registry.example/app:1 current")
+	wantContains(t, lines[2], "2 ", " rev2 app=registry.example/app:2 update")
+
+	var revs []podSetRevision
+	if err := json.Unmarshal([]byte(kubectlDeckhand(ctx, t, "history", "podset", "web", "-n", ns, "-o", "json")), &revs); err != nil {
+		t.Fatal(err)
+	}
+	if len(revs) != 2 || revs[1].Revision != 2 || revs[1].Images[0] != "app=registry.example/app:2" || revs[1].Name != "web-rev2" || revs[1].Created.IsZero() {
+		t.Errorf("-o json: %+v", revs)
+	}
 }

@@ -67,12 +67,8 @@ func (o *options) setPaused(ctx context.Context, k kind, name string, pause bool
 	if err != nil {
 		return err
 	}
-	key := client.ObjectKey{Namespace: ns, Name: name}
-	if k == kindSidecarSet { // cluster-scoped
-		key.Namespace = ""
-	}
 	t := pauseTargetOf(k)
-	if err := c.Get(ctx, key, t.obj); err != nil {
+	if err := c.Get(ctx, k.key(ns, name), t.obj); err != nil {
 		return err
 	}
 	verb := "resumed"

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,31 +20,95 @@ import (
 )
 
 func newStatusCommand(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "status (sidecarset|scs|podset|pset|restartschedule|rsched) NAME",
-		Short: "Show a SidecarSet's or PodSet's rollout, or a RestartSchedule's candidates and runs, with conditions",
+	var follow bool
+	var timeout time.Duration
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status KIND NAME [--watch [--timeout D]] [-o json|yaml]",
+		Short: "Show a rollout by revision, a WebServer, or a RestartSchedule's candidates and runs; --watch waits until done",
+		Long: `status prints a SidecarSet's (sidecarset, scs, sset) or PodSet's (podset, pset) rollout
+with its pods by revision, a WebServer's (webserver, ws, mws) replicas, or a RestartSchedule's
+(restartschedule, rsched) candidates and newest runs, each with its conditions; -o json or
+-o yaml prints the object instead.
+
+--watch follows the object until it is done (Ready True for the generation of its spec) or has
+failed (a Stalled or Degraded condition True, or a progress deadline exceeded), printing a line
+each time the reason changes, and exits 0 when done, 1 when failed, 2 when --timeout passed first.`,
 		Example: "  kubectl deckhand status scs log-agent\n" +
-			"  kubectl deckhand status pset web -n shop\n" +
+			"  kubectl deckhand status pset web -n shop --watch --timeout 5m\n" +
+			"  kubectl deckhand status ws front -n shop -o json\n" +
 			"  kubectl deckhand status rsched nightly -n shop",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			k, err := parseKind(args[0], kindSidecarSet, kindPodSet, kindRestartSchedule)
+			k, err := parseKind(args[0], allKinds...)
 			if err != nil {
 				return err
 			}
-			c, ns, err := o.namespacedClient()
+			var printer printers.ResourcePrinter
+			if output != "" {
+				if printer, err = objectPrinter(output); err != nil {
+					return err
+				}
+			}
+			ns, err := o.namespace()
+			if err != nil {
+				return err
+			}
+			ctx, name, out := cmd.Context(), args[1], o.streams.Out
+			if follow || printer != nil {
+				return o.statusObject(ctx, k, ns, name, follow, timeout, printer)
+			}
+			c, err := o.client()
 			if err != nil {
 				return err
 			}
 			switch k {
 			case kindSidecarSet:
-				return sidecarSetStatus(cmd.Context(), c, o.streams.Out, args[1])
+				return sidecarSetStatus(ctx, c, out, name)
+			case kindWebServer:
+				return webServerStatus(ctx, c, out, ns, name)
 			case kindRestartSchedule:
-				return restartScheduleStatus(cmd.Context(), c, o.streams.Out, ns, args[1], time.Now())
+				return restartScheduleStatus(ctx, c, out, ns, name, time.Now())
 			}
-			return podSetStatus(cmd.Context(), c, o.streams.Out, ns, args[1])
+			return podSetStatus(ctx, c, out, ns, name)
 		},
 	}
+	cmd.Flags().BoolVarP(&follow, "watch", "w", false, "follow the object until it is done (exit 0) or failed (exit 1)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "with --watch: give up after this long (exit 2); 0 waits without limit")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (default: the summary)")
+	return cmd
+}
+
+// statusObject prints the object with printer, after waiting until it is
+// done or failed when follow is set. The lines of the wait go to standard
+// error when printer is set, so that standard output stays parseable.
+func (o *options) statusObject(ctx context.Context, k kind, ns, name string, follow bool, timeout time.Duration, printer printers.ResourcePrinter) error {
+	ri, err := o.resourceClient(k, ns)
+	if err != nil {
+		return err
+	}
+	// A get first: a missing object is an error now, not a wait.
+	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	var waitErr error
+	if follow {
+		lines := o.streams.Out
+		if printer != nil {
+			lines = o.streams.ErrOut
+		}
+		var last *unstructured.Unstructured
+		if last, waitErr = waitSettled(ctx, ri, string(k)+"/"+name, name, timeout, lines); last != nil {
+			obj = last
+		}
+	}
+	if printer != nil {
+		if err := printer.PrintObj(obj, o.streams.Out); err != nil {
+			return err
+		}
+	}
+	return waitErr
 }
 
 // revisionGroup is the pods that run one revision.
@@ -125,6 +190,27 @@ func podSetStatus(ctx context.Context, c client.Client, out io.Writer, ns, name 
 		return err
 	}
 	return printConditions(out, p.Generation, st.ObservedGeneration, st.Conditions)
+}
+
+func webServerStatus(ctx context.Context, c client.Client, out io.Writer, ns, name string) error {
+	ws := &deckhandv1alpha1.WebServer{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ws); err != nil {
+		return err
+	}
+	st := &ws.Status
+	desired := int32(1)
+	if ws.Spec.Replicas != nil {
+		desired = *ws.Spec.Replicas
+	}
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintf(w, "WebServer:\t%s/%s\n", ws.Namespace, ws.Name)
+	fmt.Fprintf(w, "Image:\t%s\n", ws.Spec.Image)
+	fmt.Fprintf(w, "URL:\t%s\n", orDash(st.URL))
+	fmt.Fprintf(w, "Replicas:\tdesired %d, current %d, ready %d, available %d\n", desired, st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printConditions(out, ws.Generation, st.ObservedGeneration, st.Conditions)
 }
 
 // selectedPods lists the pods selector matches, in namespace ns or, when
