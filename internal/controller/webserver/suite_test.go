@@ -216,6 +216,15 @@ func editDeployment(t *testing.T, ns, name string, change func(d *appsv1.Deploym
 	}, "editing Deployment %s/%s", ns, name)
 }
 
+// mergePatch sends patch as a JSON merge patch of obj, the way another
+// client edits it (under the field manager opts name, if any).
+func mergePatch(t *testing.T, obj client.Object, patch string, opts ...client.PatchOption) {
+	t.Helper()
+	if err := env.Client.Patch(ctx(t), obj, client.RawPatch(types.MergePatchType, []byte(patch)), opts...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // kubectl runs the real kubectl against the test cluster.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()

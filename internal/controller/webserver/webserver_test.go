@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,23 +196,12 @@ func TestDriftAndForeignFields(t *testing.T) {
 	// Annotations others put on the pod template: by hand, by kubectl rollout
 	// restart (the real kubectl) and by RestartSchedule (a merge patch under
 	// Deckhand's field manager, as an Update, not an apply).
-	patch := []byte(`{"spec":{"template":{"metadata":{"annotations":{"example.com/owner":"alice"}}}}}`)
-	if err := env.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}},
-		client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl-annotate")); err != nil {
-		t.Fatal(err)
-	}
+	dep, svcRef := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+	mergePatch(t, dep, `{"spec":{"template":{"metadata":{"annotations":{"example.com/owner":"alice"}}}}}`, client.FieldOwner("kubectl-annotate"))
 	kubectl(t, "-n", ns, "rollout", "restart", "deployment/web")
-	patch = []byte(`{"spec":{"template":{"metadata":{"annotations":{"apps.deckhand.dev/restarted-at":"2026-01-01T03:00:00Z"}}}}}`)
-	if err := env.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}},
-		client.RawPatch(types.MergePatchType, patch), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, dep, `{"spec":{"template":{"metadata":{"annotations":{"apps.deckhand.dev/restarted-at":"2026-01-01T03:00:00Z"}}}}}`, client.FieldOwner(deckhandv1alpha1.FieldManager))
 	// A label someone else adds to the Service.
-	patch = []byte(`{"metadata":{"labels":{"example.com/exposed":"yes"}}}`)
-	if err := env.Client.Patch(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}},
-		client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl-label")); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, svcRef, `{"metadata":{"labels":{"example.com/exposed":"yes"}}}`, client.FieldOwner("kubectl-label"))
 	svcApplies := applies.count("Service", ns, "web")
 	svc, err := getService(ctx, ns, "web")
 	if err != nil {
@@ -250,17 +238,9 @@ func TestDriftAndForeignFields(t *testing.T) {
 	// unrelated reasons, filtered or not) and the Deployment's own labels
 	// sends no apply.
 	depApplies := applies.count("Deployment", ns, "web")
-	patch = []byte(`{"metadata":{"labels":{"example.com/noise":"1"}}}`)
-	if err := env.Client.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}},
-		client.RawPatch(types.MergePatchType, patch), client.FieldOwner("someone")); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, dep, `{"metadata":{"labels":{"example.com/noise":"1"}}}`, client.FieldOwner("someone"))
 	// Sync point: a hand edit of a field Deckhand owns on the Service.
-	patch = []byte(`{"spec":{"selector":{"app.kubernetes.io/instance":"other"}}}`)
-	if err := env.Client.Patch(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}},
-		client.RawPatch(types.MergePatchType, patch), client.FieldOwner("kubectl-edit")); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, svcRef, `{"spec":{"selector":{"app.kubernetes.io/instance":"other"}}}`, client.FieldOwner("kubectl-edit"))
 	waitService(t, ns, "web", "selector restored", func(s *corev1.Service) bool {
 		return s.Spec.Selector["app.kubernetes.io/instance"] == "web"
 	})
@@ -339,7 +319,6 @@ func TestScaleWithReplicasUnset(t *testing.T) {
 // Deployment's size follows it and is restored when changed there; unsetting
 // spec.replicas again keeps the current size.
 func TestScaleWithReplicasSet(t *testing.T) {
-	ctx := ctx(t)
 	_, ns := createWebServer(t, "fixed", ptr.To[int32](1))
 	waitDeployment(t, ns, "fixed", "1 ready replica", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 1 })
 
@@ -356,10 +335,7 @@ func TestScaleWithReplicasSet(t *testing.T) {
 
 	// Unset spec.replicas: the Deployment keeps 2 (not the default 1), and is
 	// from then on left to whoever scales it.
-	if err := env.Client.Patch(ctx, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fixed"}},
-		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":null}}`))); err != nil {
-		t.Fatal(err)
-	}
+	mergePatch(t, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fixed"}}, `{"spec":{"replicas":null}}`)
 	d := waitDeployment(t, ns, "fixed", "replicas released", func(d *appsv1.Deployment) bool {
 		_, owned := d.Annotations[deckhandv1alpha1.WebServerOwnsReplicasAnnotation]
 		return !owned
