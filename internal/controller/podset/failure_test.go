@@ -1,6 +1,7 @@
 package podset_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,9 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
@@ -114,4 +119,103 @@ func setQuotaPods(t *testing.T, quota *corev1.ResourceQuota, pods string) {
 	t.Helper()
 	mergePatch(t, quota, `{"spec":{"hard":{"pods":"`+pods+`"}}}`)
 	waitQuotaEnforced(t, quota, pods)
+}
+
+// failingRollout creates a PodSet of n pods whose rollouts may update one
+// pod at a time (maxUnavailable 1, maxSurge 0) and fail after 3s without
+// progress, with onFailure as given; waits until it is available and its
+// revision stable, then changes its image to one that cannot be pulled. It
+// returns the PodSet and the stable revision.
+func failingRollout(t *testing.T, name string, n int32, onFailure deckhandv1alpha1.RolloutFailurePolicy) (*deckhandv1alpha1.PodSet, string) {
+	t.Helper()
+	ps := createPodSet(t, name, n, func(ps *deckhandv1alpha1.PodSet) {
+		ps.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		ps.Spec.UpdateStrategy.MaxSurge = ptr.To(intstr.FromInt32(0))
+		ps.Spec.UpdateStrategy.OnFailure = onFailure
+		ps.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
+	})
+	cur := waitConverged(t, ps, n, 2*time.Minute)
+	cur = waitPodSetConditions(t, cur, "the revision is recorded as stable", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return st.StableRevision != "" && st.StableRevision == st.UpdateRevision
+	})
+	stable := cur.Status.StableRevision
+	mergePatch(t, cur, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"`+localcluster.UnpullableImage("app:2")+`"}]}}}}`)
+	return cur, stable
+}
+
+// rolloutFailed reports whether st says the rollout of its update
+// revision failed, handled as reason says.
+func rolloutFailed(st *deckhandv1alpha1.PodSetStatus, reason string) bool {
+	progressing := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.PodSetProgressingCondition)
+	return st.FailedRevision != "" && st.FailedRevision == st.UpdateRevision &&
+		hasCondition(st, deckhandv1alpha1.RolloutFailedCondition, reason) &&
+		progressing != nil && progressing.Status == metav1.ConditionFalse && progressing.Reason == podset.ReasonProgressDeadlineExceeded
+}
+
+// TestFailedRolloutPauses rolls an image that cannot be pulled out to a
+// PodSet with onFailure Pause: the one pod maxUnavailable lets it update
+// never becomes ready, so after the progress deadline the rollout has
+// failed (RolloutFailed RolloutPaused, Progressing False
+// ProgressDeadlineExceeded, one Warning RolloutFailed Event). Raising
+// maxUnavailable then updates no further pod: the failure holds the
+// rollout, though spec.paused is not set.
+func TestFailedRolloutPauses(t *testing.T) {
+	ps, _ := failingRollout(t, "pause", 4, deckhandv1alpha1.PauseRolloutFailurePolicy)
+	cur := waitPodSetConditions(t, ps, "the rollout fails and pauses", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return rolloutFailed(st, podset.ReasonRolloutPaused) && st.UpdatedReplicas == 1
+	})
+	waitEvent(t, ps, corev1.EventTypeWarning, podset.ReasonRolloutFailed, "paused: no further pod is updated")
+
+	mergePatch(t, cur, `{"spec":{"updateStrategy":{"maxUnavailable":2}}}`)
+	cur = waitPodSetConditions(t, cur, "the failed rollout stays paused with more room", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return rolloutFailed(st, podset.ReasonRolloutPaused)
+	})
+	if cur.Spec.Paused || cur.Status.UpdatedReplicas != 1 || cur.Status.AvailableReplicas != 3 {
+		t.Errorf("after the failure: paused=%v updated=%d available=%d, want paused=false, 1 pod updated and 3 available",
+			cur.Spec.Paused, cur.Status.UpdatedReplicas, cur.Status.AvailableReplicas)
+	}
+}
+
+// TestFailedRolloutRollsBack rolls an image that cannot be pulled out to a
+// PodSet with onFailure Rollback: after the progress deadline the pod it
+// updated returns to the stable revision and is ready again, while
+// spec.template keeps the new image (RolloutFailed RolledBack, one Warning
+// RolloutFailed Event). A manager started afresh (no memory of the
+// failure) keeps the pods there, as the failure is read from the status;
+// a new template then rolls out and ends the failure.
+func TestFailedRolloutRollsBack(t *testing.T) {
+	ps, stable := failingRollout(t, "rollback", 3, deckhandv1alpha1.RollbackRolloutFailurePolicy)
+	backOnStable := func(what string) *deckhandv1alpha1.PodSet {
+		return waitPodSet(t, ps, 2*time.Minute, what, func(cur *deckhandv1alpha1.PodSet, pods []corev1.Pod) (bool, string) {
+			back := 0
+			for i := range pods {
+				p := &pods[i]
+				if p.DeletionTimestamp == nil && podutil.IsPodReady(p) && runningSpecImages(p) && p.Spec.Containers[0].Image == pauseImage &&
+					p.Labels[deckhandv1alpha1.PodSetRevisionLabel] == stable {
+					back++
+				}
+			}
+			st := &cur.Status
+			return len(pods) == 3 && back == 3 && st.ObservedGeneration == cur.Generation && st.UpdatedReplicas == 0 &&
+					rolloutFailed(st, podset.ReasonRolledBack),
+				fmt.Sprintf("pods %d, ready on stable revision %s %d, status %+v", len(pods), stable, back, st)
+		})
+	}
+	cur := backOnStable("the failed pod returns to the stable revision")
+	if img := cur.Spec.Template.Spec.Containers[0].Image; img == pauseImage {
+		t.Errorf("spec.template image = %s: the controller rewrote the template", img)
+	}
+	waitEvent(t, ps, corev1.EventTypeWarning, podset.ReasonRolloutFailed, "rolling the pods back to stable revision "+stable)
+
+	restartManager(t)
+	mergePatch(t, cur, `{"spec":{"minReadySeconds":1}}`)
+	backOnStable("a new manager keeps the pods on the stable revision")
+
+	// The new rollout gets a deadline it can meet on a loaded machine.
+	mergePatch(t, cur, `{"spec":{"progressDeadlineSeconds":120,"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}}}`)
+	cur = waitRolledOut(t, cur, 3)
+	waitPodSetConditions(t, cur, "the new template ends the failure", func(st *deckhandv1alpha1.PodSetStatus) bool {
+		return st.FailedRevision == "" && st.StableRevision == st.UpdateRevision &&
+			meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RolloutFailedCondition) == nil
+	})
 }

@@ -217,7 +217,8 @@ func (r *Reconciler) truncateHistory(ctx context.Context, s *scope) (ctrl.Result
 	if l := s.ps.Spec.RevisionHistoryLimit; l != nil {
 		limit = int(*l)
 	}
-	inUse := map[string]bool{s.revision: true, s.ps.Status.CurrentRevision: true}
+	// The stable revision is kept for onFailure Rollback.
+	inUse := map[string]bool{s.revision: true, s.ps.Status.CurrentRevision: true, s.ps.Status.StableRevision: true}
 	for _, p := range append(append([]*corev1.Pod(nil), s.pods...), s.terminating...) {
 		inUse[p.Labels[deckhandv1alpha1.PodSetRevisionLabel]] = true
 	}

@@ -19,6 +19,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/eviction"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 )
 
 // syncInput is what a sync of ps plans from: its active pods, how many
@@ -77,9 +78,21 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 	if s.ps.Spec.Replicas != nil {
 		replicas = int(*s.ps.Spec.Replicas)
 	}
-	in := syncInput(s.ps, s.pods, len(s.terminating), s.revision, s.inPlace, r.Clock.Now())
+	// w is the scope the pods are written toward: s itself, or, while a
+	// failed rollout rolls back, its copy on the stable revision.
+	w := s
+	resp := respondToFailure(s.ps, s.ps.Status.FailedRevision, s.ps.Status.StableRevision, s.revision, s.revisions)
+	if resp != nil && resp.rollbackTo != nil {
+		w = s.towards(resp.rollbackTo)
+	}
+	in := syncInput(w.ps, s.pods, len(s.terminating), w.revision, w.inPlace, r.Clock.Now())
+	if resp != nil && resp.rollbackTo == nil {
+		// A failed rollout is held as spec.paused would hold it.
+		in.paused = true
+	}
 	pl := planSync(in)
 	s.rolling = pl.rolling
+	defer func() { s.wrote, s.failure, s.blocked = w.wrote, w.failure, w.blocked }()
 	if pl.create > 0 || len(pl.delete) > 0 || len(pl.evict) > 0 || len(pl.inPlace) > 0 {
 		log.FromContext(ctx).V(1).Info("syncing pods", "podset", klog.KObj(s.ps),
 			"replicas", replicas, "active", len(s.pods), "terminating", len(s.terminating),
@@ -88,26 +101,26 @@ func (r *Reconciler) managePods(ctx context.Context, s *scope) (ctrl.Result, err
 
 	var errs []error
 	if pl.create > 0 {
-		if err := r.createPods(ctx, s, pl.create); err != nil {
+		if err := r.createPods(ctx, w, pl.create); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(pl.delete) > 0 {
-		if err := r.deletePods(ctx, s, pl.delete); err != nil {
+		if err := r.deletePods(ctx, w, pl.delete); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if len(pl.inPlace) > 0 {
-		if err := r.updatePodsInPlace(ctx, s, pl.inPlace); err != nil {
+		if err := r.updatePodsInPlace(ctx, w, pl.inPlace); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	var res ctrl.Result
 	if len(pl.evict) > 0 {
-		if err := r.evictPods(ctx, s, pl.evict); err != nil {
+		if err := r.evictPods(ctx, w, pl.evict); err != nil {
 			errs = append(errs, err)
 		}
-		if len(s.blocked) > 0 {
+		if len(w.blocked) > 0 {
 			// A PodDisruptionBudget's status changes without a pod event
 			// the PodSet would see (its disruption controller recomputes
 			// it after the pods change): ask again later.
@@ -172,7 +185,8 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 }
 
 // newPod builds a pod from the template: generateName "<podset>-", the
-// template's labels plus the revision label, a controller reference.
+// template's labels plus the revision label, a controller reference, and
+// the in-place update gate among its readiness gates.
 func newPod(ps *deckhandv1alpha1.PodSet, revision, inPlaceHash string) *corev1.Pod {
 	t := ps.Spec.Template.DeepCopy()
 	lbls := map[string]string{}
@@ -185,6 +199,8 @@ func newPod(ps *deckhandv1alpha1.PodSet, revision, inPlaceHash string) *corev1.P
 		ann[k] = v
 	}
 	ann[deckhandv1alpha1.PodSetInPlaceHashAnnotation] = inPlaceHash
+	// The gate is the pod's, not the template's: it changes no revision.
+	inplacegate.Add(&t.Spec)
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    ps.Name + "-",

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -193,6 +194,18 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	if untilDeadline > 0 && (requeue == 0 || untilDeadline < requeue) {
 		requeue = untilDeadline
 	}
+	settleRollout(&st, s.revision, progressing.Reason == ReasonComplete && updated == replicas, timedOut)
+	if resp := respondToFailure(ps, st.FailedRevision, st.StableRevision, s.revision, s.revisions); resp != nil {
+		// Progress made by a rollback, or by a spec change other than the
+		// template, does not undo the failure: it stays until the template
+		// changes.
+		progressing.Status = metav1.ConditionFalse
+		progressing.Reason = ReasonProgressDeadlineExceeded
+		progressing.Message = fmt.Sprintf("rollout of revision %s failed: %d of %d pods updated", s.revision, updated, replicas)
+		meta.SetStatusCondition(&st.Conditions, rolloutFailedCondition(s, resp, replicas, progressDeadline(ps), now))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.RolloutFailedCondition)
+	}
 	meta.SetStatusCondition(&st.Conditions, progressing)
 
 	if s.failure != nil {
@@ -306,9 +319,16 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope) (ctrl.Result, e
 	if wait > 0 {
 		res.RequeueAfter = wait + time.Second
 	}
+	wasFailed := s.ps.Status.FailedRevision
 	written, err := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}.Status(ctx, s.ps, &st)
 	if err != nil {
 		return res, err
+	}
+	// The Event follows the write that records the failure, so that it is
+	// recorded once, by whichever sync persisted it.
+	if failed := s.ps.Status.FailedRevision; failed != "" && failed == st.FailedRevision && failed != wasFailed {
+		resp := respondToFailure(s.ps, failed, st.StableRevision, s.revision, s.revisions)
+		r.Recorder.Eventf(s.ps, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "Rollout", "%s", failureNote(s.ps, failed, resp))
 	}
 	return reconcileutil.LowestNonZero(res, written), nil
 }
