@@ -142,6 +142,7 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 			continue
 		}
 		result, err := eviction.Evict(ctx, r.Client, c.pod, false)
+		podEvictions.WithLabelValues(string(c.Trigger), result.String()).Inc()
 		switch result {
 		case eviction.Evicted:
 			r.evicted.Add(rs.UID, c.pod.UID, s.now, evictedPod{workload: c.Workload, pod: c.Pod})
