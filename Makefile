@@ -53,12 +53,32 @@ run: k8s-binaries metrics-binaries build ## Start a local control plane, install
 	@go build -o $(BIN)/devcluster ./hack/devcluster
 	@exec $(BIN)/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
 
+# `make test` runs ./... as two lists (hack/test-packages.sh), the packages
+# that need no control plane first, so that it can say what it is doing
+# while the long suites run; every package is in one of them, and a failure
+# in the first still lets the second run.
 .PHONY: test
 test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
+	@unit=$$(./hack/test-packages.sh unit); integration=$$(./hack/test-packages.sh integration); rc=0; \
+	echo ">> running the unit tests: $$(echo $$unit | wc -w) packages that start no control plane"; \
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$unit || rc=$$?; \
+	echo ">> running the integration and end-to-end suites, each on a control plane of its own (minutes each; a line as each ends):"; \
+	echo "$$integration" | sed 's|^github.com/deckhand-dev/deckhand/|     |'; \
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$integration || rc=$$?; \
+	exit $$rc
+
+# The quick loop: every package with -short, where a suite that needs a
+# control plane skips (testutil.SkipInShortMode) and localcluster.Start
+# refuses to run (NoControlPlaneEnv), so a test that would start one fails
+# here instead of slowing the loop down.
+.PHONY: test-unit
+test-unit: k8s-binaries helm $(CONTROLLER_GEN) ## Run every test that needs no control plane (go test -short), a few minutes warm; kubectl's kustomize, helm and controller-gen are built first.
+	@echo ">> running every test that needs no control plane (go test -short ./...)"
+	DECKHAND_NO_CONTROL_PLANE=1 go test -short -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) ./...
 
 .PHONY: promcheck
 promcheck: ## Build bin/promcheck (hack/promcheck): Prometheus' own parsers, for the monitoring bundle's test.
+	@echo ">> building promcheck (hack/promcheck)"
 	@mkdir -p $(BIN); cd hack/promcheck && go build -o $(BIN)/promcheck .
 
 ##@ Benchmarks (never part of `make test`)
@@ -124,7 +144,8 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests from t
 		manager-policy-role=config/components/policy-injection/role.yaml
 	@$(MAKE) --no-print-directory chart-sync
 
-# The chart's copies of config/: its CRDs, the generated manager roles (the
+# The chart's copies of config/: its CRDs (templates/crds.yaml renders them,
+# so that helm upgrade upgrades them), the generated manager roles (the
 # modes' roles of config/components too) and webhook configurations, the
 # admission policy on the manager, the user roles and the monitoring bundle, which its
 # templates read with .Files.Get. Copies, never edited by hand, so the chart
@@ -134,18 +155,20 @@ CHART_RBAC_FILES := role.yaml apps_editor_role.yaml apps_viewer_role.yaml sideca
 CHART_MONITORING_FILES := scraper.yaml servicemonitor.yaml prometheusrule.yaml grafana-dashboard.json
 
 .PHONY: chart-sync
-chart-sync: ## Copy the CRDs, generated roles and webhooks, user roles and monitoring bundle from config/ into charts/deckhand.
+chart-sync: ## Copy the CRDs, generated roles and webhooks, user roles and monitoring bundle from config/ into charts/deckhand; write its README's table of values.
 	@rm -rf $(CHART)/crds $(CHART)/files
-	@mkdir -p $(CHART)/crds $(CHART)/files/rbac $(CHART)/files/webhook $(CHART)/files/monitoring
-	@cp config/crd/bases/*.yaml $(CHART)/crds/
+	@mkdir -p $(CHART)/files/crds $(CHART)/files/rbac $(CHART)/files/webhook $(CHART)/files/monitoring
+	@cp config/crd/bases/*.yaml $(CHART)/files/crds/
 	@cp $(addprefix config/rbac/,$(CHART_RBAC_FILES)) $(CHART)/files/rbac/
 	@for c in self-managed-certs policy-injection; do mkdir -p $(CHART)/files/components/$$c; cp config/components/$$c/role.yaml $(CHART)/files/components/$$c/; done
 	@mkdir -p $(CHART)/files/admission-policy; cp config/admission-policy/admission_policy.yaml $(CHART)/files/admission-policy/
 	@cp config/webhook/manifests.yaml $(CHART)/files/webhook/
 	@cp $(addprefix config/monitoring/,$(CHART_MONITORING_FILES)) $(CHART)/files/monitoring/
+	@go run ./hack/chartreadme $(CHART)
 
 .PHONY: helm
 helm: ## Build bin/helm (hack/helm, from the Go module proxy) for the chart's tests.
+	@echo ">> building helm (hack/helm)"
 	@mkdir -p $(BIN); cd hack/helm && go build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
 
 .PHONY: generate

@@ -54,11 +54,11 @@ func runHelm(t *testing.T, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// render runs helm template with the chart's CRDs and the given --set
-// values, in namespace ns, and returns the objects by key.
+// render runs helm template with the given --set values, in namespace ns,
+// and returns the objects by key.
 func render(t *testing.T, ns string, set ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "deckhand", chartDir(t), "--namespace", ns, "--include-crds"}
+	args := []string{"template", "deckhand", chartDir(t), "--namespace", ns}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -130,17 +130,16 @@ func TestDefaultsMatchInstallYAML(t *testing.T) {
 	delete(want, "Namespace/deckhand-system")
 	for k, obj := range want {
 		dropLabels(obj, helmLabels...)
-		// Helm installs crds/ as they are: the byte-equal copies of
-		// config/crd/bases, without the part-of label kustomize adds.
-		if obj.GetKind() == "CustomResourceDefinition" {
-			dropLabels(obj, "app.kubernetes.io/part-of")
-		}
 		g, ok := got[k]
 		if !ok {
 			t.Errorf("%s: in dist/install.yaml, not rendered by the chart", k)
 			continue
 		}
 		dropLabels(g, helmLabels...)
+		// The one annotation only Helm reads (crds.keep, TestCRDTemplates).
+		if g.GetKind() == "CustomResourceDefinition" {
+			unstructured.RemoveNestedField(g.Object, "metadata", "annotations", "helm.sh/resource-policy")
+		}
 		for _, d := range diff("", obj.Object, g.Object) {
 			t.Errorf("%s: %s", k, d)
 		}
@@ -190,7 +189,7 @@ func diff(path string, want, got any) []string {
 	return nil
 }
 
-// TestCRDsAreConfigCopies: the chart's crds/ are byte-equal copies of
+// TestCRDsAreConfigCopies: the chart's files/crds are byte-equal copies of
 // config/crd/bases (make manifests copies them), and nothing else.
 func TestCRDsAreConfigCopies(t *testing.T) {
 	root := testutil.RepoRoot(t)
@@ -198,14 +197,14 @@ func TestCRDsAreConfigCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copies, err := filepath.Glob(filepath.Join(chartDir(t), "crds", "*"))
+	copies, err := filepath.Glob(filepath.Join(chartDir(t), "files", "crds", "*"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(bases) == 0 || len(copies) != len(bases) {
-		t.Fatalf("config/crd/bases has %d files, charts/deckhand/crds %d: run make manifests", len(bases), len(copies))
+		t.Fatalf("config/crd/bases has %d files, charts/deckhand/files/crds %d: run make manifests", len(bases), len(copies))
 	}
-	assertCopies(t, filepath.Join(root, "config", "crd", "bases"), filepath.Join(chartDir(t), "crds"))
+	assertCopies(t, filepath.Join(root, "config", "crd", "bases"), filepath.Join(chartDir(t), "files", "crds"))
 	assertCopies(t, filepath.Join(root, "config", "rbac"), filepath.Join(chartDir(t), "files", "rbac"))
 	assertCopies(t, filepath.Join(root, "config", "webhook"), filepath.Join(chartDir(t), "files", "webhook"))
 	assertCopies(t, filepath.Join(root, "config", "monitoring"), filepath.Join(chartDir(t), "files", "monitoring"))

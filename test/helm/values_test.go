@@ -399,6 +399,135 @@ func TestValues(t *testing.T) {
 			}
 		},
 	}, {
+		name: "CRDs: templates kept on uninstall",
+		check: func(t *testing.T, r rendered) {
+			for _, plural := range []string{"sidecarsets", "podsets", "webservers", "restartschedules"} {
+				crd := r.get(t, "CustomResourceDefinition/"+plural+".apps.deckhand.dev")
+				if p := crd.GetAnnotations()["helm.sh/resource-policy"]; p != "keep" {
+					t.Errorf("%s resource-policy %q, want keep", plural, p)
+				}
+				if l := crd.GetLabels()["app.kubernetes.io/managed-by"]; l != "Helm" {
+					t.Errorf("%s managed-by %q: not a template of the release", plural, l)
+				}
+			}
+		},
+	}, {
+		name: "CRDs not kept",
+		set:  []string{"crds.keep=false"},
+		check: func(t *testing.T, r rendered) {
+			if p, ok := r.get(t, "CustomResourceDefinition/podsets.apps.deckhand.dev").GetAnnotations()["helm.sh/resource-policy"]; ok {
+				t.Errorf("resource-policy %q with crds.keep false", p)
+			}
+		},
+	}, {
+		name: "CRDs not installed",
+		set:  []string{"crds.install=false"},
+		check: func(t *testing.T, r rendered) {
+			for k := range r {
+				if strings.HasPrefix(k, "CustomResourceDefinition/") {
+					t.Errorf("%s rendered with crds.install false", k)
+				}
+			}
+		},
+	}, {
+		name: "one replica: no PodDisruptionBudget",
+		set:  []string{"replicas=1"},
+		check: func(t *testing.T, r rendered) {
+			if _, ok := r["PodDisruptionBudget/"+ns+"/deckhand-controller-manager"]; ok {
+				t.Error("a PodDisruptionBudget for one replica would block every drain of its node")
+			}
+		},
+	}, {
+		name: "one replica, PodDisruptionBudget forced",
+		set:  []string{"replicas=1", "podDisruptionBudget.force=true"},
+		check: func(t *testing.T, r rendered) {
+			r.get(t, "PodDisruptionBudget/"+ns+"/deckhand-controller-manager")
+		},
+	}, {
+		name: "PodDisruptionBudget off",
+		set:  []string{"podDisruptionBudget.enabled=false"},
+		check: func(t *testing.T, r rendered) {
+			if _, ok := r["PodDisruptionBudget/"+ns+"/deckhand-controller-manager"]; ok {
+				t.Error("PodDisruptionBudget rendered with podDisruptionBudget.enabled false")
+			}
+		},
+	}, {
+		name: "extra args and env",
+		set:  []string{"extraArgs[0]=--zap-log-level=debug", "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://proxy:3128"},
+		check: func(t *testing.T, r rendered) {
+			if a := args(t, r, ns); a[len(a)-1] != "--zap-log-level=debug" {
+				t.Errorf("args %v do not end with the extra argument", a)
+			}
+			if v, _ := env(t, r, ns, "HTTPS_PROXY"); v != "http://proxy:3128" {
+				t.Errorf("HTTPS_PROXY %q", v)
+			}
+		},
+	}, {
+		name: "webhook timeout, port, namespaceSelector, hostNetwork",
+		set: []string{"webhook.timeoutSeconds=7", "webhook.port=10260", "webhook.hostNetwork=true",
+			"webhook.namespaceSelector.matchLabels.sidecars=on",
+			"webhook.namespaceSelector.matchExpressions[0].key=tier", "webhook.namespaceSelector.matchExpressions[0].operator=Exists"},
+		check: func(t *testing.T, r rendered) {
+			for _, k := range []string{"MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration", "ValidatingWebhookConfiguration/deckhand-validating-webhook-configuration"} {
+				for _, h := range nested(t, r.get(t, k), "webhooks").([]any) {
+					if h := h.(map[string]any); h["timeoutSeconds"] != int64(7) {
+						t.Errorf("%s timeoutSeconds %v, want 7", h["name"], h["timeoutSeconds"])
+					}
+				}
+			}
+			if !slices.Contains(args(t, r, ns), "--webhook-port=10260") {
+				t.Errorf("args %v lack --webhook-port=10260", args(t, r, ns))
+			}
+			if p := manager(t, r, ns)["ports"].([]any)[0].(map[string]any); p["containerPort"] != int64(10260) || p["name"] != "webhook-server" {
+				t.Errorf("webhook port %v, want webhook-server 10260", p)
+			}
+			if spec := podSpec(t, r); spec["hostNetwork"] != true || spec["dnsPolicy"] != "ClusterFirstWithHostNet" {
+				t.Errorf("hostNetwork %v dnsPolicy %v", spec["hostNetwork"], spec["dnsPolicy"])
+			}
+			sel := podWebhook(t, r)["namespaceSelector"].(map[string]any)
+			if sel["matchLabels"].(map[string]any)["sidecars"] != "on" {
+				t.Errorf("pod webhook namespaceSelector %v lacks the value's matchLabels", sel)
+			}
+			exprs := sel["matchExpressions"].([]any)
+			if len(exprs) != 2 || exprs[0].(map[string]any)["operator"] != "NotIn" || exprs[1].(map[string]any)["key"] != "tier" {
+				t.Errorf("pod webhook matchExpressions %v, want the exclusion of kube-system and %s, then the value's", exprs, ns)
+			}
+		},
+	}, {
+		name: "topology spread, ServiceAccount annotations, security contexts",
+		set: []string{"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+			"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+			"serviceAccount.annotations.iam\\.example\\.com/role=deckhand",
+			"podSecurityContext.runAsUser=65532", "securityContext.readOnlyRootFilesystem=false"},
+		check: func(t *testing.T, r rendered) {
+			spec := podSpec(t, r)
+			if c := spec["topologySpreadConstraints"].([]any)[0].(map[string]any); c["topologyKey"] != "topology.kubernetes.io/zone" {
+				t.Errorf("topologySpreadConstraints %v", spec["topologySpreadConstraints"])
+			}
+			if a := r.get(t, "ServiceAccount/"+ns+"/deckhand-controller-manager").GetAnnotations(); a["iam.example.com/role"] != "deckhand" {
+				t.Errorf("ServiceAccount annotations %v", a)
+			}
+			// An override merges with the defaults, which stay.
+			if psc := spec["securityContext"].(map[string]any); psc["runAsUser"] != int64(65532) || psc["runAsNonRoot"] != true {
+				t.Errorf("pod securityContext %v", psc)
+			}
+			if sc := manager(t, r, ns)["securityContext"].(map[string]any); sc["readOnlyRootFilesystem"] != false || sc["allowPrivilegeEscalation"] != false {
+				t.Errorf("container securityContext %v", sc)
+			}
+		},
+	}, {
+		name: "monitoring labels",
+		set: []string{"serviceMonitor.enabled=true", "serviceMonitor.labels.release=prom",
+			"prometheusRule.enabled=true", "prometheusRule.labels.role=alert-rules"},
+		check: func(t *testing.T, r rendered) {
+			if l := r.get(t, "ServiceMonitor/"+ns+"/deckhand-controller-manager").GetLabels(); l["release"] != "prom" || l["app.kubernetes.io/part-of"] != "deckhand" {
+				t.Errorf("ServiceMonitor labels %v", l)
+			}
+			if l := r.get(t, "PrometheusRule/"+ns+"/deckhand").GetLabels(); l["role"] != "alert-rules" || l["release"] != "" {
+				t.Errorf("PrometheusRule labels %v", l)
+			}
+		},
+	}, {
 		name: "leader election off",
 		set:  []string{"leaderElection.enabled=false", "replicas=1"},
 		check: func(t *testing.T, r rendered) {
@@ -412,6 +541,13 @@ func TestValues(t *testing.T) {
 		out, err := runHelm(t, "template", "deckhand", chartDir(t), "--set", "sidecarSet.podWebhook=false")
 		if err == nil || !strings.Contains(out+err.Error(), "sidecarSet.podWebhook: false needs sidecarSet.injectionMode: Policy") {
 			t.Errorf("rendering with sidecarSet.podWebhook=false alone: err %v, output %.200s", err, out)
+		}
+	})
+	t.Run("a value of the wrong type is refused by helm install", func(t *testing.T) {
+		t.Parallel()
+		out, err := runHelm(t, "install", "deckhand", chartDir(t), "--dry-run=client", "--namespace", ns, "--set", "replicas=two")
+		if err == nil || !strings.Contains(out+err.Error(), "at '/replicas': got string, want integer") {
+			t.Errorf("helm install with replicas=two: err %v, output %.200s", err, out)
 		}
 	})
 	for _, tc := range cases {
