@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -184,36 +183,14 @@ func readyPods(ctx context.Context, ns, name string, image string) (int, error) 
 // update re-reads the WebServer and applies change to it, retrying on conflicts.
 func update(t *testing.T, ns, name string, change func(ws *deckhandv1alpha1.WebServer)) {
 	t.Helper()
-	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		ws := &deckhandv1alpha1.WebServer{}
-		if err := env.Client.Get(ctx, key(ns, name), ws); err != nil {
-			return false, err
-		}
-		change(ws)
-		err := env.Client.Update(ctx, ws)
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	}, "updating WebServer %s/%s", ns, name)
+	testutil.Update(t, env.Client, timeout, &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, change)
 }
 
 // editDeployment changes the Deployment with an Update under the field
 // manager kubectl edit uses, retrying on conflicts.
 func editDeployment(t *testing.T, ns, name string, change func(d *appsv1.Deployment)) {
 	t.Helper()
-	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
-		d, err := getDeployment(ctx, ns, name)
-		if err != nil {
-			return false, err
-		}
-		change(d)
-		err = env.Client.Update(ctx, d, client.FieldOwner("kubectl-edit"))
-		if apierrors.IsConflict(err) {
-			return false, nil
-		}
-		return err == nil, err
-	}, "editing Deployment %s/%s", ns, name)
+	testutil.Update(t, env.Client, timeout, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, change, client.FieldOwner("kubectl-edit"))
 }
 
 // mergePatch sends patch as a JSON merge patch of obj, the way another

@@ -93,6 +93,22 @@ func Create(ctx context.Context, t testing.TB, c client.Client, obj client.Objec
 	}
 }
 
+// Update reads obj, applies change to it and updates it with c (opts
+// naming the field manager, say), starting again from a fresh read while
+// the update is refused, as it is for a conflict with a controller's write
+// meanwhile; it fails t after timeout with the last error.
+func Update[T client.Object](t testing.TB, c client.Client, timeout time.Duration, obj T, change func(T), opts ...client.UpdateOption) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, key, obj); err != nil {
+			return false, err
+		}
+		change(obj)
+		return true, c.Update(ctx, obj, opts...)
+	}, "%T %s is updated", obj, key)
+}
+
 // ReadFile returns the file's content and fails t if it cannot be read.
 func ReadFile(t testing.TB, path string) string {
 	t.Helper()
