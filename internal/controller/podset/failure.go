@@ -8,43 +8,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/rolloutfailure"
 )
 
-// Reasons of a failed rollout: the Warning Event recorded once when it
-// fails, and the RolloutFailed condition that stays until the template
-// changes.
+// Reasons of a failed rollout (rolloutfailure): the Warning Event recorded
+// once when it fails, and the RolloutFailed condition that stays until the
+// template changes. RolledBack is ReasonRolledBack, as for the rollback-to
+// annotation.
 const (
-	// ReasonRolloutFailed: the rollout of the current template made no
-	// progress for spec.progressDeadlineSeconds (Warning Event).
-	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonRolloutPaused: onFailure Pause (or Rollback with no stable
-	// revision to return to) holds every pod where it is.
-	ReasonRolloutPaused = "RolloutPaused"
-	// ReasonRollingBack: onFailure Rollback is returning the pods to
-	// status.stableRevision. Once they are all there and available the
-	// reason is ReasonRolledBack.
-	ReasonRollingBack = "RollingBack"
+	ReasonRolloutFailed = rolloutfailure.ReasonRolloutFailed
+	ReasonRolloutPaused = rolloutfailure.ReasonRolloutPaused
+	ReasonRollingBack   = rolloutfailure.ReasonRollingBack
 )
-
-// settleRollout records in st what the sync learned of the rollout of
-// revision: a rollout that completed makes it the stable revision; one
-// that timed out while pods were to leave the stable revision has failed.
-// The failure is kept in the status, not in memory, so that whatever
-// replica runs the next sync, after whatever crash, acts on it the same
-// way; it ends only when the template changes (a new revision starts a new
-// rollout) or the revision's pods complete it after all.
-func settleRollout(st *deckhandv1alpha1.PodSetStatus, revision string, complete, timedOut bool) {
-	if st.FailedRevision != revision {
-		st.FailedRevision = ""
-	}
-	switch {
-	case complete:
-		st.StableRevision = revision
-		st.FailedRevision = ""
-	case timedOut && st.StableRevision != "" && st.StableRevision != revision:
-		st.FailedRevision = revision
-	}
-}
 
 // failureResponse is what syncs do while the rollout of the current
 // revision has failed.
@@ -89,8 +64,7 @@ func (s *scope) towards(rev *revisionInfo) *scope {
 // rolloutFailedCondition is the RolloutFailed condition of a failed rollout
 // of s.revision, as resp handles it.
 func rolloutFailedCondition(s *scope, resp *failureResponse, replicas int32, deadline time.Duration, now time.Time) metav1.Condition {
-	c := metav1.Condition{Type: deckhandv1alpha1.RolloutFailedCondition, Status: metav1.ConditionTrue,
-		ObservedGeneration: s.ps.Generation, LastTransitionTime: metav1.NewTime(now)}
+	c := rolloutfailure.Condition("", "", s.ps.Generation, metav1.NewTime(now))
 	failed := fmt.Sprintf("rollout of revision %s made no progress for %ds", s.revision, int64(deadline/time.Second))
 	if resp.rollbackTo == nil {
 		c.Reason = ReasonRolloutPaused

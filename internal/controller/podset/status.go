@@ -16,6 +16,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
+	"github.com/deckhand-dev/deckhand/internal/rolloutfailure"
 	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
@@ -194,7 +195,8 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	if untilDeadline > 0 && (requeue == 0 || untilDeadline < requeue) {
 		requeue = untilDeadline
 	}
-	settleRollout(&st, s.revision, progressing.Reason == ReasonComplete && updated == replicas, timedOut)
+	rolloutfailure.Revisions{Stable: &st.StableRevision, Failed: &st.FailedRevision}.
+		Settle(s.revision, progressing.Reason == ReasonComplete && updated == replicas, timedOut)
 	if resp := respondToFailure(ps, st.FailedRevision, st.StableRevision, s.revision, s.revisions); resp != nil {
 		// Progress made by a rollback, or by a spec change other than the
 		// template, does not undo the failure: it stays until the template
