@@ -321,6 +321,28 @@ type SidecarSetUpdateStrategy struct {
 	// +listType=atomic
 	// +optional
 	ScatterStrategy []UpdateScatterTerm `json:"scatterStrategy,omitempty"`
+
+	// ProgressDeadlineSeconds is how long a rollout may go without an
+	// additional pod becoming updated with its sidecars ready before it has
+	// failed, as for a Deployment; onFailure says what follows. A paused
+	// or held rollout does not time out. Defaults to 600; at most 604800
+	// (a week).
+	// +kubebuilder:default=600
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=604800
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+
+	// OnFailure is what the SidecarSet does when a rollout fails: Pause
+	// (the default) updates no further pod, without setting paused; the
+	// RolloutFailed condition and a Warning RolloutFailed Event say so,
+	// and a change of the revision (the sidecars the SidecarSet injects)
+	// starts a new rollout. Rollback is accepted by the schema, which both
+	// kinds share, and refused by the webhook: a SidecarSet does not roll
+	// pods back yet.
+	// +kubebuilder:default=Pause
+	// +optional
+	OnFailure RolloutFailurePolicy `json:"onFailure,omitempty"`
 }
 
 // SidecarSetInjectionStrategy says whether new pods are injected.
@@ -583,7 +605,24 @@ type SidecarSetStatus struct {
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 
-	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, InjectionPolicyReady (Policy mode),
+	// StableRevision is the last latestRevision whose rollout completed
+	// with every pod updated and its sidecars ready.
+	// +optional
+	StableRevision string `json:"stableRevision,omitempty"`
+
+	// FailedRevision is latestRevision when its rollout failed (no pod
+	// became updated for updateStrategy.progressDeadlineSeconds); the
+	// rollout then acts as updateStrategy.onFailure says until the
+	// revision changes.
+	// +optional
+	FailedRevision string `json:"failedRevision,omitempty"`
+
+	// LastProgressTime is when the rollout under way last had another pod
+	// updated; unset when no rollout is under way.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+
+	// Conditions are PodsInjected, PodsUpdated, InPlaceUpdatable, RolloutFailed (after a failed rollout), InjectionPolicyReady (Policy mode),
 	// InjectionRevisionFound (while a revision is pinned), and the
 	// summary conditions Ready, Reconciling and Stalled.
 	// +listType=map

@@ -1066,6 +1066,10 @@ func (in *SidecarSetStatus) DeepCopyInto(out *SidecarSetStatus) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.LastProgressTime != nil {
+		in, out := &in.LastProgressTime, &out.LastProgressTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))
@@ -1117,6 +1121,11 @@ func (in *SidecarSetUpdateStrategy) DeepCopyInto(out *SidecarSetUpdateStrategy) 
 		in, out := &in.ScatterStrategy, &out.ScatterStrategy
 		*out = make([]UpdateScatterTerm, len(*in))
 		copy(*out, *in)
+	}
+	if in.ProgressDeadlineSeconds != nil {
+		in, out := &in.ProgressDeadlineSeconds, &out.ProgressDeadlineSeconds
+		*out = new(int32)
+		**out = **in
 	}
 }
 
