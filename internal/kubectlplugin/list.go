@@ -1,6 +1,7 @@
 package kubectlplugin
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -10,9 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
+// listOptions are list's flags.
+type listOptions struct {
+	*options
+	allNamespaces bool
+	output        string
+}
+
 func newListCommand(o *options) *cobra.Command {
-	var allNamespaces bool
-	var output string
+	l := &listOptions{options: o}
 	cmd := &cobra.Command{
 		Use:   "list [KIND...] [-A] [-o json|yaml]",
 		Short: "List Deckhand's objects of every kind (or of the kinds named) with how ready each is",
@@ -24,51 +31,54 @@ READY counts pods: a PodSet's and WebServer's ready replicas of those desired, a
 updated and ready pods of those it matched. STATUS is what status --watch would decide now:
 Ready, Failed or InProgress, with the REASON of the condition that decided it.`,
 		Example: "  kubectl deckhand list -n shop\n  kubectl deckhand list pset ws -A\n  kubectl deckhand list -A -o json",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			kinds := allKinds
-			if len(args) > 0 {
-				kinds = make([]kind, len(args))
-				for i, a := range args {
-					k, err := parseKind(a, allKinds...)
-					if err != nil {
-						return err
-					}
-					kinds[i] = k
-				}
-			}
-			ns, err := o.namespace()
+		RunE:    func(cmd *cobra.Command, args []string) error { return l.run(cmd.Context(), args) },
+	}
+	cmd.Flags().BoolVarP(&l.allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
+	cmd.Flags().StringVarP(&l.output, "output", "o", "", "output format: json or yaml (a List of the objects; default: a table)")
+	return cmd
+}
+
+// run lists the objects of the kinds named (every kind when none is).
+func (l *listOptions) run(ctx context.Context, args []string) error {
+	kinds := allKinds
+	if len(args) > 0 {
+		kinds = make([]kind, len(args))
+		for i, a := range args {
+			k, err := parseKind(a, allKinds...)
 			if err != nil {
 				return err
 			}
-			if allNamespaces {
-				ns = ""
-			}
-			var items []unstructured.Unstructured
-			for _, k := range kinds {
-				ri, err := o.resourceClient(k, ns)
-				if err != nil {
-					return err
-				}
-				list, err := ri.List(cmd.Context(), metav1.ListOptions{})
-				if err != nil {
-					return fmt.Errorf("listing %ss: %w", k, err)
-				}
-				items = append(items, list.Items...)
-			}
-			if output != "" {
-				printer, err := objectPrinter(output)
-				if err != nil {
-					return err
-				}
-				list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}, Items: items}
-				return printer.PrintObj(list, o.streams.Out)
-			}
-			return printTable(o.streams.Out, "No Deckhand objects found.", "KIND\tNAMESPACE\tNAME\tREADY\tSTATUS\tREASON\tAGE", listRows(items, time.Now()))
-		},
+			kinds[i] = k
+		}
 	}
-	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the objects of every namespace")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: json or yaml (a List of the objects; default: a table)")
-	return cmd
+	ns, err := l.namespace()
+	if err != nil {
+		return err
+	}
+	if l.allNamespaces {
+		ns = ""
+	}
+	var items []unstructured.Unstructured
+	for _, k := range kinds {
+		ri, err := l.resourceClient(k, ns)
+		if err != nil {
+			return err
+		}
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("listing %ss: %w", k, err)
+		}
+		items = append(items, list.Items...)
+	}
+	if l.output != "" {
+		printer, err := objectPrinter(l.output)
+		if err != nil {
+			return err
+		}
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}, Items: items}
+		return printer.PrintObj(list, l.streams.Out)
+	}
+	return printTable(l.streams.Out, "No Deckhand objects found.", "KIND\tNAMESPACE\tNAME\tREADY\tSTATUS\tREASON\tAGE", listRows(items, time.Now()))
 }
 
 // listRows are the table rows of items, in the order given.

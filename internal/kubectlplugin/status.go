@@ -139,14 +139,14 @@ func sidecarSetStatus(ctx context.Context, c client.Client, out io.Writer, name 
 		byRevision[hash] = append(byRevision[hash], pods[i].Namespace+"/"+pods[i].Name)
 	}
 	st := &s.Status
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintf(w, "SidecarSet:\t%s\n", s.Name)
-	fmt.Fprintf(w, "Revision:\t%s\n", orDash(st.LatestRevision))
-	fmt.Fprintf(w, "Rollout:\t%s\n", pausedWord(s.Spec.UpdateStrategy.Paused, string(s.Spec.UpdateStrategy.Type)))
-	fmt.Fprintf(w, "Injection:\t%s\n", pausedWord(s.Spec.InjectionStrategy.Paused, "active"))
-	fmt.Fprintf(w, "Pods:\tmatched %d, updated %d, ready %d, updated and ready %d, not injected %d, not updatable %d\n",
-		st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods, st.NotInjectedPods, st.NotUpdatablePods)
-	if err := w.Flush(); err != nil {
+	if err := printFields(out,
+		"SidecarSet", s.Name,
+		"Revision", orDash(st.LatestRevision),
+		"Rollout", pausedWord(s.Spec.UpdateStrategy.Paused, string(s.Spec.UpdateStrategy.Type)),
+		"Injection", pausedWord(s.Spec.InjectionStrategy.Paused, "active"),
+		"Pods", fmt.Sprintf("matched %d, updated %d, ready %d, updated and ready %d, not injected %d, not updatable %d",
+			st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods, st.NotInjectedPods, st.NotUpdatablePods),
+	); err != nil {
 		return err
 	}
 	if err := printRevisions(out, groupByRevision(byRevision, st.LatestRevision, "")); err != nil {
@@ -173,17 +173,13 @@ func podSetStatus(ctx context.Context, c client.Client, out io.Writer, ns, name 
 		byRevision[rev] = append(byRevision[rev], pods[i].Name)
 	}
 	st := &p.Status
-	desired := int32(1)
-	if p.Spec.Replicas != nil {
-		desired = *p.Spec.Replicas
-	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintf(w, "PodSet:\t%s/%s\n", p.Namespace, p.Name)
-	fmt.Fprintf(w, "Revision:\tupdate %s, current %s\n", orDash(st.UpdateRevision), orDash(st.CurrentRevision))
-	fmt.Fprintf(w, "Paused:\t%s\n", yesNo(p.Spec.Paused))
-	fmt.Fprintf(w, "Replicas:\tdesired %d, current %d, updated %d, ready %d, available %d, terminating %d\n",
-		desired, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas)
-	if err := w.Flush(); err != nil {
+	if err := printFields(out,
+		"PodSet", p.Namespace+"/"+p.Name,
+		"Revision", fmt.Sprintf("update %s, current %s", orDash(st.UpdateRevision), orDash(st.CurrentRevision)),
+		"Paused", yesNo(p.Spec.Paused),
+		"Replicas", fmt.Sprintf("desired %d, current %d, updated %d, ready %d, available %d, terminating %d",
+			desiredReplicas(p.Spec.Replicas), st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas),
+	); err != nil {
 		return err
 	}
 	if err := printRevisions(out, groupByRevision(byRevision, st.UpdateRevision, st.CurrentRevision)); err != nil {
@@ -198,16 +194,12 @@ func webServerStatus(ctx context.Context, c client.Client, out io.Writer, ns, na
 		return err
 	}
 	st := &ws.Status
-	desired := int32(1)
-	if ws.Spec.Replicas != nil {
-		desired = *ws.Spec.Replicas
-	}
-	w := printers.GetNewTabWriter(out)
-	fmt.Fprintf(w, "WebServer:\t%s/%s\n", ws.Namespace, ws.Name)
-	fmt.Fprintf(w, "Image:\t%s\n", ws.Spec.Image)
-	fmt.Fprintf(w, "URL:\t%s\n", orDash(st.URL))
-	fmt.Fprintf(w, "Replicas:\tdesired %d, current %d, ready %d, available %d\n", desired, st.Replicas, st.ReadyReplicas, st.AvailableReplicas)
-	if err := w.Flush(); err != nil {
+	if err := printFields(out,
+		"WebServer", ws.Namespace+"/"+ws.Name,
+		"Image", ws.Spec.Image,
+		"URL", orDash(st.URL),
+		"Replicas", fmt.Sprintf("desired %d, current %d, ready %d, available %d", desiredReplicas(ws.Spec.Replicas), st.Replicas, st.ReadyReplicas, st.AvailableReplicas),
+	); err != nil {
 		return err
 	}
 	return printConditions(out, ws.Generation, st.ObservedGeneration, st.Conditions)
@@ -300,6 +292,25 @@ func printConditions(out io.Writer, generation, observed int64, conds []metav1.C
 		rows[i] = fmt.Sprintf("  %s\t%s\t%s\t%s", c.Type, c.Status, c.Reason, c.Message)
 	}
 	return printTable(out, "  (none)", "  TYPE\tSTATUS\tREASON\tMESSAGE", rows)
+}
+
+// printFields prints "Label: value" lines, the values aligned; labelValues
+// alternates labels and values.
+func printFields(out io.Writer, labelValues ...string) error {
+	w := printers.GetNewTabWriter(out)
+	for i := 0; i+1 < len(labelValues); i += 2 {
+		fmt.Fprintf(w, "%s:\t%s\n", labelValues[i], labelValues[i+1])
+	}
+	return w.Flush()
+}
+
+// desiredReplicas is a spec's replica count, defaulted as the API server
+// does.
+func desiredReplicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
 }
 
 func pausedWord(paused bool, otherwise string) string {
