@@ -214,6 +214,28 @@ type RestartQueryTrigger struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be between 0s and 24h"
 	// +optional
 	For *metav1.Duration `json:"for,omitempty"`
+	// limit is the value at which the pod fails (the GPU's memory size),
+	// in the query's unit, at least above: the value the trend of the
+	// pod's values is extrapolated to (spec.urgency, and the replacement
+	// within a window of a pod that would not last to the next one).
+	// Unset means above.
+	// +optional
+	Limit *resource.Quantity `json:"limit,omitempty"`
+}
+
+// RestartUrgency says when a pod is replaced at once, outside
+// spec.windows and on spec.blackoutDates too.
+type RestartUrgency struct {
+	// predictedLimitWithin: a pod whose memory or query trigger predicts
+	// it reaches its limit within this long (the trend of its values over
+	// the trigger's for, at least the last minute, extrapolated by least
+	// squares) is replaced at once, whatever the windows, blackout dates
+	// and the trigger's for say. dryRun, suspend, minPodAge, cooldown,
+	// maxConcurrent and PodDisruptionBudgets still hold it back. Between
+	// 1s and 168h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="must be between 1s and 168h"
+	// +required
+	PredictedLimitWithin metav1.Duration `json:"predictedLimitWithin"`
 }
 
 // RestartPrometheusEndpoint is where a query trigger sends its query: the
@@ -426,6 +448,7 @@ type RestartTarget struct {
 
 // RestartScheduleSpec is the desired schedule of rolling restarts.
 // +kubebuilder:validation:XValidation:rule="has(self.schedule) || (has(self.triggers) && size(self.triggers) > 0)",message="schedule is required unless triggers are set",fieldPath=".schedule"
+// +kubebuilder:validation:XValidation:rule="!has(self.urgency) || (has(self.triggers) && self.triggers.exists(t, has(t.memory) || has(t.query)))",message="urgency needs a memory or query trigger",fieldPath=".urgency"
 type RestartScheduleSpec struct {
 	// schedule is a standard 5-field cron expression ("0 3 * * *") or a
 	// descriptor: @yearly, @monthly, @weekly, @daily, @midnight, @hourly or
@@ -441,7 +464,8 @@ type RestartScheduleSpec struct {
 	// triggers replace pods of the target workloads when they need it,
 	// between and without scheduled runs: a pod any trigger names is a
 	// candidate, replaced as action says, only while windows and
-	// blackoutDates let restarts start and never while suspended.
+	// blackoutDates let restarts start (urgency aside) and never while
+	// suspended.
 	// +kubebuilder:validation:MaxItems=8
 	// +listType=atomic
 	// +optional
@@ -451,6 +475,11 @@ type RestartScheduleSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Action RestartAction `json:"action,omitempty"`
+
+	// urgency replaces, outside windows and blackout dates too, the pods
+	// memory and query triggers predict will soon reach their limit.
+	// +optional
+	Urgency *RestartUrgency `json:"urgency,omitempty"`
 
 	// dryRun lists the pods triggers name in status.candidates, with
 	// Events, and replaces none of them. Scheduled runs are not affected.
@@ -633,6 +662,10 @@ type RestartRecord struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Value string `json:"value,omitempty"`
+	// predictedLimitAt is when the pod was predicted to reach its limit,
+	// for a pod replaced with a prediction (see RestartCandidate).
+	// +optional
+	PredictedLimitAt *metav1.Time `json:"predictedLimitAt,omitempty"`
 	// startTime is when the workload was patched.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
@@ -670,9 +703,25 @@ type RestartCandidate struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Limit string `json:"limit,omitempty"`
-	// since is when the pod first crossed the threshold.
+	// since is when the pod first crossed the threshold; unset for a pod
+	// named by its prediction alone.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
+	// predictedLimitAt is when the trend of the pod's values reaches
+	// predictedLimit (a memory or query trigger, with a rising trend);
+	// a time already past when the trend is at or over it.
+	// +optional
+	PredictedLimitAt *metav1.Time `json:"predictedLimitAt,omitempty"`
+	// predictedLimit is the value the prediction aims at: the container's
+	// memory limit ("256Mi"), a memory trigger's above without one, or a
+	// query trigger's limit (above when unset).
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	PredictedLimit string `json:"predictedLimit,omitempty"`
+	// urgent is set when the pod is replaced for spec.urgency: predicted
+	// to reach its limit within predictedLimitWithin.
+	// +optional
+	Urgent bool `json:"urgent,omitempty"`
 	// heldBy says what keeps the pod from being replaced now (minPodAge,
 	// maxConcurrent, cooldown, a window, a PodDisruptionBudget, dryRun);
 	// empty when it is being replaced.

@@ -3,6 +3,7 @@ package cronschedule
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -175,6 +176,39 @@ func (c *Calendar) NextAllowed(t time.Time) (time.Time, error) {
 		}
 	}
 	return time.Time{}, ErrNoOpening
+}
+
+// NextClosing returns the first instant after t at which restarts may
+// no longer start, with ok false when restarts may start through the next
+// eight days (a calendar of blackout dates alone, windows that cover
+// every day, or none). Only a window's end or a midnight (where a
+// blackout date begins) can close the calendar, so only those instants
+// are judged.
+func (c *Calendar) NextClosing(t time.Time) (closing time.Time, ok bool) {
+	if c == nil {
+		return time.Time{}, false
+	}
+	lt := t.In(c.loc)
+	for d := range 9 {
+		day := time.Date(lt.Year(), lt.Month(), lt.Day()+d, 0, 0, 0, 0, c.loc)
+		var edges []time.Time
+		if day.After(t) {
+			edges = append(edges, day)
+		}
+		for _, w := range c.windows {
+			// time.Date carries an end of 24:00 to the next midnight.
+			if end := time.Date(day.Year(), day.Month(), day.Day(), w.end/60, w.end%60, 0, 0, c.loc); end.After(t) {
+				edges = append(edges, end)
+			}
+		}
+		slices.SortFunc(edges, time.Time.Compare)
+		for _, e := range edges {
+			if !c.Allowed(e) {
+				return e, true
+			}
+		}
+	}
+	return time.Time{}, false
 }
 
 // nextOpening returns the first window opening strictly after t.

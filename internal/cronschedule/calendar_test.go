@@ -221,3 +221,37 @@ func TestNextRun(t *testing.T) {
 		})
 	}
 }
+
+func TestCalendarNextClosing(t *testing.T) {
+	weeknights := []WindowSpec{{Days: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "02:00", End: "04:00"}}
+	// "" means the calendar does not close within the walk.
+	cases := map[string]struct {
+		calendar *Calendar
+		from     string
+		want     string
+	}{
+		"no calendar":                        {nil, "2026-11-24T03:00:00Z", ""},
+		"the window's end":                   {mustCalendar(t, "UTC", weeknights), "2026-11-24T03:00:00Z", "2026-11-24T04:00:00Z"},
+		"the end in the calendar's zone":     {mustCalendar(t, "Europe/Paris", weeknights), "2026-11-24T02:00:00Z", "2026-11-24T03:00:00Z"},
+		"windows that meet do not close":     {mustCalendar(t, "UTC", []WindowSpec{{Start: "22:00", End: "24:00"}, {Start: "00:00", End: "01:00"}}), "2026-11-24T23:00:00Z", "2026-11-25T01:00:00Z"},
+		"crossing midnight":                  {mustCalendar(t, "UTC", []WindowSpec{{Days: []string{"Fri"}, Start: "22:00", End: "02:00"}}), "2026-11-27T23:00:00Z", "2026-11-28T02:00:00Z"},
+		"a blackout closes at midnight":      {mustCalendar(t, "UTC", nil, "2026-11-26"), "2026-11-24T12:00:00Z", "2026-11-26T00:00:00Z"},
+		"a blackout before the window's end": {mustCalendar(t, "UTC", []WindowSpec{{Start: "20:00", End: "02:00"}}, "2026-11-25"), "2026-11-24T21:00:00Z", "2026-11-25T00:00:00Z"},
+		"every day, all day":                 {mustCalendar(t, "UTC", []WindowSpec{{Start: "00:00", End: "24:00"}}), "2026-11-24T12:00:00Z", ""},
+		"a blackout past the walk":           {mustCalendar(t, "UTC", nil, "2026-12-24"), "2026-11-24T12:00:00Z", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := tc.calendar.NextClosing(utc(tc.from))
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("NextClosing(%s) = %s, want none", tc.from, got.UTC().Format(time.RFC3339))
+				}
+				return
+			}
+			if want := utc(tc.want); !ok || !got.Equal(want) {
+				t.Fatalf("NextClosing(%s) = %s, %v, want %s", tc.from, got.UTC().Format(time.RFC3339), ok, tc.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ const (
 	// ReasonWouldEvict: dryRun, a pod that would have been evicted (Normal
 	// Event).
 	ReasonWouldEvict = "WouldEvict"
+	// ReasonUrgentRestart: a pod predicted to reach its limit within
+	// spec.urgency.predictedLimitWithin was evicted, whatever the calendar
+	// (Normal Event, beside PodEvicted).
+	ReasonUrgentRestart = "UrgentRestart"
 	// ReasonCandidates: the Triggered condition is True.
 	ReasonCandidates = "Candidates"
 	// ReasonNoCandidates: the Triggered condition is False.
@@ -100,6 +104,10 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{}, err
 	}
 	r.readQueries(ctx, s, &in)
+	in.series = r.series.update(rs.UID, rs.Generation, s.now, observeSeries(in), func(i int) time.Duration { return fitWindow(rs.Spec.Triggers[i]) })
+	if u := rs.Spec.Urgency; u != nil {
+		in.urgentWithin = u.PredictedLimitWithin.Duration
+	}
 	// An eviction counts as in progress until the cache shows its pod
 	// terminating or gone.
 	pending := r.evicted.Sweep(rs.UID, s.now, func(uid types.UID, _ eviction.Record[evictedPod]) bool {
@@ -124,9 +132,13 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		in.closed = s.invalidMsg
 	default:
 		if why := s.cal.Blocked(s.now); why != "" {
-			in.closed = why
+			in.closed, in.calendarClosed = why, true
 			if next, err := s.cal.NextAllowed(s.now); err == nil {
 				s.waitUntilEarliest(next)
+			}
+		} else if closing, ok := s.cal.NextClosing(s.now); ok {
+			if reopen, err := s.cal.NextAllowed(closing); err == nil {
+				in.nextReopen = reopen
 			}
 		}
 	}
@@ -149,9 +161,12 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 			setLastTriggered(st, c.Workload, s.now)
 			start := metav1.NewTime(s.now)
 			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: start, Trigger: c.Trigger, Workload: c.Workload, Pod: c.Pod, Value: c.Value,
-				StartTime: &start, Result: deckhandv1alpha1.RestartSucceeded,
-				Message: fmt.Sprintf("evicted: %s, over %s (%s since %s)", c.Value, c.Limit, c.Trigger, formatSlot(c.Since.Time))})
+				PredictedLimitAt: c.PredictedLimitAt, StartTime: &start, Result: deckhandv1alpha1.RestartSucceeded,
+				Message: "evicted: " + describeNeed(*c, s.now)})
 			s.event(c.pod, corev1.EventTypeNormal, ReasonPodEvicted, "Evict", "evicted %s of %s: %s %s, limit %s", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
+			if c.Urgent {
+				s.event(c.pod, corev1.EventTypeNormal, ReasonUrgentRestart, "Evict", "evicted %s of %s at once: %s%s", c.Pod, c.Workload, describeNeed(*c, s.now), outside(in.closed))
+			}
 			c.HeldBy = "evicted"
 		case eviction.Blocked:
 			// Never forced: the pod stays a candidate and the eviction is
@@ -191,6 +206,33 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		res = reconcileutil.LowestNonZero(res, requeueIn(r.pollInterval()))
 	}
 	return res, nil
+}
+
+// describeNeed says what named a candidate: its value over the threshold and since
+// when, or its prediction.
+func describeNeed(c needCandidate, now time.Time) string {
+	var parts []string
+	if c.Since != nil {
+		parts = append(parts, fmt.Sprintf("%s, over %s (%s since %s)", c.Value, c.Limit, c.Trigger, formatSlot(c.Since.Time)))
+	} else {
+		parts = append(parts, fmt.Sprintf("%s (%s, threshold %s)", c.Value, c.Trigger, c.Limit))
+	}
+	if c.PredictedLimitAt != nil {
+		parts = append(parts, fmt.Sprintf("predicted to reach %s at %s (in %s)", c.PredictedLimit, formatSlot(c.PredictedLimitAt.Time),
+			max(0, c.PredictedLimitAt.Sub(now)).Truncate(time.Second)))
+	}
+	if c.Urgent {
+		parts = append(parts, "within spec.urgency.predictedLimitWithin")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// outside names the calendar an urgent eviction overrode, if any.
+func outside(closed string) string {
+	if closed == "" {
+		return ""
+	}
+	return "; outside the calendar: " + closed
 }
 
 // previouslyListed is what held pod back in the previous status ("" when it

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
@@ -42,8 +43,21 @@ type needInput struct {
 	dryRun    bool
 	workloads []needWorkload
 	// closed says why restarts may not start now (suspended, outside the
-	// windows, a blackout date); empty when they may.
-	closed string
+	// windows, a blackout date); empty when they may. calendarClosed is
+	// set when the windows or blackout dates alone close it: urgency
+	// overrides them, not suspend.
+	closed         string
+	calendarClosed bool
+	// nextReopen is, while the calendar is open, the first time restarts
+	// may start again after it closes: a pod predicted to reach its limit
+	// before then is replaced now. Zero when closed now, or when the
+	// calendar does not close.
+	nextReopen time.Time
+	// urgentWithin is spec.urgency.predictedLimitWithin; 0 without urgency.
+	urgentWithin time.Duration
+	// series are the recent values of each memory and query trigger's
+	// pods, oldest first, which predictions are fitted to.
+	series map[seriesKey][]point
 	// lastTriggered is the time of the last eviction per workload
 	// (status.lastTriggered, and evictions this process made that the
 	// status may not show yet).
@@ -184,7 +198,7 @@ func planNeed(in needInput) needPlan {
 				later(c.sustainedAt)
 			case in.dryRun:
 				c.HeldBy = holdDryRun
-			case in.closed != "":
+			case in.closed != "" && !(c.Urgent && in.calendarClosed):
 				c.HeldBy = in.closed
 			case age < minAge:
 				c.HeldBy = fmt.Sprintf("minPodAge %s: the pod is %s old", minAge, age.Truncate(time.Second))
@@ -222,9 +236,13 @@ func activePods(pods []*corev1.Pod) []*corev1.Pod {
 	return out
 }
 
-// better reports whether candidate a ranks before b: one whose triggers
-// are sustained first, then the one further past its threshold.
+// better reports whether candidate a ranks before b: an urgent one first,
+// then one whose triggers are sustained, then the one further past its
+// threshold.
 func better(a, b needCandidate, now time.Time) bool {
+	if a.Urgent != b.Urgent {
+		return a.Urgent
+	}
 	if sa, sb := !a.sustainedAt.After(now), !b.sustainedAt.After(now); sa != sb {
 		return sa
 	}
@@ -255,7 +273,7 @@ func evaluate(in needInput, workload string, p *corev1.Pod, plan *needPlan) (c n
 	}
 	for i, t := range in.triggers {
 		if t.Memory != nil {
-			for _, cand := range evaluateMemory(in, workload, p, t.Memory, plan) {
+			for _, cand := range evaluateMemory(in, workload, p, i, t.Memory, plan) {
 				consider(cand)
 			}
 			continue
@@ -304,13 +322,15 @@ const (
 	ReasonMetricsAvailable = "MetricsAvailable"
 )
 
-// evaluateMemory judges the containers of pod p against a memory trigger.
-// A container is a candidate when its latest sample is above the
-// threshold; it is sustained once it has been above in every sample since
-// `for` ago (since, carried from the previous status, ends with the first
-// sample below). No sample, a stale one, or no limit for percentOfLimit:
-// no candidate, and plan.missing says so.
-func evaluateMemory(in needInput, workload string, p *corev1.Pod, m *deckhandv1alpha1.RestartMemoryTrigger, plan *needPlan) []needCandidate {
+// evaluateMemory judges the containers of pod p against memory trigger
+// number trigger. A container is a candidate when its latest sample is
+// above the threshold; it is sustained once it has been above in every
+// sample since `for` ago (since, carried from the previous status, ends
+// with the first sample below). A container whose prediction names it
+// (predict) is a candidate at once, above the threshold or not. No
+// sample, a stale one, or no limit for percentOfLimit: no candidate, and
+// plan.missing says so.
+func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m *deckhandv1alpha1.RestartMemoryTrigger, plan *needPlan) []needCandidate {
 	if in.metricsMissing != "" {
 		return nil
 	}
@@ -327,7 +347,7 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, m *deckhandv1a
 		miss(ReasonStaleMetrics, "%s: the latest sample is %s old", p.Name, in.now.Sub(u.at).Truncate(time.Second))
 		return nil
 	}
-	hold := 5 * time.Minute
+	hold := defaultFor
 	if m.For != nil {
 		hold = m.For.Duration
 	}
@@ -343,31 +363,58 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, m *deckhandv1a
 		}
 		var threshold int64
 		var limitText string
-		if m.Above != nil {
+		// The prediction aims at the container's limit, where the kernel
+		// kills it; at above when it has none.
+		limit, hasLimit := ctr.Resources.Limits[corev1.ResourceMemory]
+		hasLimit = hasLimit && !limit.IsZero()
+		switch {
+		case m.Above != nil:
 			threshold, limitText = m.Above.Value(), m.Above.String()
-		} else {
-			limit, ok := ctr.Resources.Limits[corev1.ResourceMemory]
-			if !ok || limit.IsZero() {
-				miss(ReasonNoMemoryLimit, "%s/%s has no memory limit", p.Name, ctr.Name)
-				continue
+			if !hasLimit {
+				limit = *m.Above
 			}
+		case !hasLimit:
+			miss(ReasonNoMemoryLimit, "%s/%s has no memory limit", p.Name, ctr.Name)
+			continue
+		default:
 			threshold = limit.Value() * int64(*m.PercentOfLimit) / 100
 			limitText = fmt.Sprintf("%d%% of %s", *m.PercentOfLimit, limit.String())
 		}
-		if threshold <= 0 || ws <= threshold {
+		if threshold <= 0 {
 			continue
 		}
-		since, ok := in.since[sinceKey(p.Name, ctr.Name)]
-		if !ok || since.After(u.at) {
-			since = u.at
-		}
-		sinceT := metav1.NewTime(since)
-		out = append(out, needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold),
-			sustainedAt: since.Add(hold), holdFor: hold,
+		c := needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold),
 			RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Container: ctr.Name,
-				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: mebibytes(ws), Limit: limitText, Since: &sinceT}})
+				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: mebibytes(ws), Limit: limitText}}
+		named := predict(in, &c, seriesKey{trigger: trigger, pod: p.Name, container: ctr.Name}, float64(limit.Value()), limit.String())
+		if !named && ws <= threshold {
+			continue
+		}
+		if !named {
+			since, ok := in.since[sinceKey(p.Name, ctr.Name)]
+			if !ok || since.After(u.at) {
+				since = u.at
+			}
+			c.Since, c.sustainedAt, c.holdFor = ptr.To(metav1.NewTime(since)), since.Add(hold), hold
+		}
+		out = append(out, c)
 	}
 	return out
+}
+
+// predict fits the trend of a pod's series and, when it rises, sets when
+// it reaches limit in c. It reports whether the prediction alone names the
+// pod, with no `for` to wait: it reaches its limit within
+// spec.urgency.predictedLimitWithin (c.Urgent), or before restarts may
+// start again once the open calendar closes.
+func predict(in needInput, c *needCandidate, key seriesKey, limit float64, limitText string) (named bool) {
+	at, ok := predictLimitAt(in.series[key], limit)
+	if !ok {
+		return false
+	}
+	c.PredictedLimitAt, c.PredictedLimit = ptr.To(metav1.NewTime(at)), limitText
+	c.Urgent = in.urgentWithin > 0 && !at.After(in.now.Add(in.urgentWithin))
+	return c.Urgent || (!in.nextReopen.IsZero() && at.Before(in.nextReopen))
 }
 
 // mebibytes is a working set as a quantity of whole MiB, the precision a

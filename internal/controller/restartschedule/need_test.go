@@ -1,6 +1,7 @@
 package restartschedule
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,11 +191,29 @@ func TestPlanNeedMemory(t *testing.T) {
 	query := []deckhandv1alpha1.RestartNeedTrigger{{Query: &deckhandv1alpha1.RestartQueryTrigger{Expr: "DCGM_FI_DEV_FB_USED", Above: resource.MustParse("20000"),
 		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
 	answer := func(values map[string]float64) map[int]queryAnswer { return map[int]queryAnswer{0: {values: values}} }
+	// rise is n samples 10s apart growing perSecond, the latest (last) 10s
+	// ago: a line that reaches limit (limit-last)/perSecond - 10s from now.
+	rise := func(n int, last, perSecond float64) []point {
+		out := make([]point, n)
+		for i := range out {
+			back := float64(n - 1 - i)
+			out[i] = point{at: now.Add(-10*time.Second - time.Duration(back)*10*time.Second), value: last - back*10*perSecond}
+		}
+		return out
+	}
+	app := func(pod string) seriesKey { return seriesKey{pod: pod, container: "app"} }
+	queryLimit := []deckhandv1alpha1.RestartNeedTrigger{{Query: &deckhandv1alpha1.RestartQueryTrigger{Expr: "DCGM_FI_DEV_FB_USED", Above: resource.MustParse("20000"),
+		Limit: ptr.To(resource.MustParse("24000")), For: &metav1.Duration{Duration: 5 * time.Minute}}}}
+	const outside = "Fri 10:00 UTC is outside every maintenance window (01:00-05:00)"
 	type want struct {
 		evict   string
 		held    map[string]string
 		missing map[string]string
 		recheck time.Duration
+		// predicted is, by pod, how long from now its limit is predicted;
+		// urgent lists the pods replaced for spec.urgency.
+		predicted map[string]time.Duration
+		urgent    string
 	}
 	cases := map[string]struct {
 		triggers       []deckhandv1alpha1.RestartNeedTrigger
@@ -203,7 +222,14 @@ func TestPlanNeedMemory(t *testing.T) {
 		queried        map[int]queryAnswer
 		since          map[string]time.Time
 		metricsMissing string
-		want           want
+		// series, urgentWithin, closed (by the calendar unless suspended)
+		// and nextReopen (from now) are what predictions decide from.
+		series       map[seriesKey][]point
+		urgentWithin time.Duration
+		closed       string
+		suspended    bool
+		nextReopen   time.Duration
+		want         want
 	}{
 		"below the threshold: no candidate": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
@@ -274,6 +300,81 @@ func TestPlanNeedMemory(t *testing.T) {
 			since:   map[string]time.Time{"a/": now.Add(time.Minute)},
 			want:    want{held: map[string]string{"a": "for 5m0s"}, recheck: 5 * time.Minute},
 		},
+		// 1Gi is 1024Mi: 600Mi rising 4Mi/s reaches it 106s after the
+		// latest sample, 96s from now.
+		"predicted within urgency: evicted outside the windows, its `for` not over, the flat pod not": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
+			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 600*mi)},
+			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(4*mi)), app("b"): rise(4, float64(600*mi), 0)},
+			urgentWithin: 5 * time.Minute, closed: outside,
+			want: want{evict: "a", predicted: map[string]time.Duration{"a": 96 * time.Second}, urgent: "a"},
+		},
+		"predicted beyond urgency, outside the windows: no candidate": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(mi))},
+			urgentWithin: 5 * time.Minute, closed: outside,
+		},
+		"urgency does not override suspend": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(4*mi))},
+			urgentWithin: 5 * time.Minute, closed: "suspended (spec.suspend)", suspended: true,
+			want: want{held: map[string]string{"a": "suspended"}, predicted: map[string]time.Duration{"a": 96 * time.Second}, urgent: "a"},
+		},
+		"urgency still replaces one pod at a time, the sooner first": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
+			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 800*mi)},
+			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(4*mi)), app("b"): rise(4, float64(800*mi), float64(4*mi))},
+			urgentWithin: 5 * time.Minute, closed: outside,
+			want: want{evict: "b", held: map[string]string{"a": "maxConcurrent 1: after the eviction of b"},
+				predicted: map[string]time.Duration{"a": 96 * time.Second, "b": 46 * time.Second}, urgent: "a,b"},
+		},
+		"too few samples: no prediction": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			series:       map[seriesKey][]point{app("a"): rise(2, float64(600*mi), float64(4*mi))},
+			urgentWithin: 5 * time.Minute, closed: outside,
+		},
+		"falling: no prediction": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:        map[string]podUsage{"a": sample(10*time.Second, 1000*mi)},
+			series:       map[seriesKey][]point{app("a"): rise(4, float64(1000*mi), -float64(mi))},
+			since:        map[string]time.Time{"a/app": now.Add(-time.Minute)},
+			urgentWithin: 5 * time.Minute, closed: outside,
+			want: want{held: map[string]string{"a": "for 5m0s"}, recheck: 4 * time.Minute},
+		},
+		// 600Mi rising 0.1Mi/s reaches 1024Mi in 4230s, before the
+		// calendar opens again in 12h.
+		"in a window, predicted before the next one opens: replaced now, below the threshold": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:      map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			series:     map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(mi)/10)},
+			nextReopen: 12 * time.Hour,
+			want:       want{evict: "a", predicted: map[string]time.Duration{"a": 4230 * time.Second}},
+		},
+		// 0.005Mi/s: 84800s, after the next opening.
+		"in a window, predicted after the next one opens: left to it": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:      map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			series:     map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(mi)/200)},
+			nextReopen: 12 * time.Hour,
+		},
+		"above the threshold and rising: the prediction listed, `for` still holds": {
+			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
+			usage:  map[string]podUsage{"a": sample(10*time.Second, 1000*mi)},
+			series: map[seriesKey][]point{app("a"): rise(4, float64(1000*mi), float64(mi))},
+			want:   want{held: map[string]string{"a": "for 5m0s"}, recheck: 5*time.Minute - 10*time.Second, predicted: map[string]time.Duration{"a": 14 * time.Second}},
+		},
+		// 21000 rising 100 a second reaches the limit 24000 20s from now;
+		// above alone would hold it for 5m.
+		"query: predicted to reach its limit within urgency: evicted": {
+			triggers: queryLimit, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
+			queried:      answer(map[string]float64{"a": 21000, "b": 21000}),
+			series:       map[seriesKey][]point{{pod: "a"}: rise(4, 21000, 100), {pod: "b"}: rise(4, 21000, 0)},
+			urgentWithin: time.Minute, closed: outside,
+			want: want{evict: "a", held: map[string]string{"b": "for 5m0s"}, recheck: 5 * time.Minute, predicted: map[string]time.Duration{"a": 20 * time.Second}, urgent: "a"},
+		},
 		"query failed: nothing judged, said once": {
 			triggers: query, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
 			queried: map[int]queryAnswer{0: {failed: "spec.triggers[0].query: connection refused"}},
@@ -285,12 +386,23 @@ func TestPlanNeedMemory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := needInput{now: now, triggers: tc.triggers, usage: tc.usage, queried: tc.queried, since: tc.since, metricsMissing: tc.metricsMissing, staleAfter: 3 * time.Minute,
 				action:    deckhandv1alpha1.RestartAction{MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
-				workloads: []needWorkload{{key: "Deployment/web", desired: len(tc.pods), pods: tc.pods}}}
+				workloads: []needWorkload{{key: "Deployment/web", desired: len(tc.pods), pods: tc.pods}},
+				series:    tc.series, urgentWithin: tc.urgentWithin, closed: tc.closed, calendarClosed: tc.closed != "" && !tc.suspended}
+			if tc.nextReopen > 0 {
+				in.nextReopen = now.Add(tc.nextReopen)
+			}
 			plan := planNeed(in)
-			var evicted []string
+			var evicted, urgent []string
 			for _, c := range plan.candidates {
 				if c.evict {
 					evicted = append(evicted, c.Pod)
+				}
+				if c.Urgent {
+					urgent = append(urgent, c.Pod)
+				}
+				want, predicted := tc.want.predicted[c.Pod]
+				if got := c.PredictedLimitAt; predicted != (got != nil) || got != nil && (got.Sub(now)-want).Abs() > time.Millisecond {
+					t.Errorf("%s predicted to reach its limit at %v, want in %s (predicted %v)", c.Pod, got, want, predicted)
 				}
 				if (c.Trigger != deckhandv1alpha1.RestartTriggerMemory || c.Container != "app") && (c.Trigger != deckhandv1alpha1.RestartTriggerQuery || c.Container != "") {
 					t.Errorf("candidate %+v", c.RestartCandidate)
@@ -304,6 +416,10 @@ func TestPlanNeedMemory(t *testing.T) {
 			}
 			if got := strings.Join(evicted, ","); got != tc.want.evict {
 				t.Errorf("evicted %q, want %q", got, tc.want.evict)
+			}
+			slices.Sort(urgent)
+			if got := strings.Join(urgent, ","); got != tc.want.urgent {
+				t.Errorf("urgent %q, want %q", got, tc.want.urgent)
 			}
 			if len(plan.missing) != len(tc.want.missing) {
 				t.Errorf("missing %v, want %v", plan.missing, tc.want.missing)

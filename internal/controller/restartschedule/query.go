@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -264,18 +265,37 @@ func (r *Reconciler) readKey(ctx context.Context, ns string, obj client.Object, 
 // is a candidate while its value is above the threshold; it is sustained
 // once it has been above in every answer since `for` ago (since, carried
 // from the previous status, ends with the first answer at or below it, or
-// without the pod). A failed query names no pod.
+// without the pod). A pod whose prediction names it (predict, aiming at
+// limit, or above when unset) is a candidate at once. A failed query
+// names no pod.
 func evaluateQuery(in needInput, workload string, p *corev1.Pod, i int, q *deckhandv1alpha1.RestartQueryTrigger) (needCandidate, bool) {
 	a, ok := in.queried[i]
 	if !ok || a.failed != "" {
 		return needCandidate{}, false
 	}
 	v, ok := a.values[p.Name]
-	threshold := q.Above.AsApproximateFloat64()
-	if !ok || v <= threshold {
+	if !ok {
 		return needCandidate{}, false
 	}
-	hold := 5 * time.Minute
+	threshold, limit := q.Above.AsApproximateFloat64(), q.Above
+	if q.Limit != nil {
+		limit = *q.Limit
+	}
+	over := v - threshold
+	if threshold != 0 {
+		over /= math.Abs(threshold)
+	}
+	c := needCandidate{pod: p, over: over,
+		RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Trigger: deckhandv1alpha1.RestartTriggerQuery,
+			Value: formatValue(v), Limit: formatValue(threshold)}}
+	named := predict(in, &c, seriesKey{trigger: i, pod: p.Name}, limit.AsApproximateFloat64(), formatValue(limit.AsApproximateFloat64()))
+	switch {
+	case named:
+		return c, true
+	case v <= threshold:
+		return needCandidate{}, false
+	}
+	hold := defaultFor
 	if q.For != nil {
 		hold = q.For.Duration
 	}
@@ -286,14 +306,8 @@ func evaluateQuery(in needInput, workload string, p *corev1.Pod, i int, q *deckh
 	if !ok || since.After(in.now) {
 		since = in.now
 	}
-	over := v - threshold
-	if threshold != 0 {
-		over /= math.Abs(threshold)
-	}
-	sinceT := metav1.NewTime(since)
-	return needCandidate{pod: p, over: over, sustainedAt: since.Add(hold), holdFor: hold,
-		RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Trigger: deckhandv1alpha1.RestartTriggerQuery,
-			Value: formatValue(v), Limit: formatValue(threshold), Since: &sinceT}}, true
+	c.Since, c.sustainedAt, c.holdFor = ptr.To(metav1.NewTime(since)), since.Add(hold), hold
+	return c, true
 }
 
 // formatValue writes a query's value as a reader compares it with the

@@ -80,6 +80,7 @@ type Reconciler struct {
 
 	patched patchedWorkloads
 	evicted eviction.InFlight[evictedPod]
+	series  seriesStore
 }
 
 const defaultMetricsStaleAfter = 3 * time.Minute

@@ -9,6 +9,7 @@ package restartschedule_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -207,15 +208,9 @@ func runNow(t *testing.T, ns, name, token string) {
 // called regarding in ns.
 func waitWarningEvent(t *testing.T, ns, regarding, reason string) {
 	t.Helper()
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		var evs eventsv1.EventList
-		if err := env.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(evs.Items, func(e eventsv1.Event) bool {
-			return e.Reason == reason && e.Regarding.Name == regarding && e.Type == corev1.EventTypeWarning
-		}), nil
-	}, "a %s Warning Event about %s/%s", reason, ns, regarding)
+	testutil.WaitEvent(t, env.Client, ns, 30*time.Second, fmt.Sprintf("a %s Warning Event about %s/%s", reason, ns, regarding), func(e eventsv1.Event) bool {
+		return e.Reason == reason && e.Regarding.Name == regarding && e.Type == corev1.EventTypeWarning
+	})
 }
 
 func patchRS(t *testing.T, ns, name, body string) {

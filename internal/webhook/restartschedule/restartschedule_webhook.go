@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -155,6 +156,7 @@ func (v *Validator) validate(old, rs *deckhandv1alpha1.RestartSchedule) field.Er
 	}
 	errs = append(errs, validateCalendar(spec, s)...)
 	errs = append(errs, validateTriggers(spec, s)...)
+	errs = append(errs, validateUrgency(spec, s)...)
 	// An empty policy is the default (the CRD schema fills it in).
 	if p := s.FailurePolicy; p != "" && p != deckhandv1alpha1.RestartFailureContinue && p != deckhandv1alpha1.RestartFailureStop {
 		errs = append(errs, field.NotSupported(spec.Child("failurePolicy"), p, []string{string(deckhandv1alpha1.RestartFailureContinue), string(deckhandv1alpha1.RestartFailureStop)}))
@@ -240,6 +242,28 @@ func validateQuery(p *field.Path, q *deckhandv1alpha1.RestartQueryTrigger) field
 	}
 	if q.For != nil && (q.For.Duration < 0 || q.For.Duration > maxSustained) {
 		errs = append(errs, field.Invalid(p.Child("for"), q.For.Duration.String(), "must be between 0s and 24h"))
+	}
+	// A limit under the threshold would name pods by their prediction
+	// that the threshold says are fine.
+	if q.Limit != nil && q.Limit.Cmp(q.Above) < 0 {
+		errs = append(errs, field.Invalid(p.Child("limit"), q.Limit.String(), fmt.Sprintf("must be at least above (%s)", q.Above.String())))
+	}
+	return errs
+}
+
+// validateUrgency checks spec.urgency: it predicts from memory and query
+// triggers only.
+func validateUrgency(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) field.ErrorList {
+	u := s.Urgency
+	if u == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if !slices.ContainsFunc(s.Triggers, func(t deckhandv1alpha1.RestartNeedTrigger) bool { return t.Memory != nil || t.Query != nil }) {
+		errs = append(errs, field.Invalid(spec.Child("urgency"), "", "urgency needs a memory or query trigger"))
+	}
+	if d := u.PredictedLimitWithin.Duration; d < time.Second || d > maxActionDuration {
+		errs = append(errs, field.Invalid(spec.Child("urgency", "predictedLimitWithin"), d.String(), "must be between 1s and 168h"))
 	}
 	return errs
 }

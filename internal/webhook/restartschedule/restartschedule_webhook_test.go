@@ -154,7 +154,22 @@ func TestValidate(t *testing.T) {
 			ref := &deckhandv1alpha1.RestartKeyReference{Name: "ca", Key: "ca.crt"}
 			q.Prometheus.CABundle = &deckhandv1alpha1.RestartCABundleSource{Secret: ref, ConfigMap: ref}
 		}), "spec.triggers[0].query.prometheus.caBundle: Required value: exactly one of secret or configMap"},
-		"query for":             {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.For = &metav1.Duration{Duration: 25 * time.Hour} }), "spec.triggers[0].query.for"},
+		"query for":   {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.For = &metav1.Duration{Duration: 25 * time.Hour} }), "spec.triggers[0].query.for"},
+		"query limit": {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Limit = ptr.To(resource.MustParse("24000")) }), ""},
+		"query limit under above": {withQuery(func(q *deckhandv1alpha1.RestartQueryTrigger) { q.Limit = ptr.To(resource.MustParse("1000")) }),
+			`spec.triggers[0].query.limit: Invalid value: "1k": must be at least above (20k)`},
+		"urgency": {func(r *deckhandv1alpha1.RestartSchedule) {
+			withQuery(func(*deckhandv1alpha1.RestartQueryTrigger) {})(r)
+			r.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{PredictedLimitWithin: metav1.Duration{Duration: 10 * time.Minute}}
+		}, ""},
+		"urgency with no memory or query trigger": {func(r *deckhandv1alpha1.RestartSchedule) {
+			r.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}}}}
+			r.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{PredictedLimitWithin: metav1.Duration{Duration: 10 * time.Minute}}
+		}, "spec.urgency: Invalid value: \"\": urgency needs a memory or query trigger"},
+		"urgency predictedLimitWithin": {func(r *deckhandv1alpha1.RestartSchedule) {
+			withQuery(func(*deckhandv1alpha1.RestartQueryTrigger) {})(r)
+			r.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{}
+		}, `spec.urgency.predictedLimitWithin: Invalid value: "0s": must be between 1s and 168h`},
 		"action scope":          {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.Scope = "Node" }, "spec.action.scope: Unsupported value"},
 		"action max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.MaxConcurrent = 101 }, "spec.action.maxConcurrent"},
 		"action min pod age": {func(r *deckhandv1alpha1.RestartSchedule) {

@@ -1,0 +1,80 @@
+package restartschedule
+
+import (
+	"math"
+	"time"
+)
+
+// Bounds of a prediction.
+const (
+	// minPredictionSamples is the fewest samples, at distinct times, a
+	// trend is fitted to: two always fit a line exactly, noise and all.
+	minPredictionSamples = 3
+	// minFitWindow is the least span of samples kept for a fit, whatever
+	// a trigger's `for` (which may be 0s).
+	minFitWindow = time.Minute
+)
+
+// point is one value of a pod's series (a container's working set, a
+// query's value) and when it was observed.
+type point struct {
+	at    time.Time
+	value float64
+}
+
+// fitLine fits value = intercept + slope * (t - ref) to the samples by
+// least squares, t and ref in seconds, ref the latest sample's time: what
+// PromQL's predict_linear does over a range. ok is false with fewer than
+// minPredictionSamples samples or when they are all at one time.
+func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool) {
+	if len(samples) < minPredictionSamples {
+		return 0, 0, time.Time{}, false
+	}
+	ref = samples[0].at
+	for _, s := range samples[1:] {
+		if s.at.After(ref) {
+			ref = s.at
+		}
+	}
+	// Centred sums: a constant series gives a slope of exactly 0, with no
+	// rounding left over to read as a trend.
+	n := float64(len(samples))
+	var meanX, meanY float64
+	for _, s := range samples {
+		meanX += s.at.Sub(ref).Seconds() / n
+		meanY += s.value / n
+	}
+	var covXY, varX float64
+	for _, s := range samples {
+		dx := s.at.Sub(ref).Seconds() - meanX
+		covXY += dx * (s.value - meanY)
+		varX += dx * dx
+	}
+	if varX <= 0 {
+		return 0, 0, time.Time{}, false
+	}
+	slope = covXY / varX
+	intercept = meanY - slope*meanX
+	return slope, intercept, ref, true
+}
+
+// predictLimitAt is when the trend of samples reaches limit: the fitted
+// line's crossing, or the latest sample's time when the line is already at
+// or over limit there. ok is false when no line fits or it does not rise:
+// a flat or falling series never reaches a limit it is under.
+func predictLimitAt(samples []point, limit float64) (time.Time, bool) {
+	slope, intercept, ref, ok := fitLine(samples)
+	if !ok || slope <= 0 {
+		return time.Time{}, false
+	}
+	secs := (limit - intercept) / slope
+	if secs <= 0 {
+		return ref, true
+	}
+	// A century bounds what time.Duration holds and what anyone waits for.
+	const horizon = 100 * 365 * 24 * time.Hour
+	if secs > horizon.Seconds() || math.IsNaN(secs) {
+		return time.Time{}, false
+	}
+	return ref.Add(time.Duration(secs * float64(time.Second))), true
+}

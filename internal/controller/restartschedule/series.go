@@ -1,0 +1,128 @@
+package restartschedule
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+)
+
+// seriesKey names one series of values: a memory trigger's container of a
+// pod, or a query trigger's pod (container ""), by the trigger's index.
+type seriesKey struct {
+	trigger        int
+	pod, container string
+}
+
+// seriesStore keeps, per schedule, the recent values its memory and query
+// triggers saw, which their predictions are fitted to. It lives in memory
+// only: a restarted manager starts the series again and predicts nothing
+// until minPredictionSamples new samples are in, so a crash never makes a
+// prediction up. The zero value is ready to use.
+type seriesStore struct {
+	mu sync.Mutex
+	m  map[types.UID]*scheduleSeries
+}
+
+type scheduleSeries struct {
+	// generation of the schedule the series were kept for: an edit may
+	// renumber the triggers, so it starts them again.
+	generation int64
+	at         time.Time
+	series     map[seriesKey][]point
+}
+
+// forgetAfter drops the series of a schedule no reconcile has asked about
+// for this long (a deleted schedule).
+const forgetAfter = 10 * time.Minute
+
+// update adds this evaluation's samples to the schedule's series and
+// returns them, oldest first. A series is kept only while its pod is
+// observed (a pod gone, a failed read or a pod missing from an answer
+// starts it again), and only its samples of the last window(trigger). A
+// sample at the time of the previous one (a metrics list reused) is not
+// added twice.
+func (s *seriesStore) update(uid types.UID, generation int64, now time.Time, observed map[seriesKey]point, window func(trigger int) time.Duration) map[seriesKey][]point {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[types.UID]*scheduleSeries{}
+	}
+	for id, ss := range s.m {
+		if id != uid && now.Sub(ss.at) > forgetAfter {
+			delete(s.m, id)
+		}
+	}
+	prev := s.m[uid]
+	if prev == nil || prev.generation != generation {
+		prev = &scheduleSeries{}
+	}
+	next := &scheduleSeries{generation: generation, at: now, series: make(map[seriesKey][]point, len(observed))}
+	for k, v := range observed {
+		old := prev.series[k]
+		if n := len(old); n == 0 || v.at.After(old[n-1].at) {
+			old = append(old, v)
+		}
+		from := now.Add(-window(k.trigger))
+		next.series[k] = slices.DeleteFunc(slices.Clone(old), func(x point) bool { return x.at.Before(from) })
+	}
+	s.m[uid] = next
+	out := make(map[seriesKey][]point, len(next.series))
+	for k, v := range next.series {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// fitWindow is how far back a trigger's prediction looks: its `for`, at
+// least minFitWindow.
+func fitWindow(t deckhandv1alpha1.RestartNeedTrigger) time.Duration {
+	var d *time.Duration
+	switch {
+	case t.Memory != nil && t.Memory.For != nil:
+		d = &t.Memory.For.Duration
+	case t.Query != nil && t.Query.For != nil:
+		d = &t.Query.For.Duration
+	}
+	if d == nil {
+		return max(defaultFor, minFitWindow)
+	}
+	return max(*d, minFitWindow)
+}
+
+// defaultFor is the `for` of memory and query triggers, as the CRD schema
+// defaults it.
+const defaultFor = 5 * time.Minute
+
+// observeSeries is this evaluation's sample of each series: each memory
+// trigger's containers of the target pods (the PodMetrics sample, at its
+// own time) and each query trigger's pods (the answer, at now).
+func observeSeries(in needInput) map[seriesKey]point {
+	out := map[seriesKey]point{}
+	for i, t := range in.triggers {
+		for _, w := range in.workloads {
+			for _, p := range w.pods {
+				switch {
+				case t.Memory != nil:
+					u, ok := in.usage[p.Name]
+					if !ok {
+						continue
+					}
+					for _, ctr := range p.Spec.Containers {
+						if ws, ok := u.workingSet[ctr.Name]; ok && (t.Memory.Container == "" || t.Memory.Container == ctr.Name) {
+							out[seriesKey{trigger: i, pod: p.Name, container: ctr.Name}] = point{at: u.at, value: float64(ws)}
+						}
+					}
+				case t.Query != nil:
+					if v, ok := in.queried[i].values[p.Name]; ok {
+						out[seriesKey{trigger: i, pod: p.Name}] = point{at: in.now, value: v}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
