@@ -19,6 +19,9 @@ import (
 // garbage collector) the injection policy and binding of a deleted
 // SidecarSet go, those of a live one stay.
 func TestSettlePoliciesDeletesOrphans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a control plane (not in -short mode)")
+	}
 	ctx := testutil.Context(t, 3*time.Minute)
 	cl, err := localcluster.Start(ctx, localcluster.Options{BinDir: localcluster.DefaultBinDir()})
 	if err != nil {

@@ -143,9 +143,18 @@ func RepoRoot() (string, error) {
 	}
 }
 
+// NoControlPlaneEnv names the environment variable that makes Start refuse
+// to start anything. `make test-unit` sets it, so that a test that needs a
+// control plane but does not skip in -short mode fails there, naming itself,
+// instead of quietly turning the quick loop into the long one.
+const NoControlPlaneEnv = "DECKHAND_NO_CONTROL_PLANE"
+
 // Start brings up the components opts asks for and waits until they work.
 // On error everything started so far is stopped again.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if os.Getenv(NoControlPlaneEnv) != "" {
+		return nil, fmt.Errorf("%s is set (make test-unit runs no control plane): a test that starts one must skip when testing.Short() is true", NoControlPlaneEnv)
+	}
 	if opts.BinDir == "" {
 		opts.BinDir = DefaultBinDir()
 	}

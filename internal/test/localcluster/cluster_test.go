@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,7 @@ webhooks:
 
 // TestStopLeavesNoProcess checks that Stop ends every component.
 func TestStopLeavesNoProcess(t *testing.T) {
+	skipInShortMode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, Options{})
@@ -158,10 +160,35 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	}
 }
 
+// TestStartRefusesWhenNoControlPlaneIsWanted checks the guard of `make
+// test-unit`: with NoControlPlaneEnv set, Start fails at once, naming the
+// variable, and starts nothing (there is not even a binary to start).
+func TestStartRefusesWhenNoControlPlaneIsWanted(t *testing.T) {
+	t.Setenv(NoControlPlaneEnv, "1")
+	c, err := Start(t.Context(), Options{BinDir: t.TempDir()})
+	if err == nil {
+		c.Stop()
+		t.Fatal("Start started a control plane with " + NoControlPlaneEnv + " set")
+	}
+	if !strings.Contains(err.Error(), NoControlPlaneEnv) {
+		t.Errorf("Start's error %q does not name %s", err, NoControlPlaneEnv)
+	}
+}
+
+// skipInShortMode skips t, which starts a control plane, in -short mode
+// (`make test-unit`).
+func skipInShortMode(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a control plane (not in -short mode)")
+	}
+}
+
 // startCluster starts a cluster of opts for t, stopped when t ends, whose
 // component logs are printed if t fails; the context bounds t's requests.
 func startCluster(t *testing.T, opts Options) (*Cluster, context.Context) {
 	t.Helper()
+	skipInShortMode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	c, err := Start(ctx, opts)

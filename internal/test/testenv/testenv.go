@@ -130,7 +130,13 @@ func Scheme() *runtime.Scheme {
 // Run starts the environment, stores it in *env, runs the package's tests
 // and stops everything again. Use it as the body of TestMain. When a test
 // fails, the tail of every component's log (and the manager's) is printed.
+// In -short mode it runs nothing (see testutil.SkipInShortMode); a package
+// whose pure tests should run there leaves env nil instead of calling Run,
+// and skips its other tests on a nil env.
 func Run(m *testing.M, env **Env, opts Options) int {
+	if testutil.SkipInShortMode(strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")) {
+		return 0
+	}
 	if opts.DetectCacheMutations && os.Getenv(mutationDetectorEnv) != "true" {
 		return runAgainWith(mutationDetectorEnv + "=true")
 	}

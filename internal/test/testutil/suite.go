@@ -2,8 +2,10 @@ package testutil
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -41,12 +43,31 @@ func NewSuite(name string, setup time.Duration) *Suite {
 // (see NewSuite), prepares it and, unless that fails, calls run with it,
 // closing the suite when run returns. It returns TestMain's exit code.
 func RunSuite(name string, setup time.Duration, run func(*Suite) int) int {
+	if SkipInShortMode(name) {
+		return 0
+	}
 	s := NewSuite(name, setup)
 	defer s.Close()
 	if err := s.Prepare(); err != nil {
 		return s.Fail("%v", err)
 	}
 	return run(s)
+}
+
+// SkipInShortMode is what the TestMain of a package whose tests need a
+// control plane asks first: in -short mode (`make test-unit`) it says that
+// the package is skipped and returns true, and TestMain returns 0 without
+// starting anything. TestMain runs before the test flags are parsed, so it
+// parses them.
+func SkipInShortMode(pkg string) bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	if !testing.Short() {
+		return false
+	}
+	fmt.Printf("%s: skipped in -short mode: its tests need a control plane (make test runs them)\n", pkg)
+	return true
 }
 
 // Prepare finds the repository root and makes the scratch directory.
