@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,22 +24,12 @@ import (
 // reported it above the threshold for 45s, leaves the flat one alone, and
 // records the trigger and the value in history.
 func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
-	needEnv(t)
-	ctx := testutil.Context(t, 4*time.Minute)
-	ns := env.Namespace(t)
-	d := deployment(ns, "web", 2, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"},
-		corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")})
-	testutil.Create(ctx, t, env.Client, d)
-	pods := readyPods(t, d, 2)
-	leaking, flat := pods[0].Name, pods[1].Name
-	watch, patched := startLeak(ctx, t, d, pods, localcluster.SimMemoryLeakPerSecondAnnotation, "4Mi")
+	leak := startMemoryLeak(t, 4*time.Minute, "4Mi")
+	rs := podScope(leak.ns, "mem", "web", memoryTrigger(50, 45*time.Second))
+	testutil.Create(leak.ctx, t, env.Client, rs)
 
-	rs := podScope(ns, "mem", "web", deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
-		Container: "app", PercentOfLimit: ptr.To[int32](50), For: &metav1.Duration{Duration: 45 * time.Second}}})
-	testutil.Create(ctx, t, env.Client, rs)
-
-	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerMemory, leaking: leaking, flat: flat, workload: "Deployment/web",
-		leakStarted: patched, sustained: 45 * time.Second, threshold: "50% of 256Mi", above: "128Mi", timeout: 3 * time.Minute}, watch)
+	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerMemory, leaking: leak.leaking, flat: leak.flat, workload: "Deployment/web",
+		leakStarted: leak.started, sustained: 45 * time.Second, threshold: "50% of 256Mi", above: "128Mi", timeout: 3 * time.Minute}, leak.watch)
 }
 
 // leakEviction is what a trigger on a leaking pod must do.

@@ -3,22 +3,25 @@ package metricstrigger_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
-	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/eviction"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -27,22 +30,15 @@ import (
 // refresh: past the moment the last samples would have had the pod evicted,
 // nothing is evicted, MetricsUnavailable is True with MetricsAPIUnavailable,
 // a Warning Event says so and the data-missing metric counts it. Once
-// metrics-server serves again, the leaking pod is replaced and the flat one
-// is left alone.
+// metrics-server serves again, a PodDisruptionBudget holds the eviction
+// (refused and counted); once the budget is deleted, the leaking pod is
+// replaced and the flat one is left alone.
 func TestIntegrationMemoryMetricsServerStopped(t *testing.T) {
-	needEnv(t)
-	ctx := testutil.Context(t, 6*time.Minute)
-	ns := env.Namespace(t)
-	d := deployment(ns, "web", 2, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"},
-		corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")})
-	testutil.Create(ctx, t, env.Client, d)
-	pods := readyPods(t, d, 2)
-	leaking := pods[0].Name
-	watch, _ := startLeak(ctx, t, d, pods, localcluster.SimMemoryLeakPerSecondAnnotation, "4Mi")
+	leak := startMemoryLeak(t, 6*time.Minute, "4Mi")
+	ctx, ns, leaking, watch := leak.ctx, leak.ns, leak.leaking, leak.watch
 
 	const sustained = 30 * time.Second
-	rs := podScope(ns, "mem", "web", deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
-		Container: "app", PercentOfLimit: ptr.To[int32](50), For: &metav1.Duration{Duration: sustained}}})
+	rs := podScope(ns, "mem", "web", memoryTrigger(50, sustained))
 	testutil.Create(ctx, t, env.Client, rs)
 	held := fmt.Sprintf("for %s: above the threshold since ", sustained)
 	waitSchedule(t, rs, 2*time.Minute, "the leaking pod is a candidate held "+held, func(got *deckhandv1alpha1.RestartSchedule) bool {
@@ -87,12 +83,36 @@ func TestIntegrationMemoryMetricsServerStopped(t *testing.T) {
 		t.Fatalf("pods deleted while the metrics API was down:\n%s", watch.History())
 	}
 
+	// Back with a budget that allows no disruption: the eviction is
+	// refused and counted, the pod held by the budget, until the budget
+	// goes.
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: leak.deployment.Spec.Selector}}
+	testutil.Create(ctx, t, env.Client, pdb)
+	evictions := func(result eviction.Result) float64 {
+		return counterValue(t, "deckhand_restartschedule_pod_evictions_total", map[string]string{"trigger": "Memory", "result": result.String()})
+	}
+	blocked, evictedCount := evictions(eviction.Blocked), evictions(eviction.Evicted)
 	if err := env.Cluster.StartMetricsServer(ctx); err != nil {
 		t.Fatal(err)
 	}
-	evicted := waitEvicted(t, rs, deckhandv1alpha1.RestartTriggerMemory, 3*time.Minute)
+	waitSchedule(t, rs, 3*time.Minute, "the leaking pod held by the PodDisruptionBudget", func(got *deckhandv1alpha1.RestartSchedule) bool {
+		return slices.ContainsFunc(got.Status.Candidates, func(c deckhandv1alpha1.RestartCandidate) bool {
+			return c.Pod == leaking && strings.HasPrefix(c.HeldBy, "PodDisruptionBudget: ")
+		})
+	})
+	if now := evictions(eviction.Blocked); now <= blocked {
+		t.Errorf("deckhand_restartschedule_pod_evictions_total{trigger=Memory,result=blocked} %v, was %v: the refusal not counted", now, blocked)
+	}
+	if err := env.Client.Delete(ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	evicted := waitEvicted(t, rs, deckhandv1alpha1.RestartTriggerMemory, 2*time.Minute)
 	if evicted.Pod != leaking || evicted.Result != deckhandv1alpha1.RestartSucceeded {
 		t.Fatalf("history entry %+v, want the leaking pod %s evicted", evicted, leaking)
+	}
+	if now := evictions(eviction.Evicted); now != evictedCount+1 {
+		t.Errorf("deckhand_restartschedule_pod_evictions_total{trigger=Memory,result=success} %v, was %v: want the one eviction counted", now, evictedCount)
 	}
 	waitSchedule(t, rs, time.Minute, "MetricsUnavailable False once metrics-server serves", func(got *deckhandv1alpha1.RestartSchedule) bool {
 		return meta.IsStatusConditionFalse(got.Status.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)
@@ -129,4 +149,29 @@ func expectWarningEvent(t *testing.T, ns, name, reason string) {
 			return e.Type == corev1.EventTypeWarning && e.InvolvedObject.Kind == "RestartSchedule" && e.InvolvedObject.Name == name
 		}), err
 	}, "a %s Warning Event about RestartSchedule %s", reason, name)
+}
+
+// counterValue is the value of the manager's counter name in the series
+// with labels (0 when there is none).
+func counterValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

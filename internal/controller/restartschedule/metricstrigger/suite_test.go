@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -139,4 +140,38 @@ func startLeak(ctx context.Context, t *testing.T, d *appsv1.Deployment, pods []c
 		t.Fatal(err)
 	}
 	return watch, started
+}
+
+// memoryLeak is a Deployment "web" of two pods at 64Mi of a 256Mi limit,
+// in a namespace of its own, whose first pod leaks.
+type memoryLeak struct {
+	ctx           context.Context
+	ns            string
+	deployment    *appsv1.Deployment
+	leaking, flat string
+	// watch follows the pods' deletions from before the leak started.
+	watch   *testutil.DisruptionWatch
+	started time.Time
+}
+
+// startMemoryLeak creates a memoryLeak whose leaking pod grows perSecond,
+// with a context that ends after timeout.
+func startMemoryLeak(t *testing.T, timeout time.Duration, perSecond string) memoryLeak {
+	t.Helper()
+	needEnv(t)
+	m := memoryLeak{ctx: testutil.Context(t, timeout), ns: env.Namespace(t)}
+	m.deployment = deployment(m.ns, "web", 2, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"},
+		corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")})
+	testutil.Create(m.ctx, t, env.Client, m.deployment)
+	pods := readyPods(t, m.deployment, 2)
+	m.leaking, m.flat = pods[0].Name, pods[1].Name
+	m.watch, m.started = startLeak(m.ctx, t, m.deployment, pods, localcluster.SimMemoryLeakPerSecondAnnotation, perSecond)
+	return m
+}
+
+// memoryTrigger is a memory trigger on container "app" above percent of
+// its limit for sustained.
+func memoryTrigger(percent int32, sustained time.Duration) deckhandv1alpha1.RestartNeedTrigger {
+	return deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
+		Container: "app", PercentOfLimit: ptr.To(percent), For: &metav1.Duration{Duration: sustained}}}
 }
