@@ -13,9 +13,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -324,4 +326,47 @@ func TestUnobservedUpdateHoldsOnlyUntilTTL(t *testing.T) {
 		rev, _ := sidecarcontrol.ReadPodRecord(got.Annotations).Revisions(name)
 		return containerImage(got, "proxy") == "proxy:2" && rev == hash, nil
 	}, "pod-0 updated to proxy:2 once the unobserved expectation expired")
+}
+
+// TestFailedRolloutPauses rolls a sidecar image that cannot be pulled out
+// to four pods with maxUnavailable 1 and onFailure Pause (the default): the
+// one pod updated never gets its sidecar ready, so after the progress
+// deadline (3s) the rollout has failed: RolloutFailed and PodsUpdated say
+// RolloutPaused, Stalled says ProgressDeadlineExceeded, one Warning
+// RolloutFailed Event is recorded. Raising maxUnavailable then updates no
+// further pod, though updateStrategy.paused is not set.
+func TestFailedRolloutPauses(t *testing.T) {
+	sc := newScenario(t, "failing", func(s *deckhandv1alpha1.SidecarSet) {
+		s.Spec.UpdateStrategy.MaxUnavailable = podCount(1)
+		s.Spec.UpdateStrategy.ProgressDeadlineSeconds = ptr.To[int32](3)
+	})
+	const n = 4
+	sc.createPods("pod-%d", n)
+	sc.waitStatus(90*time.Second, "the pods are updated and the revision stable", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return s.Status.UpdatedReadyPods == n && s.Status.StableRevision == s.Status.LatestRevision
+	})
+
+	bad := localcluster.UnpullableImage("proxy:2")
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
+	failed := func(s *deckhandv1alpha1.SidecarSet) bool {
+		rf, pu := condition(s, deckhandv1alpha1.RolloutFailedCondition), condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
+		stalled := condition(s, "Stalled")
+		return s.Status.FailedRevision == s.Status.LatestRevision && rf != nil && rf.Reason == sidecarsetctrl.ReasonRolloutPaused &&
+			pu != nil && pu.Reason == sidecarsetctrl.ReasonRolloutPaused &&
+			stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == sidecarsetctrl.ReasonProgressDeadlineExceeded
+	}
+	sc.waitStatus(time.Minute, "the rollout fails and pauses", failed)
+	waitEvent(t, sc.name, corev1.EventTypeWarning, sidecarsetctrl.ReasonRolloutFailed, "onFailure is Pause")
+
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = podCount(3) })
+	sc.waitStatus(time.Minute, "the failed rollout stays paused with more room", failed)
+	updated := 0
+	for _, p := range sc.pods() {
+		if containerImage(&p, "proxy") == bad {
+			updated++
+		}
+	}
+	if updated != 1 {
+		t.Errorf("%d pods run %s after the rollout failed, want the 1 updated before", updated, bad)
+	}
 }

@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,6 +13,7 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
+	"github.com/deckhand-dev/deckhand/internal/rolloutfailure"
 	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
@@ -152,6 +154,10 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	if st.DisruptionBlockedPods > 0 {
 		progress += fmt.Sprintf(", %d waiting on a PodDisruptionBudget", st.DisruptionBlockedPods)
 	}
+	held := st.UpdatedPods != st.MatchedPods && rolloutHeld(sc, int(st.MatchedPods))
+	inProgress := st.UpdatedPods != st.MatchedPods && us.Type != deckhandv1alpha1.NotUpdateSidecarSetStrategy && !us.Paused && !held
+	deadline := progressDeadline(s)
+	untilDeadline := trackRollout(&s.Status, &st, inProgress, deadline, sc.now)
 	switch {
 	case st.UpdatedPods == st.MatchedPods:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonAllPodsUpdated, "every injected pod runs the latest revision"
@@ -159,18 +165,30 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 		cond.Reason, cond.Message = ReasonNotUpdate, progress+"; updateStrategy.type is NotUpdate, so running pods keep their revision"
 	case us.Paused:
 		cond.Reason, cond.Message = ReasonUpdatePaused, progress+"; the rollout is paused (updateStrategy.paused)"
-	case rolloutHeld(sc, int(st.MatchedPods)):
+	case held:
 		cond.Reason, cond.Message = ReasonUpdateHeld, progress+"; the remaining pods are held back by updateStrategy.partition or updateStrategy.selector, or need recreating (see InPlaceUpdatable)"
+	case st.FailedRevision == st.LatestRevision:
+		cond.Reason, cond.Message = ReasonRolloutPaused, progress+"; "+failureMessage(&st, deadline)
 	default:
 		cond.Reason, cond.Message = ReasonRollingUpdate, progress
 	}
 	set(cond)
+	if st.FailedRevision != "" && st.FailedRevision == st.LatestRevision {
+		meta.SetStatusCondition(&st.Conditions, rolloutfailure.Condition(ReasonRolloutPaused, failureMessage(&st, deadline), gen, metav1.NewTime(sc.now)))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.RolloutFailedCondition)
+	}
 	sum := summarize(&st, blockedPods(sc, int(st.MatchedPods)), evict)
 	if r.Lister.Modes().Effective(s) == deckhandv1alpha1.PolicyInjection {
 		sum = awaitPolicy(&st, gen, sum)
 	}
 	conditions.Set(&st.Conditions, gen, sc.now, sum)
 	sc.status = st
+	if untilDeadline > 0 {
+		// Status writes do not start reconciles: the deadline passing needs
+		// one of its own.
+		return ctrl.Result{RequeueAfter: untilDeadline + time.Second}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
@@ -208,6 +226,8 @@ func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int, evict bool) c
 	case injected.Status == metav1.ConditionFalse:
 		// Only recreating the pods injects them: nothing Deckhand can do.
 		return conditions.Summary{State: conditions.Stalled, Reason: injected.Reason, Message: injected.Message}
+	case updated.Reason == ReasonRolloutPaused:
+		return conditions.Summary{State: conditions.Stalled, Reason: ReasonProgressDeadlineExceeded, Message: updated.Message}
 	case updated.Reason == ReasonRollingUpdate:
 		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRolloutInProgress, Message: updated.Message}
 	case updated.Reason == ReasonUpdatePaused:
@@ -320,8 +340,15 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) (ctrl.
 	}
 	r.recordMetrics(s.Name, &st)
 	r.announce(s, &st)
+	wasFailed := s.Status.FailedRevision
 	w := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}
-	return w.Status(ctx, s, &st, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	res, err := w.Status(ctx, s, &st, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
+	// The Event follows the write that records the failure, so that it is
+	// recorded once, by whichever reconcile persisted it.
+	if failed := s.Status.FailedRevision; err == nil && failed != "" && failed == st.FailedRevision && failed != wasFailed {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "UpdatePods", "%s", failureMessage(&st, progressDeadline(s)))
+	}
+	return res, err
 }
 
 // announce emits an event when a condition changes status or reason.

@@ -34,7 +34,7 @@ const disruptionRetry = 5 * time.Second
 // Evict, evictions.
 func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	us := sc.set.Spec.UpdateStrategy
-	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || sc.pending > 0 {
+	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) || sc.pending > 0 {
 		return ctrl.Result{}, nil
 	}
 	in := sc.rolloutInput()
