@@ -327,7 +327,7 @@ type RestartPodAgeTrigger struct {
 }
 
 // RestartActionScope says what a trigger replaces.
-// +kubebuilder:validation:Enum=Pod
+// +kubebuilder:validation:Enum=Pod;Workload
 type RestartActionScope string
 
 const (
@@ -335,6 +335,12 @@ const (
 	// Eviction API: PodDisruptionBudgets are honoured, a refused eviction
 	// waits, and no pod is ever deleted by force.
 	RestartScopePod RestartActionScope = "Pod"
+	// RestartScopeWorkload restarts the whole workload of a pod a trigger
+	// names, as a scheduled run does: its pod template's restarted-at
+	// annotation, its own rolling strategy, spec.maxConcurrent,
+	// rolloutTimeout, failurePolicy and history. It waits while a run is
+	// in progress.
+	RestartScopeWorkload RestartActionScope = "Workload"
 )
 
 // RestartAction says how the pods spec.triggers name are replaced. The
@@ -342,8 +348,10 @@ const (
 // a time, through the Eviction API, so that the workload is never short of
 // more than one pod and its PodDisruptionBudgets are honoured.
 type RestartAction struct {
-	// scope: Pod (the default, and the only scope so far) evicts the pods
-	// the triggers name.
+	// scope: Pod (the default) evicts the pods the triggers name;
+	// Workload restarts their workloads with a rolling restart, as a
+	// scheduled run does (maxConcurrent below then does not apply: the
+	// workload's own strategy and spec.maxConcurrent do).
 	// +kubebuilder:default=Pod
 	// +optional
 	Scope RestartActionScope `json:"scope,omitempty"`
@@ -609,9 +617,19 @@ type RestartActive struct {
 	// scheduledTime is the schedule slot this restart belongs to; for a
 	// run-now run, the run's start time.
 	ScheduledTime metav1.Time `json:"scheduledTime"`
-	// trigger is what started the run: Schedule (also when unset) or RunNow.
+	// trigger is what started the run: Schedule (also when unset), RunNow,
+	// or a trigger of action scope Workload.
 	// +optional
 	Trigger RestartTrigger `json:"trigger,omitempty"`
+	// pod is, for a restart a trigger started (action scope Workload),
+	// the pod it named.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// value is what that trigger saw in the pod.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Value string `json:"value,omitempty"`
 	// startTime is when the workload was patched.
 	StartTime metav1.Time `json:"startTime"`
 	// generation is the workload's metadata.generation after the restart
@@ -631,9 +649,19 @@ type RestartPending struct {
 	// scheduledTime is the schedule slot this restart belongs to; for a
 	// run-now run, the run's start time.
 	ScheduledTime metav1.Time `json:"scheduledTime"`
-	// trigger is what started the run: Schedule (also when unset) or RunNow.
+	// trigger is what started the run: Schedule (also when unset), RunNow,
+	// or a trigger of action scope Workload.
 	// +optional
 	Trigger RestartTrigger `json:"trigger,omitempty"`
+	// pod is, for a restart a trigger started (action scope Workload),
+	// the pod it named.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Pod string `json:"pod,omitempty"`
+	// value is what that trigger saw in the pod.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Value string `json:"value,omitempty"`
 	// ignoreWindows is set for a run-now run whose request carried the
 	// apps.deckhand.dev/run-now-ignore-windows override: it starts
 	// regardless of windows and blackoutDates.
@@ -654,7 +682,8 @@ type RestartRecord struct {
 	// was chosen).
 	// +optional
 	Workload string `json:"workload,omitempty"`
-	// pod is the name of the pod a trigger replaced (action scope Pod).
+	// pod is the name of the pod a trigger replaced (action scope Pod), or
+	// whose trigger restarted the workload (action scope Workload).
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Pod string `json:"pod,omitempty"`

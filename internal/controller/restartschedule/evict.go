@@ -36,11 +36,21 @@ const (
 	// spec.urgency.predictedLimitWithin was evicted, whatever the calendar
 	// (Normal Event, beside PodEvicted).
 	ReasonUrgentRestart = "UrgentRestart"
+	// ReasonRestartTriggered: action scope Workload, a trigger named a pod
+	// and its workload's rolling restart was queued (Normal Event).
+	ReasonRestartTriggered = "RestartTriggered"
+	// ReasonWouldRestart: dryRun with action scope Workload, a workload
+	// that would have been restarted (Normal Event).
+	ReasonWouldRestart = "WouldRestart"
 	// ReasonCandidates: the Triggered condition is True.
 	ReasonCandidates = "Candidates"
 	// ReasonNoCandidates: the Triggered condition is False.
 	ReasonNoCandidates = "NoCandidates"
 )
+
+// heldRestarting is the heldBy of a candidate whose workload's restart
+// was queued in this pass.
+const heldRestarting = "restarting its workload"
 
 // blockedRetry is how soon an eviction a PodDisruptionBudget refused is
 // tried again: the budget changes with pod readiness, which this controller
@@ -82,7 +92,11 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		return ctrl.Result{}, fmt.Errorf("listing the workloads of spec.target: %w", err)
 	}
 	in := needInput{now: s.now, triggers: rs.Spec.Triggers, action: rs.Spec.Action, dryRun: rs.Spec.DryRun,
-		lastTriggered: map[string]time.Time{}, evicting: map[string]map[string]bool{}}
+		lastTriggered: map[string]time.Time{}, evicting: map[string]map[string]bool{},
+		workloadScope: rs.Spec.Action.Scope == deckhandv1alpha1.RestartScopeWorkload}
+	if n := len(st.Active) + len(st.Pending); in.workloadScope && n > 0 {
+		in.runInProgress = fmt.Sprintf("%s is in progress (%d workload(s) restarting or waiting)", describeRun(runSlot(st), runTrigger(st)), n)
+	}
 	seen := map[types.UID]*corev1.Pod{}
 	for _, t := range targets {
 		w, err := r.workloadPods(ctx, rs.Namespace, t)
@@ -148,9 +162,18 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 	for i := range plan.candidates {
 		c := &plan.candidates[i]
 		if in.dryRun && c.HeldBy == holdDryRun && previouslyListed(st.Candidates, c.Pod) == "" {
-			s.event(c.pod, corev1.EventTypeNormal, ReasonWouldEvict, "Evict", "dryRun: would evict %s of %s (%s: %s, limit %s)", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
+			if in.workloadScope {
+				s.event(c.pod, corev1.EventTypeNormal, ReasonWouldRestart, "Restart", "dryRun: would restart %s for %s (%s: %s, limit %s)", c.Workload, c.Pod, c.Trigger, c.Value, c.Limit)
+			} else {
+				s.event(c.pod, corev1.EventTypeNormal, ReasonWouldEvict, "Evict", "dryRun: would evict %s of %s (%s: %s, limit %s)", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
+			}
 		}
 		if !c.evict {
+			continue
+		}
+		if in.workloadScope {
+			queueTriggered(s, c, &in)
+			res = reconcileutil.LowestNonZero(res, requeueToStart(0))
 			continue
 		}
 		result, err := eviction.Evict(ctx, r.Client, c.pod, false)
@@ -206,6 +229,24 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		res = reconcileutil.LowestNonZero(res, requeueIn(r.pollInterval()))
 	}
 	return res, nil
+}
+
+// queueTriggered queues the rolling restart of c's workload that c's
+// trigger asks for (action scope Workload): a run of its own, started by
+// the next reconcile once this status records it, as a run-now run is. An
+// urgent candidate's restart ignores the calendar it was chosen outside.
+func queueTriggered(s *scope, c *needCandidate, in *needInput) {
+	st := &s.rs.Status
+	kind, name, _ := strings.Cut(c.Workload, "/")
+	st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: kind, Name: name, ScheduledTime: metav1.NewTime(s.now.Truncate(time.Second)),
+		Trigger: c.Trigger, Pod: c.Pod, Value: c.Value, IgnoreWindows: c.Urgent && in.calendarClosed})
+	setLastTriggered(st, c.Workload, s.now)
+	s.runStarted = true
+	c.HeldBy = heldRestarting
+	s.event(c.pod, corev1.EventTypeNormal, ReasonRestartTriggered, "Restart", "restarting %s: %s", c.Workload, describeNeed(*c, s.now))
+	if c.Urgent {
+		s.event(c.pod, corev1.EventTypeNormal, ReasonUrgentRestart, "Restart", "restarting %s at once: %s%s", c.Workload, describeNeed(*c, s.now), outside(in.closed))
+	}
 }
 
 // describeNeed says what named a candidate: its value over the threshold and since
@@ -284,7 +325,7 @@ func setTriggered(s *scope, set func(typ string, status metav1.ConditionStatus, 
 	}
 	held := 0
 	for _, c := range s.candidates {
-		if c.HeldBy != "" && c.HeldBy != "evicted" {
+		if c.HeldBy != "" && c.HeldBy != "evicted" && c.HeldBy != heldRestarting {
 			held++
 		}
 	}

@@ -55,6 +55,13 @@ type needInput struct {
 	nextReopen time.Time
 	// urgentWithin is spec.urgency.predictedLimitWithin; 0 without urgency.
 	urgentWithin time.Duration
+	// workloadScope is action scope Workload: a candidate restarts its
+	// whole workload, one restart per workload, and pod availability is
+	// the workload's own strategy's concern. runInProgress says which run
+	// holds every restart back (a workload restarting or waiting for its
+	// turn); empty when none.
+	workloadScope bool
+	runInProgress string
 	// series are the recent values of each memory and query trigger's
 	// pods, oldest first, which predictions are fitted to.
 	series map[seriesKey][]point
@@ -149,7 +156,8 @@ func podsUnavailable(a deckhandv1alpha1.RestartAction) int {
 }
 
 // planNeed lists the pods the triggers name, worst first, and chooses which
-// to evict now. A pod is held back, in this order, by dryRun, a closed
+// to evict now (with action scope Workload, whose workload to restart: the
+// worst candidate's, one per workload, while no run is in progress). A pod is held back, in this order, by dryRun, a closed
 // calendar, minPodAge, the workload's cooldown, and maxConcurrent: a pod is
 // evicted only while fewer than maxConcurrent pods of its workload are
 // unavailable (terminating, not Ready, missing from the desired count, or
@@ -204,8 +212,15 @@ func planNeed(in needInput) needPlan {
 				c.HeldBy = fmt.Sprintf("minPodAge %s: the pod is %s old", minAge, age.Truncate(time.Second))
 				later(c.pod.CreationTimestamp.Add(minAge))
 			case cooling:
-				c.HeldBy = fmt.Sprintf("cooldown %s: the workload's last eviction was at %s", cool, formatSlot(last))
+				c.HeldBy = fmt.Sprintf("cooldown %s: the workload's last triggered replacement was at %s", cool, formatSlot(last))
 				later(last.Add(cool))
+			case in.workloadScope && in.runInProgress != "":
+				c.HeldBy = in.runInProgress
+			case in.workloadScope && len(chosen) > 0:
+				c.HeldBy = fmt.Sprintf("%s is restarted for %s", w.key, chosen[0])
+			case in.workloadScope:
+				c.evict = true
+				chosen = append(chosen, c.Pod)
 			case unavailable >= limit && len(chosen) > 0:
 				c.HeldBy = fmt.Sprintf("maxConcurrent %d: after the eviction of %s", limit, strings.Join(chosen, ", "))
 			case unavailable >= limit:

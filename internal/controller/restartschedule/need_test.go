@@ -109,6 +109,23 @@ func TestPlanNeed(t *testing.T) {
 				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},
 			want: want{held: map[string]string{"a": "outside every maintenance window"}},
 		},
+		"scope Workload: the worst candidate restarts its workload, the others wait for it, whatever is unavailable": {
+			in: needInput{workloadScope: true, workloads: []needWorkload{
+				{key: "Deployment/web", desired: 4, pods: []*corev1.Pod{pod("a", 25*time.Hour, true), pod("b", 30*time.Hour, true), pod("c", time.Minute, false)}},
+				{key: "StatefulSet/db", desired: 1, pods: []*corev1.Pod{pod("db-0", 26*time.Hour, true)}},
+			}},
+			want: want{evict: []string{"b", "db-0"}, held: map[string]string{"a": "Deployment/web is restarted for b"}, recheck: 24*time.Hour - time.Minute + time.Millisecond},
+		},
+		"scope Workload: a run in progress holds every candidate": {
+			in: needInput{workloadScope: true, runInProgress: "the run scheduled at 2026-11-27T09:00:00Z is in progress (1 workload(s) restarting or waiting)",
+				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "the run scheduled at 2026-11-27T09:00:00Z is in progress"}},
+		},
+		"scope Workload: the workload's cooldown holds it": {
+			in: needInput{workloadScope: true, action: action(1, 0, time.Hour), lastTriggered: map[string]time.Time{"Deployment/web": now.Add(-20 * time.Minute)},
+				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},
+			want: want{held: map[string]string{"a": "cooldown 1h0m0s: the workload's last triggered replacement was at 2026-11-27T09:40:00Z"}, recheck: 40 * time.Minute},
+		},
 		"dryRun holds every pod": {
 			in: needInput{dryRun: true, closed: "suspended",
 				workloads: []needWorkload{{key: "Deployment/web", desired: 1, pods: []*corev1.Pod{pod("a", 25*time.Hour, true)}}}},

@@ -44,7 +44,7 @@ func (r *Reconciler) followRollouts(ctx context.Context, s *scope) (ctrl.Result,
 	var failed []deckhandv1alpha1.RestartRecord
 	for _, a := range st.Active {
 		start := a.StartTime
-		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Trigger: a.Trigger, Workload: workloadKey(a.Kind, a.Name), StartTime: &start}
+		rec := deckhandv1alpha1.RestartRecord{ScheduledTime: a.ScheduledTime, Trigger: a.Trigger, Workload: workloadKey(a.Kind, a.Name), Pod: a.Pod, Value: a.Value, StartTime: &start}
 		obj, err := newWorkload(a.Kind)
 		if err == nil {
 			err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.rs.Namespace, Name: a.Name}, obj)
@@ -172,7 +172,8 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		key := workloadKey(p.Kind, p.Name)
 		skip := func(msg string, related runtime.Object) {
 			st.Pending = slices.Delete(st.Pending, i, i+1)
-			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Result: deckhandv1alpha1.RestartSkipped, Message: msg})
+			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: p.ScheduledTime, Trigger: p.Trigger, Workload: key, Pod: p.Pod, Value: p.Value,
+				Result: deckhandv1alpha1.RestartSkipped, Message: msg})
 			s.event(related, corev1.EventTypeNormal, ReasonRestartSkipped, "Restart", "%s: %s", key, msg)
 		}
 		if due := p.ScheduledTime.Add(jitterDelay(rs.UID, key, p.ScheduledTime.Time, jitter)); s.now.Before(due) {
@@ -242,7 +243,7 @@ func (r *Reconciler) startPending(ctx context.Context, s *scope) (ctrl.Result, e
 		// rollout instead of restarting again.
 		st.Pending = slices.Delete(st.Pending, i, i+1)
 		st.Active = append(st.Active, deckhandv1alpha1.RestartActive{Kind: p.Kind, Name: p.Name, ScheduledTime: p.ScheduledTime, Trigger: p.Trigger,
-			StartTime: metav1.NewTime(s.now), Generation: generation})
+			Pod: p.Pod, Value: p.Value, StartTime: metav1.NewTime(s.now), Generation: generation})
 		res = reconcileutil.LowestNonZero(res, requeueIn(r.pollInterval()))
 	}
 	// NOTE: pending lists a workload whenever the run has one waiting, so

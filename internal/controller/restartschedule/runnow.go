@@ -141,10 +141,13 @@ func replaceRun(s *scope, msg string) {
 }
 
 // describeRun names a run in Events: by its scheduled time, or for a run-now
-// run by its start time.
+// run or one a trigger started (action scope Workload) by its start time.
 func describeRun(t time.Time, trigger deckhandv1alpha1.RestartTrigger) string {
-	if trigger == deckhandv1alpha1.RestartTriggerRunNow {
+	switch trigger {
+	case deckhandv1alpha1.RestartTriggerRunNow:
 		return "the run-now run started at " + formatSlot(t)
+	case deckhandv1alpha1.RestartTriggerPodAge, deckhandv1alpha1.RestartTriggerMemory, deckhandv1alpha1.RestartTriggerQuery:
+		return fmt.Sprintf("the restart the %s trigger started at %s", trigger, formatSlot(t))
 	}
 	return "the run scheduled at " + formatSlot(t)
 }

@@ -230,6 +230,17 @@ func missedCount(p cronschedule.Plan) string {
 	return fmt.Sprint(p.Count)
 }
 
+// runTrigger is what started the run in progress.
+func runTrigger(st *deckhandv1alpha1.RestartScheduleStatus) deckhandv1alpha1.RestartTrigger {
+	if len(st.Active) > 0 {
+		return st.Active[0].Trigger
+	}
+	if len(st.Pending) > 0 {
+		return st.Pending[0].Trigger
+	}
+	return ""
+}
+
 // runSlot is the scheduled time of the run in progress.
 func runSlot(st *deckhandv1alpha1.RestartScheduleStatus) time.Time {
 	if len(st.Active) > 0 {

@@ -3,6 +3,7 @@ package restartschedule_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +266,44 @@ func TestIntegrationMemoryWithoutMetricsAPI(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// With action scope Workload, a pod past a podAge trigger's maxAge starts
+// the rolling restart of its whole Deployment, by the path of a scheduled
+// run: the pod template's restarted-at annotation, the Deployment's own
+// strategy replacing every pod, history recording the trigger, the pod and
+// its age once the rollout completes. The replacements, past maxAge in
+// turn, wait for the workload's cooldown: one restart, not one a pod.
+func TestIntegrationPodAgeScopeWorkloadRestartsTheWorkload(t *testing.T) {
+	needEnv(t)
+	ns := env.Namespace(t)
+	old := rolledOutPods(t, newDeployment(ns, "web", 2, nil, nil))
+	rs := podAgeSchedule(ns, "age", "web", 2*time.Second, 0)
+	rs.Spec.Action.Scope = deckhandv1alpha1.RestartScopeWorkload
+	rs.Spec.Action.Cooldown = &metav1.Duration{Duration: time.Hour}
+	create(t, rs)
+
+	byTrigger := func(h deckhandv1alpha1.RestartRecord) bool {
+		return h.Trigger == deckhandv1alpha1.RestartTriggerPodAge && h.Workload == "Deployment/web"
+	}
+	got := waitHistory(t, ns, "age", "the restart the podAge trigger started", byTrigger)
+	restarted := got.Status.History[slices.IndexFunc(got.Status.History, byTrigger)]
+	if restarted.Result != deckhandv1alpha1.RestartSucceeded || !old[restarted.Pod] || !strings.HasSuffix(restarted.Value, " old") {
+		t.Fatalf("history entry %+v, want the Deployment restarted for an old pod, with its age", restarted)
+	}
+	d := waitRolledOut(t, ns, "web")
+	if at := d.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]; at != restarted.ScheduledTime.UTC().Format(time.RFC3339) {
+		t.Fatalf("restarted-at %q, want the restart's time %s", at, restarted.ScheduledTime.UTC().Format(time.RFC3339))
+	}
+	for p := range podNames(t, ns, "web") {
+		if old[p] {
+			t.Fatalf("pod %s was not replaced by the rolling restart", p)
+		}
+	}
+	waitCandidates(t, ns, "age", 2, "held by the workload's cooldown", func(c deckhandv1alpha1.RestartCandidate) bool {
+		return !old[c.Pod] && strings.HasPrefix(c.HeldBy, "cooldown 1h0m0s: ")
+	})
+	if rs, err := getRS(ctx(t), ns, "age"); err != nil || len(rs.Status.History) != 1 {
+		t.Fatalf("history %+v (%v), want the one restart", rs.Status.History, err)
+	}
 }

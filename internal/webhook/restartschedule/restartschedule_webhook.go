@@ -300,8 +300,8 @@ func validateTriggers(spec *field.Path, s deckhandv1alpha1.RestartScheduleSpec) 
 	ap := spec.Child("action")
 	a := s.Action
 	// Empty values are the defaults (the CRD schema fills them in).
-	if a.Scope != "" && a.Scope != deckhandv1alpha1.RestartScopePod {
-		errs = append(errs, field.NotSupported(ap.Child("scope"), a.Scope, []string{string(deckhandv1alpha1.RestartScopePod)}))
+	if a.Scope != "" && a.Scope != deckhandv1alpha1.RestartScopePod && a.Scope != deckhandv1alpha1.RestartScopeWorkload {
+		errs = append(errs, field.NotSupported(ap.Child("scope"), a.Scope, []string{string(deckhandv1alpha1.RestartScopePod), string(deckhandv1alpha1.RestartScopeWorkload)}))
 	}
 	if a.MaxConcurrent < 0 || a.MaxConcurrent > maxPodsUnavailable {
 		errs = append(errs, field.Invalid(ap.Child("maxConcurrent"), a.MaxConcurrent, fmt.Sprintf("must be between 1 and %d", maxPodsUnavailable)))

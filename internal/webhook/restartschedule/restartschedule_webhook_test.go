@@ -171,6 +171,7 @@ func TestValidate(t *testing.T) {
 			r.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{}
 		}, `spec.urgency.predictedLimitWithin: Invalid value: "0s": must be between 1s and 168h`},
 		"action scope":          {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.Scope = "Node" }, "spec.action.scope: Unsupported value"},
+		"action scope Workload": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.Scope = deckhandv1alpha1.RestartScopeWorkload }, ""},
 		"action max concurrent": {func(r *deckhandv1alpha1.RestartSchedule) { r.Spec.Action.MaxConcurrent = 101 }, "spec.action.maxConcurrent"},
 		"action min pod age": {func(r *deckhandv1alpha1.RestartSchedule) {
 			r.Spec.Action.MinPodAge = &metav1.Duration{Duration: -time.Second}
