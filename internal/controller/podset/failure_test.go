@@ -1,6 +1,7 @@
 package podset_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
@@ -167,13 +170,18 @@ func TestFailedRolloutPauses(t *testing.T) {
 	waitEvent(t, ps, corev1.EventTypeWarning, podset.ReasonRolloutFailed, "paused: no further pod is updated")
 
 	mergePatch(t, cur, `{"spec":{"updateStrategy":{"maxUnavailable":2}}}`)
-	cur = waitPodSetConditions(t, cur, "the failed rollout stays paused with more room", func(st *deckhandv1alpha1.PodSetStatus) bool {
+	waitPodSetConditions(t, cur, "the failed rollout stays paused with more room", func(st *deckhandv1alpha1.PodSetStatus) bool {
 		return rolloutFailed(st, podset.ReasonRolloutPaused)
 	})
-	if cur.Spec.Paused || cur.Status.UpdatedReplicas != 1 || cur.Status.AvailableReplicas != 3 {
-		t.Errorf("after the failure: paused=%v updated=%d available=%d, want paused=false, 1 pod updated and 3 available",
-			cur.Spec.Paused, cur.Status.UpdatedReplicas, cur.Status.AvailableReplicas)
-	}
+	// Several times what an in-place update takes here (a second or two).
+	testutil.Consistently(t, 10*time.Second, func(ctx context.Context) error {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ps), cur)
+		if st := cur.Status; err == nil && (cur.Spec.Paused || st.UpdatedReplicas != 1 || st.AvailableReplicas != 3) {
+			err = fmt.Errorf("paused=%v updated=%d available=%d, want paused=false, 1 pod updated and 3 available",
+				cur.Spec.Paused, st.UpdatedReplicas, st.AvailableReplicas)
+		}
+		return err
+	}, "no further pod is updated")
 }
 
 // TestFailedRolloutRollsBack rolls an image that cannot be pulled out to a

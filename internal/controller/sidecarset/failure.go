@@ -41,7 +41,8 @@ func rolloutFailed(s *deckhandv1alpha1.SidecarSet, revision string) bool {
 // trackRollout sets st's lastProgressTime, stableRevision and
 // failedRevision from prev, the status as read, and what this reconcile
 // counted. Progress is another pod updated with its sidecars ready (or a
-// new revision, or the start of a rollout); a rollout under way
+// new revision, or the start of a rollout; a pod moved to the latest
+// revision counts too, see progressed); a rollout under way
 // (inProgress) without progress for deadline has failed. It returns how
 // long until the deadline passes, 0 if it cannot. It is pure: time comes
 // in as now.
@@ -60,6 +61,16 @@ func trackRollout(prev, st *deckhandv1alpha1.SidecarSetStatus, inProgress bool, 
 	rolloutfailure.Revisions{Stable: &st.StableRevision, Failed: &st.FailedRevision}.
 		Settle(st.LatestRevision, st.UpdatedPods == st.MatchedPods, timedOut)
 	return max(left, 0)
+}
+
+// progressed records that the rollout has just moved another pod to the
+// latest revision: progress, as a Deployment counts a new pod, so that the
+// deadline runs from the last pod the rollout moved, not from the first.
+func (sc *scope) progressed() {
+	if sc.status.LastProgressTime != nil {
+		t := metav1.NewTime(sc.now)
+		sc.status.LastProgressTime = &t
+	}
 }
 
 // failureMessage says how the failed rollout of st.LatestRevision is

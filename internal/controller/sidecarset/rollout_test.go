@@ -2,6 +2,7 @@ package sidecarset_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -360,13 +361,19 @@ func TestFailedRolloutPauses(t *testing.T) {
 
 	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = podCount(3) })
 	sc.waitStatus(time.Minute, "the failed rollout stays paused with more room", failed)
-	updated := 0
-	for _, p := range sc.pods() {
-		if containerImage(&p, "proxy") == bad {
-			updated++
+	// Several times what an in-place update takes here (a second or two,
+	// the restart gate's grace included).
+	testutil.Consistently(t, 10*time.Second, func(ctx context.Context) error {
+		pods, err := listPods(ctx, sc.ns)
+		updated := 0
+		for i := range pods {
+			if containerImage(&pods[i], "proxy") == bad {
+				updated++
+			}
 		}
-	}
-	if updated != 1 {
-		t.Errorf("%d pods run %s after the rollout failed, want the 1 updated before", updated, bad)
-	}
+		if err == nil && updated != 1 {
+			err = fmt.Errorf("%d pods run %s, want the 1 updated before the rollout failed", updated, bad)
+		}
+		return err
+	}, "no further pod is updated")
 }

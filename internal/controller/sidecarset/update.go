@@ -105,6 +105,7 @@ func (r *Reconciler) updateInPlace(ctx context.Context, sc *scope, p *podState, 
 		return
 	}
 	podUpdates.WithLabelValues(s.Name, "success").Inc()
+	sc.progressed()
 	what := "images"
 	if resize {
 		what = "images and resources"
