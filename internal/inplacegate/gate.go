@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // ConditionType is the pod condition the gate reads. A pod that lists it in
@@ -90,6 +91,13 @@ func MayRestart(pod *corev1.Pod, grace time.Duration, now time.Time) (ok, close 
 	return true, false, 0
 }
 
+// Closed reports whether pod's gate condition is False: an in-place update
+// has taken, or is taking, the pod out of its endpoints.
+func Closed(pod *corev1.Pod) bool {
+	c := Condition(pod)
+	return Gated(pod) && c != nil && c.Status == corev1.ConditionFalse
+}
+
 // Open reports whether pod's gate lets it be Ready: it is not gated, or
 // its gate condition is True.
 func Open(pod *corev1.Pod) bool {
@@ -97,23 +105,58 @@ func Open(pod *corev1.Pod) bool {
 	return !Gated(pod) || (c != nil && c.Status == corev1.ConditionTrue)
 }
 
-// Close writes the gate False, unless it already is.
-func Close(ctx context.Context, c client.Client, pod *corev1.Pod, message string, now time.Time) error {
+// ContainersReady reports whether every container and native sidecar of pod
+// runs the image its spec names and is ready (podutil.RunsReady): an
+// in-place update is over, or none is under way, and the gate may open.
+func ContainersReady(pod *corev1.Pod) bool {
+	for i := range pod.Spec.Containers {
+		if !podutil.RunsReady(pod.Status.ContainerStatuses, pod.Spec.Containers[i].Name, pod.Spec.Containers[i].Image) {
+			return false
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if podutil.IsNativeSidecar(c) && !podutil.RunsReady(pod.Status.InitContainerStatuses, c.Name, c.Image) {
+			return false
+		}
+	}
+	return true
+}
+
+// Close writes the gate False, unless it already is, naming in its message
+// the object that closes it (by, e.g. "PodSet web"): only that object opens
+// it again (Release). Another controller's update that finds the gate
+// closed restarts under it.
+func Close(ctx context.Context, c client.Client, pod *corev1.Pod, by string, now time.Time) error {
 	if cur := Condition(pod); !Gated(pod) || (cur != nil && cur.Status == corev1.ConditionFalse) {
 		return nil
 	}
 	return patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse,
-		Reason: ReasonUpdating, Message: message, LastTransitionTime: metav1.NewTime(now)})
+		Reason: ReasonUpdating, Message: by + closedMessage, LastTransitionTime: metav1.NewTime(now)})
 }
 
-// Release writes the gate True, unless it already is: the caller has seen
-// every container it updated ready again, or the pod was just created.
-func Release(ctx context.Context, c client.Client, pod *corev1.Pod, now time.Time) error {
-	if Open(pod) {
+const closedMessage = " updates the pod in place"
+
+// Release writes the gate True, unless it already is or another object
+// than by closed it: by has seen every container ready on its spec image
+// (ContainersReady), after its update or at the pod's start (a new pod
+// has no gate condition yet).
+func Release(ctx context.Context, c client.Client, pod *corev1.Pod, by string, now time.Time) error {
+	if !releasable(pod, by) {
 		return nil
 	}
 	return patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue,
 		Reason: ReasonReady, Message: "no in-place update is under way", LastTransitionTime: metav1.NewTime(now)})
+}
+
+// releasable reports whether by may open pod's gate: it is not open, and
+// not closed by another.
+func releasable(pod *corev1.Pod, by string) bool {
+	if Open(pod) {
+		return false
+	}
+	cur := Condition(pod)
+	return cur == nil || cur.Status != corev1.ConditionFalse || cur.Message == by+closedMessage
 }
 
 // patch writes cond through the pods/status subresource with a strategic

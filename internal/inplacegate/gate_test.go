@@ -8,14 +8,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// gatedPod is a pod that lists the gate, with conds.
+func gatedPod(conds ...corev1.PodCondition) *corev1.Pod {
+	p := &corev1.Pod{Status: corev1.PodStatus{Conditions: conds}}
+	Add(&p.Spec)
+	return p
+}
+
 func TestMayRestart(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	const grace = 5 * time.Second
-	gated := func(conds ...corev1.PodCondition) *corev1.Pod {
-		p := &corev1.Pod{Status: corev1.PodStatus{Conditions: conds}}
-		Add(&p.Spec)
-		return p
-	}
 	gate := func(status corev1.ConditionStatus, ago time.Duration) corev1.PodCondition {
 		return corev1.PodCondition{Type: ConditionType, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
 	}
@@ -26,12 +28,12 @@ func TestMayRestart(t *testing.T) {
 		open, gates bool
 	}{
 		"no gate: a pod created before it": {pod: &corev1.Pod{}, ok: true, open: true},
-		"gate without condition":           {pod: gated(), close: true, wait: grace, gates: true},
-		"gate True":                        {pod: gated(gate(corev1.ConditionTrue, time.Hour)), close: true, wait: grace, open: true, gates: true},
-		"gate False just now":              {pod: gated(gate(corev1.ConditionFalse, 0)), wait: grace, gates: true},
-		"gate False for 2s":                {pod: gated(gate(corev1.ConditionFalse, 2*time.Second)), wait: 3 * time.Second, gates: true},
-		"gate False for the grace period":  {pod: gated(gate(corev1.ConditionFalse, grace)), ok: true, gates: true},
-		"gate False long ago":              {pod: gated(gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+		"gate without condition":           {pod: gatedPod(), close: true, wait: grace, gates: true},
+		"gate True":                        {pod: gatedPod(gate(corev1.ConditionTrue, time.Hour)), close: true, wait: grace, open: true, gates: true},
+		"gate False just now":              {pod: gatedPod(gate(corev1.ConditionFalse, 0)), wait: grace, gates: true},
+		"gate False for 2s":                {pod: gatedPod(gate(corev1.ConditionFalse, 2*time.Second)), wait: 3 * time.Second, gates: true},
+		"gate False for the grace period":  {pod: gatedPod(gate(corev1.ConditionFalse, grace)), ok: true, gates: true},
+		"gate False long ago":              {pod: gatedPod(gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -46,6 +48,28 @@ func TestMayRestart(t *testing.T) {
 				t.Errorf("Gated = %v, want %v", got, tc.gates)
 			}
 		})
+	}
+}
+
+func TestReleasable(t *testing.T) {
+	closedBy := func(by string) corev1.PodCondition {
+		return corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse, Message: by + closedMessage}
+	}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"no gate":                       {pod: &corev1.Pod{}},
+		"open":                          {pod: gatedPod(corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue})},
+		"new pod, no condition yet":     {pod: gatedPod(), want: true},
+		"closed by the same PodSet":     {pod: gatedPod(closedBy("PodSet web")), want: true},
+		"closed by a SidecarSet":        {pod: gatedPod(closedBy("SidecarSet log"))},
+		"closed by another PodSet name": {pod: gatedPod(closedBy("PodSet web2"))},
+	}
+	for name, tc := range cases {
+		if got := releasable(tc.pod, "PodSet web"); got != tc.want {
+			t.Errorf("%s: releasable = %v, want %v", name, got, tc.want)
+		}
 	}
 }
 

@@ -26,8 +26,8 @@
 //     PodResizePending and PodResizeInProgress conditions' status, reason and
 //     lastTransitionTime, the apps.deckhand.dev/SidecarSetsUpdatable
 //     condition's status, reason, message and lastTransitionTime, the
-//     in-place update gate's status and lastTransitionTime (the only
-//     conditions read), and the containers'
+//     in-place update gate's status, message (who closed it) and
+//     lastTransitionTime (the only conditions read), and the containers'
 //     name/ready/started/image/imageID/restartCount: readiness, availability
 //     (minReadySeconds), in-place update and resize completion, ranking, and
 //     the SidecarSet controller's comparison of the pod condition it writes
@@ -281,7 +281,8 @@ func trimConditions(in []corev1.PodCondition) []corev1.PodCondition {
 			out = append(out, corev1.PodCondition{Type: corev1.PodConditionType(internString(string(in[i].Type))), Status: internStatus(in[i].Status),
 				Reason: internString(in[i].Reason), LastTransitionTime: in[i].LastTransitionTime})
 		case inPlaceUpdateGate:
-			out = append(out, corev1.PodCondition{Type: inPlaceUpdateGate, Status: internStatus(in[i].Status), LastTransitionTime: in[i].LastTransitionTime})
+			out = append(out, corev1.PodCondition{Type: inPlaceUpdateGate, Status: internStatus(in[i].Status), Message: internString(in[i].Message),
+				LastTransitionTime: in[i].LastTransitionTime})
 		case sidecarSetsUpdatable:
 			out = append(out, corev1.PodCondition{Type: sidecarSetsUpdatable, Status: internStatus(in[i].Status), Reason: internString(in[i].Reason),
 				Message: internString(in[i].Message), LastTransitionTime: in[i].LastTransitionTime})

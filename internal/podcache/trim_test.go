@@ -105,7 +105,7 @@ func TestTrimKeeps(t *testing.T) {
 				{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 				{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 				{Type: "apps.deckhand.dev/SidecarSetsUpdatable", Status: corev1.ConditionFalse, Reason: "NotUpdatableInPlace", Message: "SidecarSet log: why", LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
-				{Type: inplacegate.ConditionType, Status: corev1.ConditionFalse, LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
+				{Type: inplacegate.ConditionType, Status: corev1.ConditionFalse, Message: "m", LastTransitionTime: in.Status.Conditions[1].LastTransitionTime},
 			},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true, Started: ptr.To(true), Image: "docker.io/library/nginx:1.27", ImageID: "sha256:1", RestartCount: 2,
 				Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}},

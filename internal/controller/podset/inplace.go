@@ -11,9 +11,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
@@ -136,9 +138,11 @@ func inPlaceUpdateDone(pod *corev1.Pod) bool {
 
 // isPodAvailable reports whether pod is Ready for at least minReadySeconds
 // and not in an in-place update, and, if it is Ready but not yet available,
-// how long until it becomes so.
+// how long until it becomes so. A pod whose in-place update gate is closed
+// is leaving its endpoints: it is not available, even before the kubelet
+// has turned its Ready condition False.
 func isPodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool, time.Duration) {
-	if !podutil.IsPodReady(pod) || !inPlaceUpdateDone(pod) {
+	if !podutil.IsPodReady(pod) || !inPlaceUpdateDone(pod) || !inplacegate.Open(pod) {
 		return false, 0
 	}
 	if minReadySeconds == 0 {
@@ -158,15 +162,21 @@ func isPodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) (bool
 // updatePodsInPlace patches the container images (and revision label) of
 // pods whose template differs from the current one only in images; the
 // pod keeps its name, UID, IP and node, and the kubelet restarts the
-// changed containers.
+// changed containers. A pod with the in-place update gate is taken out of
+// its endpoints first (holdForRestart) and patched only once its gate has
+// been False for the grace period.
 func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*corev1.Pod) error {
+	now := r.Clock.Now()
+	pods, holdErr := r.holdForRestart(ctx, s, pods, now)
+	if len(pods) == 0 {
+		return holdErr
+	}
 	want := map[string]string{}
 	for _, p := range pods {
 		want[podKey(p)] = s.revision
 	}
 	r.Expectations.ExpectUpdates(s.key, want)
 	s.wrote = true
-	now := r.Clock.Now()
 	var done podEventBatch
 	defer done.emit(r.Recorder, s.ps, ReasonSuccessfulUpdate, "Update", "Updated", " in place to revision "+s.revision)
 	var errs []error
@@ -204,8 +214,89 @@ func (r *Reconciler) updatePodsInPlace(ctx context.Context, s *scope, pods []*co
 		}
 		done.add(p)
 	}
+	if holdErr != nil {
+		errs = append(errs, holdErr)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("updating pods in place: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// gateSync is what a sync's in-place updates tell syncInPlaceGates: the
+// pods they hold out of their endpoints, and how soon the sync must run
+// again for one whose grace period is running. A scope and its copy for a
+// rollback share it.
+type gateSync struct {
+	held    map[string]bool
+	requeue time.Duration
+}
+
+func newGateSync() *gateSync { return &gateSync{held: map[string]bool{}} }
+
+func (g *gateSync) hold(p *corev1.Pod, wait time.Duration) {
+	if g == nil {
+		return
+	}
+	g.held[podKey(p)] = true
+	if wait > 0 && (g.requeue == 0 || wait < g.requeue) {
+		g.requeue = wait
+	}
+}
+
+// holdForRestart returns the pods among pods an in-place update may
+// restart now (inplacegate.MayRestart): those without the gate, and those
+// whose gate has been False for the grace period. Of the others it writes
+// the gate False where it is not yet, and asks for the sync to run again
+// when their grace period ends. Everything it decides on is on the pod, so
+// a manager that restarts in between carries on where this one stopped.
+func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev1.Pod, now time.Time) ([]*corev1.Pod, error) {
+	grace := inplacegate.GracePeriod(s.ps.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
+	var ready []*corev1.Pod
+	var errs []error
+	for _, p := range pods {
+		ok, closeFirst, wait := inplacegate.MayRestart(p, grace, now)
+		if ok {
+			ready = append(ready, p)
+			continue
+		}
+		s.gates.hold(p, wait)
+		if !closeFirst {
+			continue
+		}
+		err := inplacegate.Close(ctx, r.PodWriter, p, gateOwner(s.ps), now)
+		podOps.WithLabelValues("inplace_gate", result(err)).Inc()
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return ready, errors.Join(errs...)
+}
+
+// gateOwner is how ps names itself on the gates it closes.
+func gateOwner(ps *deckhandv1alpha1.PodSet) string { return "PodSet " + ps.Name }
+
+// syncInPlaceGates opens the in-place update gate of every pod that has it
+// closed (or not yet written: a new pod) and is not held for an update in
+// this sync, once its containers run their spec's images and are ready: an
+// update that is over, a new pod started, or an update no longer planned
+// (paused, or the template changed back).
+func (r *Reconciler) syncInPlaceGates(ctx context.Context, s *scope) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	var errs []error
+	for _, p := range s.pods {
+		if inplacegate.Open(p) || (s.gates != nil && s.gates.held[podKey(p)]) || !inplacegate.ContainersReady(p) {
+			continue
+		}
+		err := inplacegate.Release(ctx, r.PodWriter, p, gateOwner(s.ps), now)
+		podOps.WithLabelValues("inplace_gate", result(err)).Inc()
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	var res ctrl.Result
+	if s.gates != nil {
+		res.RequeueAfter = s.gates.requeue
+	}
+	return res, errors.Join(errs...)
 }

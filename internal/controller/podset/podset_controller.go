@@ -94,6 +94,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// The in-place update gate is a pod condition: the status subresource, patch only.
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -171,6 +173,9 @@ type scope struct {
 	// blocked names the pods whose eviction a PodDisruptionBudget refused
 	// in this sync, with the API server's reason.
 	blocked map[string]string
+	// gates are the pods this sync's in-place updates hold out of their
+	// endpoints.
+	gates *gateSync
 }
 
 // replacePod puts p's successor in p's place among s.pods.
@@ -214,6 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		collisionCount: ps.Status.CollisionCount,
 		revision:       RevisionWithCollisions(&ps.Spec.Template, ps.Status.CollisionCount),
 		inPlace:        InPlaceHash(&ps.Spec.Template),
+		gates:          newGateSync(),
 	}
 
 	res, err := reconcileutil.Run(ctx, s,
@@ -222,7 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// create pods the PodSet already has. No pod is created or updated
 		// to a revision whose template is not stored first, so that every
 		// revision a pod runs can be rolled back to.
-		reconcileutil.StopOnError(r.syncRevisions, r.claimPods, r.managePods),
+		reconcileutil.StopOnError(r.syncRevisions, r.claimPods, r.managePods, r.syncInPlaceGates),
 		r.truncateHistory,
 		r.updateStatus,
 	)

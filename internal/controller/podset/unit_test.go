@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 )
 
 func TestSortForDeletion(t *testing.T) {
@@ -455,6 +456,18 @@ func TestIsPodAvailable(t *testing.T) {
 	}
 	if ok, _ := isPodAvailable(mkPod("q", notReady), 0, now); ok {
 		t.Fatal("a not-ready pod is not available")
+	}
+	// The kubelet turns Ready False some time after the gate closes; the
+	// pod is leaving its endpoints from the moment it does.
+	gated := mkPod("g", ready(now.Add(-time.Hour)))
+	inplacegate.Add(&gated.Spec)
+	gated.Status.Conditions = append(gated.Status.Conditions, corev1.PodCondition{Type: inplacegate.ConditionType, Status: corev1.ConditionFalse})
+	if ok, _ := isPodAvailable(gated, 0, now); ok {
+		t.Fatal("a Ready pod whose in-place update gate is closed is not available")
+	}
+	gated.Status.Conditions[len(gated.Status.Conditions)-1].Status = corev1.ConditionTrue
+	if ok, _ := isPodAvailable(gated, 0, now); !ok {
+		t.Fatal("a Ready pod whose in-place update gate is open is available")
 	}
 }
 
