@@ -235,8 +235,15 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 // trigger asks for (action scope Workload): a run of its own, started by
 // the next reconcile once this status records it, as a run-now run is. An
 // urgent candidate's restart ignores the calendar it was chosen outside.
+// At most maxListedPending workloads wait at once.
 func queueTriggered(s *scope, c *needCandidate, in *needInput) {
 	st := &s.rs.Status
+	if len(st.Pending) >= maxListedPending {
+		// status.pending holds no more: a later pass queues the workload,
+		// once the run has started some.
+		c.HeldBy = fmt.Sprintf("%d workloads already wait for their restart", len(st.Pending))
+		return
+	}
 	kind, name, _ := strings.Cut(c.Workload, "/")
 	st.Pending = append(st.Pending, deckhandv1alpha1.RestartPending{Kind: kind, Name: name, ScheduledTime: metav1.NewTime(s.now.Truncate(time.Second)),
 		Trigger: c.Trigger, Pod: c.Pod, Value: c.Value, IgnoreWindows: c.Urgent && in.calendarClosed})

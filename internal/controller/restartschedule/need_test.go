@@ -456,3 +456,34 @@ func TestPlanNeedMemory(t *testing.T) {
 		})
 	}
 }
+
+// A candidate of action scope Workload queues its workload's restart with
+// the trigger, the pod and the value, and the workload's cooldown starts;
+// with status.pending full it stays a held candidate.
+func TestQueueTriggered(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 500, time.UTC)
+	candidate := func() *needCandidate {
+		return &needCandidate{pod: &corev1.Pod{}, RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: "web-1", Workload: "Deployment/web",
+			Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: "812Mi", Limit: "90% of 1Gi"}}
+	}
+	s := &scope{rs: &deckhandv1alpha1.RestartSchedule{}, now: now}
+	c := candidate()
+	queueTriggered(s, c, &needInput{})
+	want := []deckhandv1alpha1.RestartPending{{Kind: "Deployment", Name: "web", ScheduledTime: metav1.NewTime(now.Truncate(time.Second)),
+		Trigger: deckhandv1alpha1.RestartTriggerMemory, Pod: "web-1", Value: "812Mi"}}
+	if got := s.rs.Status.Pending; len(got) != 1 || !got[0].ScheduledTime.Equal(&want[0].ScheduledTime) || got[0].Kind != "Deployment" || got[0].Name != "web" ||
+		got[0].Trigger != want[0].Trigger || got[0].Pod != "web-1" || got[0].Value != "812Mi" {
+		t.Fatalf("pending %+v, want %+v", got, want)
+	}
+	if c.HeldBy != heldRestarting || len(s.rs.Status.LastTriggered) != 1 || len(s.events) != 1 || s.events[0].reason != ReasonRestartTriggered {
+		t.Fatalf("heldBy %q, lastTriggered %+v, events %+v", c.HeldBy, s.rs.Status.LastTriggered, s.events)
+	}
+
+	full := &scope{rs: &deckhandv1alpha1.RestartSchedule{}, now: now}
+	full.rs.Status.Pending = make([]deckhandv1alpha1.RestartPending, maxListedPending)
+	c = candidate()
+	queueTriggered(full, c, &needInput{})
+	if len(full.rs.Status.Pending) != maxListedPending || c.HeldBy != "100 workloads already wait for their restart" || len(full.events) > 0 {
+		t.Fatalf("with pending full: %d pending, heldBy %q, events %+v", len(full.rs.Status.Pending), c.HeldBy, full.events)
+	}
+}
