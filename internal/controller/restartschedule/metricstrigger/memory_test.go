@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
@@ -25,9 +24,7 @@ import (
 // records the trigger and the value in history.
 func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
 	leak := startMemoryLeak(t, 4*time.Minute, "4Mi")
-	rs := podScope(leak.ns, "mem", "web", memoryTrigger(50, 45*time.Second))
-	testutil.Create(leak.ctx, t, env.Client, rs)
-
+	rs := leak.schedule(t, "mem", memoryTrigger(50, 45*time.Second))
 	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerMemory, leaking: leak.leaking, flat: leak.flat, workload: "Deployment/web",
 		leakStarted: leak.started, sustained: 45 * time.Second, threshold: "50% of 256Mi", above: "128Mi", timeout: 3 * time.Minute}, leak.watch)
 }
@@ -50,12 +47,7 @@ type leakEviction struct {
 // the pod is replaced, and deletes no other pod.
 func expectLeakEvicted(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, want leakEviction, watch *testutil.DisruptionWatch) {
 	t.Helper()
-	held := fmt.Sprintf("for %s: above the threshold since ", want.sustained)
-	waitSchedule(t, rs, 2*time.Minute, "the leaking pod is a candidate held "+held, func(got *deckhandv1alpha1.RestartSchedule) bool {
-		return slices.ContainsFunc(got.Status.Candidates, func(c deckhandv1alpha1.RestartCandidate) bool {
-			return c.Pod == want.leaking && c.Trigger == want.trigger && strings.HasPrefix(c.HeldBy, held)
-		})
-	})
+	waitHeld(t, rs, want.leaking, want.trigger, heldFor(want.sustained), 2*time.Minute)
 	evicted := waitEvicted(t, rs, want.trigger, want.timeout)
 	if evicted.Pod != want.leaking || evicted.Workload != want.workload || evicted.Result != deckhandv1alpha1.RestartSucceeded {
 		t.Fatalf("history entry %+v, want the leaking pod %s evicted (flat: %s)", evicted, want.leaking, want.flat)
@@ -116,8 +108,7 @@ func TestIntegrationMemoryPercentWithoutLimit(t *testing.T) {
 	ctx := testutil.Context(t, 3*time.Minute)
 	ns := env.Namespace(t)
 	testutil.Create(ctx, t, env.Client, deployment(ns, "nolimit", 1, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "1Gi"}, nil))
-	rs := podScope(ns, "mem", "nolimit", deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
-		Container: "app", PercentOfLimit: ptr.To[int32](1), For: &metav1.Duration{}}})
+	rs := podScope(ns, "mem", "nolimit", memoryTrigger(1, 0))
 	testutil.Create(ctx, t, env.Client, rs)
 	got := waitSchedule(t, rs, 2*time.Minute, "MetricsUnavailable names the container without a limit", func(got *deckhandv1alpha1.RestartSchedule) bool {
 		c := meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition)

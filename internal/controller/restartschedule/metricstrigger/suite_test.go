@@ -9,7 +9,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
@@ -169,9 +173,76 @@ func startMemoryLeak(t *testing.T, timeout time.Duration, perSecond string) memo
 	return m
 }
 
+// schedule creates a RestartSchedule name of the Deployment with podScope's
+// action and triggers.
+func (m memoryLeak) schedule(t *testing.T, name string, triggers ...deckhandv1alpha1.RestartNeedTrigger) *deckhandv1alpha1.RestartSchedule {
+	t.Helper()
+	rs := podScope(m.ns, name, m.deployment.Name, triggers...)
+	testutil.Create(m.ctx, t, env.Client, rs)
+	return rs
+}
+
 // memoryTrigger is a memory trigger on container "app" above percent of
 // its limit for sustained.
 func memoryTrigger(percent int32, sustained time.Duration) deckhandv1alpha1.RestartNeedTrigger {
 	return deckhandv1alpha1.RestartNeedTrigger{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
 		Container: "app", PercentOfLimit: ptr.To(percent), For: &metav1.Duration{Duration: sustained}}}
+}
+
+// heldFor is how a candidate held by a trigger's `for` of sustained starts.
+func heldFor(sustained time.Duration) string {
+	return fmt.Sprintf("for %s: above the threshold since ", sustained)
+}
+
+// waitHeld waits until pod is a candidate of trigger whose heldBy starts
+// with held.
+func waitHeld(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, pod string, trigger deckhandv1alpha1.RestartTrigger, held string, timeout time.Duration) {
+	t.Helper()
+	waitSchedule(t, rs, timeout, fmt.Sprintf("%s a candidate held %q", pod, held), func(got *deckhandv1alpha1.RestartSchedule) bool {
+		return slices.ContainsFunc(got.Status.Candidates, func(c deckhandv1alpha1.RestartCandidate) bool {
+			return c.Pod == pod && c.Trigger == trigger && strings.HasPrefix(c.HeldBy, held)
+		})
+	})
+}
+
+// stopMetricsServer stops the cluster's metrics-server for the rest of t;
+// it is started again when t ends if t has not, so that the next test has
+// a metrics API.
+func stopMetricsServer(t *testing.T) {
+	t.Helper()
+	if err := env.Cluster.StopMetricsServer(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := env.Cluster.StartMetricsServer(ctx); err != nil && !strings.Contains(err.Error(), "metrics-server is running") {
+			t.Errorf("starting metrics-server again: %v", err)
+		}
+	})
+}
+
+// counterValue is the value of the manager's counter name in the series
+// with labels (0 when there is none).
+func counterValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
