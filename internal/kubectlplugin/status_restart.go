@@ -46,10 +46,10 @@ func restartScheduleStatus(ctx context.Context, c client.Client, out io.Writer, 
 		if held == "" {
 			held = "being replaced"
 		}
-		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", cd.Pod, cd.Workload, cd.Trigger, orDash(cd.Container),
-			orDash(cd.Value), orDash(cd.Limit), since, held))
+		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", cd.Pod, cd.Workload, cd.Trigger, orDash(cd.Container),
+			orDash(cd.Value), orDash(cd.Limit), since, prediction(cd, now), held))
 	}
-	if err := printTable(out, "  (none)", "  POD\tWORKLOAD\tTRIGGER\tCONTAINER\tVALUE\tLIMIT\tSINCE\tHELD BY", rows); err != nil {
+	if err := printTable(out, "  (none)", "  POD\tWORKLOAD\tTRIGGER\tCONTAINER\tVALUE\tLIMIT\tSINCE\tPREDICTED\tHELD BY", rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "\nNewest runs:")
@@ -69,6 +69,19 @@ func restartScheduleStatus(ctx context.Context, c client.Client, out io.Writer, 
 		return err
 	}
 	return printConditions(out, rs.Generation, st.ObservedGeneration, st.Conditions)
+}
+
+// prediction prints when a candidate's trend reaches its limit, "urgent"
+// when that is within spec.urgency.predictedLimitWithin, or "-".
+func prediction(cd deckhandv1alpha1.RestartCandidate, now time.Time) string {
+	if cd.PredictedLimitAt == nil {
+		return "-"
+	}
+	text := cd.PredictedLimit + " at " + timeOrDash(cd.PredictedLimitAt, now)
+	if cd.Urgent {
+		text += ", urgent"
+	}
+	return text
 }
 
 // timeOrDash prints t and how far it is from now, or "-".
