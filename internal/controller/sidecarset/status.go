@@ -48,6 +48,13 @@ const (
 	// ReasonPodsNotReady: every pod is as far as the strategy takes it, but
 	// some are not Ready.
 	ReasonPodsNotReady = "PodsNotReady"
+
+	// Reasons of a failed rollout (rolloutfailure): the Warning Event, and
+	// RolloutFailed and PodsUpdated while the failure holds the rollout;
+	// Stalled says ProgressDeadlineExceeded, as for a PodSet.
+	ReasonRolloutFailed            = rolloutfailure.ReasonRolloutFailed
+	ReasonRolloutPaused            = rolloutfailure.ReasonRolloutPaused
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 )
 
 // computeStatus counts the pods and sets the conditions.
@@ -382,3 +389,64 @@ func (r *Reconciler) recordMetrics(name string, st *deckhandv1alpha1.SidecarSetS
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// defaultProgressDeadline applies when
+// spec.updateStrategy.progressDeadlineSeconds is unset (the CRD defaults
+// it; objects stored before the field existed lack it), as for a
+// Deployment.
+const defaultProgressDeadline = 600 * time.Second
+
+func progressDeadline(s *deckhandv1alpha1.SidecarSet) time.Duration {
+	if d := s.Spec.UpdateStrategy.ProgressDeadlineSeconds; d != nil && *d > 0 {
+		return time.Duration(*d) * time.Second
+	}
+	return defaultProgressDeadline
+}
+
+// rolloutFailed reports whether the status of s, as persisted, says the
+// rollout of revision failed; the rollout then updates no further pod.
+func rolloutFailed(s *deckhandv1alpha1.SidecarSet, revision string) bool {
+	return s.Status.FailedRevision != "" && s.Status.FailedRevision == revision
+}
+
+// trackRollout sets st's lastProgressTime, stableRevision and
+// failedRevision from prev, the status as read, and what this reconcile
+// counted. Progress is another pod updated with its sidecars ready (or a
+// new revision, or the start of a rollout; a pod moved to the latest
+// revision counts too, see progressed); a rollout under way
+// (inProgress) without progress for deadline has failed. It returns how
+// long until the deadline passes, 0 if it cannot. It is pure: time comes
+// in as now.
+func trackRollout(prev, st *deckhandv1alpha1.SidecarSetStatus, inProgress bool, deadline time.Duration, now time.Time) time.Duration {
+	st.StableRevision, st.FailedRevision = prev.StableRevision, prev.FailedRevision
+	timedOut, left := false, time.Duration(0)
+	if inProgress {
+		st.LastProgressTime = prev.LastProgressTime
+		if prev.LastProgressTime == nil || prev.LatestRevision != st.LatestRevision || st.UpdatedPods > prev.UpdatedPods {
+			t := metav1.NewTime(now)
+			st.LastProgressTime = &t
+		}
+		left = st.LastProgressTime.Add(deadline).Sub(now)
+		timedOut = left <= 0
+	}
+	rolloutfailure.Revisions{Stable: &st.StableRevision, Failed: &st.FailedRevision}.
+		Settle(st.LatestRevision, st.UpdatedPods == st.MatchedPods, timedOut)
+	return max(left, 0)
+}
+
+// progressed records that the rollout has just moved another pod to the
+// latest revision: progress, as a Deployment counts a new pod, so that the
+// deadline runs from the last pod the rollout moved, not from the first.
+func (sc *scope) progressed() {
+	if sc.status.LastProgressTime != nil {
+		t := metav1.NewTime(sc.now)
+		sc.status.LastProgressTime = &t
+	}
+}
+
+// failureMessage says how the failed rollout of st.LatestRevision is
+// handled.
+func failureMessage(st *deckhandv1alpha1.SidecarSetStatus, deadline time.Duration) string {
+	return fmt.Sprintf("the rollout of revision %s made no progress for %ds (%d of %d pod(s) updated); updateStrategy.onFailure is Pause, so no further pod is updated until the revision changes",
+		st.LatestRevision, int64(deadline/time.Second), st.UpdatedPods, st.MatchedPods)
+}
