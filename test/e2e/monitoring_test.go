@@ -96,6 +96,44 @@ func kubeStateMetricsNames(t *testing.T) []string {
 	return names
 }
 
+// triggerAlerts are the alerts on RestartSchedules' triggers and the metric
+// each must read: data missing for long, evictions refused by
+// PodDisruptionBudgets for long, triggered replacements far above normal.
+var triggerAlerts = map[string]string{
+	"DeckhandTriggerDataMissing":        "kube_deckhand_restartschedule_status_condition",
+	"DeckhandTriggeredEvictionsBlocked": "deckhand_restartschedule_pod_evictions_total",
+	"DeckhandTriggeredRestartsHigh":     "deckhand_restartschedule_pod_evictions_total",
+}
+
+// alertExprs are the expressions of config/monitoring's alerts, by name.
+func alertExprs(t *testing.T) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(suite.root, "config", "monitoring", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert string `json:"alert"`
+					Expr  string `json:"expr"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &rule); err != nil {
+		t.Fatal(err)
+	}
+	exprs := map[string]string{}
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			exprs[r.Alert] = r.Expr
+		}
+	}
+	return exprs
+}
+
 // externalMetrics are read from other exporters and appear there only once
 // what they count has happened; each says where it comes from.
 var externalMetrics = map[string]string{
@@ -144,6 +182,18 @@ func TestMonitoringBundleReadsExportedMetrics(t *testing.T) {
 			}
 		case !exported[n] && !exported[family.ReplaceAllString(n, "")]:
 			t.Errorf("the bundle reads %s, which the manager does not export", n)
+		}
+	}
+	exprs := alertExprs(t)
+	for alert, metric := range triggerAlerts {
+		expr, ok := exprs[alert]
+		switch {
+		case !ok:
+			t.Errorf("the bundle has no alert %s", alert)
+		case !strings.Contains(expr, metric):
+			t.Errorf("alert %s does not read %s: %s", alert, metric, expr)
+		case !exported[metric] && !slices.Contains(ksm, metric):
+			t.Errorf("alert %s reads %s, which neither the manager nor the kube-state-metrics configuration makes", alert, metric)
 		}
 	}
 	for _, p := range patterns {
