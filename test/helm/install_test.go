@@ -2,16 +2,20 @@ package helm
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
@@ -27,38 +31,14 @@ const (
 	managerSA        = "deckhand-controller-manager"
 )
 
-// TestInstall installs the chart into a local cluster (API server, etcd,
-// controller-manager, which lifts a new node's not-ready taint, scheduler and
-// one kwok node, on which pods become Ready) and runs the
-// manager on this host with the chart's ServiceAccount, namespace and
+// TestInstall installs the chart into a local cluster (startCluster) and
+// runs the manager on this host with the chart's ServiceAccount, namespace and
 // webhook configurations: it injects a SidecarSet's container, makes a
 // PodSet Ready, and is refused nothing. helm uninstall then removes
 // everything but the CRDs.
 func TestInstall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a local cluster")
-	}
-	ctx := testutil.Context(t, 8*time.Minute)
-	work := t.TempDir()
-	bin, err := localcluster.BuildDeckhand(ctx, testutil.RepoRoot(t), work)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := localcluster.Start(ctx, localcluster.Full(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	defer func() {
-		if t.Failed() {
-			t.Logf("component logs:\n%s", cluster.Logs(60))
-		}
-	}()
-	c, err := client.New(cluster.Config, client.Options{Scheme: testenv.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := "--kubeconfig=" + cluster.KubeconfigPath
+	env := startCluster(t, 8*time.Minute)
+	ctx, cluster, c, kubeconfig := env.ctx, env.cluster, env.client, env.kubeconfig
 
 	if out, err := runHelm(t, "install", "deckhand", chartDir(t), kubeconfig,
 		"--namespace", installNamespace, "--create-namespace"); err != nil {
@@ -66,41 +46,7 @@ func TestInstall(t *testing.T) {
 	} else {
 		t.Log(out)
 	}
-
-	// The manager runs on this host: the webhooks call it there, with the
-	// ServiceAccount's token the chart's RBAC applies to.
-	port, err := localcluster.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.PointWebhooksAt(ctx, "https://localhost:"+strconv.Itoa(port), "helm-test"); err != nil {
-		t.Fatal(err)
-	}
-	saKubeconfig := filepath.Join(work, "deckhand-sa.kubeconfig")
-	if _, err := cluster.WriteServiceAccountKubeconfig(ctx, saKubeconfig, installNamespace, managerSA, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	deckhand, err := cluster.StartDeckhand(ctx, localcluster.DeckhandOptions{
-		Binary: bin, Kubeconfig: saKubeconfig, WebhookPort: port,
-		CertDir: filepath.Join(work, "webhook-certs"),
-		Args: []string{
-			"--leader-elect=true",
-			"--leader-election-namespace=" + installNamespace,
-			"--cert-management=self",
-			"--cert-secret-namespace=" + installNamespace,
-			"--cert-extra-dns-names=localhost",
-		},
-		Env: []string{"POD_NAMESPACE=" + installNamespace},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("manager log:\n%s", deckhand.Logs(80))
-		}
-	}()
-	t.Cleanup(deckhand.Stop)
+	deckhand := env.startManager(t, env.binary)
 
 	// A namespace the SidecarSet selects by label.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "helm-apps", Labels: map[string]string{"sidecars": "on"}}}
@@ -167,8 +113,8 @@ func TestInstall(t *testing.T) {
 	}
 	deckhand.Stop()
 
-	// helm uninstall removes what the chart installed; Helm never deletes
-	// the CRDs of crds/ (nor so the users' objects).
+	// helm uninstall removes what the chart installed but the CRDs, which
+	// crds.keep (the default) keeps, and so the users' objects.
 	if _, err := runHelm(t, "uninstall", "deckhand", kubeconfig, "--namespace", installNamespace); err != nil {
 		t.Fatal(err)
 	}
@@ -204,4 +150,287 @@ func TestInstall(t *testing.T) {
 	if err := c.List(ctx, &kept, client.InNamespace(ns.Name)); err != nil {
 		t.Errorf("the PodSet CRD after helm uninstall: %v", err)
 	}
+}
+
+// installEnv is a local cluster (API server, etcd, controller-manager,
+// which lifts a new node's not-ready taint, scheduler and one kwok node, on
+// which pods become Ready) and the manager binary built for it.
+type installEnv struct {
+	ctx        context.Context
+	cluster    *localcluster.Cluster
+	client     client.Client
+	kubeconfig string // helm's --kubeconfig flag
+	work       string
+	binary     string
+}
+
+func startCluster(t *testing.T, timeout time.Duration) *installEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a local cluster")
+	}
+	env := &installEnv{ctx: testutil.Context(t, timeout), work: t.TempDir()}
+	var err error
+	if env.binary, err = localcluster.BuildDeckhand(env.ctx, testutil.RepoRoot(t), env.work); err != nil {
+		t.Fatal(err)
+	}
+	if env.cluster, err = localcluster.Start(env.ctx, localcluster.Full(1)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.cluster.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("component logs:\n%s", env.cluster.Logs(60))
+		}
+	})
+	if env.client, err = client.New(env.cluster.Config, client.Options{Scheme: testenv.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	env.kubeconfig = "--kubeconfig=" + env.cluster.KubeconfigPath
+	return env
+}
+
+// startManager runs the manager binary on this host with the chart's
+// ServiceAccount, namespace and webhook configurations, which it points at
+// the manager (nothing here can route to a Service).
+func (env *installEnv) startManager(t *testing.T, binary string) *localcluster.DeckhandProcess {
+	t.Helper()
+	port, err := localcluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.cluster.PointWebhooksAt(env.ctx, "https://localhost:"+strconv.Itoa(port), "helm-test"); err != nil {
+		t.Fatal(err)
+	}
+	saKubeconfig := filepath.Join(env.work, "deckhand-sa.kubeconfig")
+	if _, err := env.cluster.WriteServiceAccountKubeconfig(env.ctx, saKubeconfig, installNamespace, managerSA, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	deckhand, err := env.cluster.StartDeckhand(env.ctx, localcluster.DeckhandOptions{
+		Binary: binary, Kubeconfig: saKubeconfig, WebhookPort: port,
+		CertDir: filepath.Join(env.work, "webhook-certs"),
+		Args: []string{
+			"--leader-elect=true",
+			"--leader-election-namespace=" + installNamespace,
+			"--cert-management=self",
+			"--cert-secret-namespace=" + installNamespace,
+			"--cert-extra-dns-names=localhost",
+		},
+		Env: []string{"POD_NAMESPACE=" + installNamespace},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("manager log:\n%s", deckhand.Logs(80))
+		}
+	})
+	t.Cleanup(deckhand.Stop)
+	return deckhand
+}
+
+// previousChart is the commit of the last chart that shipped its CRDs in
+// crds/, which Helm installs once and never upgrades.
+const previousChart = "189adf6"
+
+// upgradeObjects are one object of each kind, written for the previous
+// chart's CRDs too.
+const upgradeObjects = `
+apiVersion: apps.deckhand.dev/v1alpha1
+kind: SidecarSet
+metadata: {name: upgrade-log-shipper}
+spec:
+  selector: {matchLabels: {app: upgrade}}
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: helm-upgrade}}
+  containers: [{name: log-shipper, image: registry.example/log-shipper:1}]
+---
+apiVersion: apps.deckhand.dev/v1alpha1
+kind: PodSet
+metadata: {name: upgrade-podset, namespace: helm-upgrade}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: upgrade}}
+  template:
+    metadata: {labels: {app: upgrade}}
+    spec: {containers: [{name: app, image: registry.k8s.io/pause:3.10}]}
+---
+apiVersion: apps.deckhand.dev/v1alpha1
+kind: WebServer
+metadata: {name: upgrade-web, namespace: helm-upgrade}
+spec: {image: registry.k8s.io/pause:3.10, port: 8080, replicas: 1}
+---
+apiVersion: apps.deckhand.dev/v1alpha1
+kind: RestartSchedule
+metadata: {name: upgrade-restart, namespace: helm-upgrade}
+spec:
+  schedule: "0 3 * * *"
+  target: {targetRef: {kind: Deployment, name: upgrade-web}}
+`
+
+// TestUpgradeFromPreviousChart installs the chart and the manager as they
+// were at previousChart (CRDs in crds/), creates an object of each kind,
+// upgrades to this chart (CRDs as templates) and manager and requires the objects' specs
+// unchanged, the CRDs upgraded to this chart's (owned by the release,
+// kept on uninstall) and every object reconciled again, a PodSet scaled
+// after the upgrade included.
+func TestUpgradeFromPreviousChart(t *testing.T) {
+	env := startCluster(t, 10*time.Minute)
+	ctx, c := env.ctx, env.client
+	old := t.TempDir()
+	archive := exec.Command("sh", "-c", "git archive "+previousChart+" | tar -x -C "+old)
+	archive.Dir = testutil.RepoRoot(t)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("the tree of %s: %v\n%s", previousChart, err, out)
+	}
+	oldBinary, err := localcluster.BuildDeckhand(ctx, old, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runHelm(t, "install", "deckhand", filepath.Join(old, "charts", "deckhand"), env.kubeconfig,
+		"--namespace", installNamespace, "--create-namespace"); err != nil {
+		t.Fatal(err)
+	}
+	deckhand := env.startManager(t, oldBinary)
+	testutil.Create(ctx, t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "helm-upgrade"}})
+	var objs []*unstructured.Unstructured
+	var podSet *unstructured.Unstructured
+	for _, obj := range parseObjects(t, []byte(upgradeObjects)) {
+		testutil.Create(ctx, t, c, obj)
+		objs = append(objs, obj)
+		if obj.GetKind() == "PodSet" {
+			podSet = obj
+		}
+	}
+	reconciled := func(what string) {
+		for _, obj := range objs {
+			testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+					return false, err
+				}
+				observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+				return observed == obj.GetGeneration(), nil
+			}, "%s %s reconciled %s", obj.GetKind(), obj.GetName(), what)
+		}
+	}
+	reconciled("before the upgrade")
+	specs := map[string]any{}
+	generations := map[string]int64{}
+	for _, obj := range objs {
+		specs[key(obj)] = obj.Object["spec"]
+		generations[key(obj)] = obj.GetGeneration()
+	}
+	deckhand.Stop()
+
+	// The webhook configurations call this host (startManager), not the
+	// chart's Service: the upgrade creates them again as the chart has
+	// them. The CRDs exist, made by the previous chart's crds/ outside the
+	// release: Helm adopts them once.
+	cs := env.cluster.Clientset().AdmissionregistrationV1()
+	if err := cs.MutatingWebhookConfigurations().Delete(ctx, localcluster.MutatingWebhookConfiguration, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.ValidatingWebhookConfigurations().Delete(ctx, localcluster.ValidatingWebhookConfiguration, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runHelm(t, "upgrade", "deckhand", chartDir(t), env.kubeconfig, "--namespace", installNamespace,
+		"--take-ownership"); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Log(out)
+	}
+	fresh := rendered(render(t, installNamespace))
+	for _, plural := range []string{"sidecarsets", "podsets", "webservers", "restartschedules"} {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+		if err := c.Get(ctx, client.ObjectKey{Name: plural + ".apps.deckhand.dev"}, crd); err != nil {
+			t.Fatal(err)
+		}
+		if a := crd.GetAnnotations(); a["helm.sh/resource-policy"] != "keep" || a["meta.helm.sh/release-name"] != "deckhand" {
+			t.Errorf("CRD %s annotations %v: not kept and owned by the release", plural, a)
+		}
+		want := fresh.get(t, "CustomResourceDefinition/"+plural+".apps.deckhand.dev").Object["spec"].(map[string]any)["versions"]
+		got := crd.Object["spec"].(map[string]any)["versions"]
+		if !reflect.DeepEqual(withoutNulls(want), withoutNulls(got)) {
+			t.Errorf("CRD %s: its versions are not this chart's", plural)
+		}
+	}
+
+	env.startManager(t, env.binary)
+	for _, obj := range objs {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Fatal(err)
+		}
+		// The API server defaults fields the new CRDs add when it reads an
+		// object: every field the object had stays as it was.
+		if !within(specs[key(obj)], obj.Object["spec"]) || obj.GetGeneration() != generations[key(obj)] {
+			t.Errorf("%s: spec changed by the upgrade:\nbefore %v (generation %d)\nafter  %v (generation %d)",
+				key(obj), specs[key(obj)], generations[key(obj)], obj.Object["spec"], obj.GetGeneration())
+		}
+	}
+	if err := unstructured.SetNestedField(podSet.Object, int64(2), "spec", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Update(ctx, podSet); err != nil {
+		t.Fatal(err)
+	}
+	reconciled("after the upgrade")
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(podSet), podSet); err != nil {
+			return false, err
+		}
+		ready, _, _ := unstructured.NestedInt64(podSet.Object, "status", "readyReplicas")
+		return ready == 2, nil
+	}, "PodSet %s scaled to 2 ready pods after the upgrade", podSet.GetName())
+}
+
+// within reports whether every field of before has the same value in
+// after, which may have more fields.
+func within(before, after any) bool {
+	switch b := before.(type) {
+	case map[string]any:
+		a, ok := after.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range b {
+			if !within(v, a[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		a, ok := after.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range b {
+			if !within(b[i], a[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(before, after)
+}
+
+// withoutNulls is v as the API server stores it: a null field is no field.
+func withoutNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			if x != nil {
+				out[k] = withoutNulls(x)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = withoutNulls(x)
+		}
+		return out
+	}
+	return v
 }
