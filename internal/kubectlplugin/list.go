@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // listOptions are list's flags.
@@ -40,6 +41,13 @@ Ready, Failed or InProgress, with the REASON of the condition that decided it.`,
 
 // run lists the objects of the kinds named (every kind when none is).
 func (l *listOptions) run(ctx context.Context, args []string) error {
+	var printer printers.ResourcePrinter
+	if l.output != "" {
+		var err error
+		if printer, err = objectPrinter(l.output); err != nil {
+			return err
+		}
+	}
 	kinds := allKinds
 	if len(args) > 0 {
 		kinds = make([]kind, len(args))
@@ -70,11 +78,7 @@ func (l *listOptions) run(ctx context.Context, args []string) error {
 		}
 		items = append(items, list.Items...)
 	}
-	if l.output != "" {
-		printer, err := objectPrinter(l.output)
-		if err != nil {
-			return err
-		}
+	if printer != nil {
 		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}, Items: items}
 		return printer.PrintObj(list, l.streams.Out)
 	}
