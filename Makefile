@@ -240,7 +240,7 @@ docker-push: ## Push the manager image $(IMG).
 
 # Where `make release` writes, and the platforms of the kubectl plugin.
 RELEASE_DIR ?= dist/$(VERSION)
-RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
 
 .PHONY: release
 release: $(KUBECTL_DEP) helm ## Write the release artefacts of VERSION=vX.Y.Z into dist/vX.Y.Z/: install.yaml pinned to the image tag, the Helm chart, the kubectl plugin per platform, the krew manifest, SHA256SUMS.

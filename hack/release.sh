@@ -3,6 +3,7 @@
 #   install.yaml                          the installer, image pinned to VERSION
 #   deckhand-<chart version>.tgz          the Helm chart, version and appVersion set
 #   kubectl-deckhand_<VERSION>_<os>_<arch>.tar.gz   the kubectl plugin per platform
+#                                         (kubectl-deckhand.exe on Windows)
 #   deckhand.yaml                         the krew manifest for those archives
 #   SHA256SUMS                            checksums of every file above
 # Inputs (environment): VERSION (vX.Y.Z), OUT, IMG_NAME, HELM, KUBECTL,
@@ -35,12 +36,16 @@ ldflags="-s -w -X $LDFLAGS_PKG.Version=$VERSION -X $LDFLAGS_PKG.Revision=$REVISI
 for platform in $PLATFORMS; do
   os=${platform%/*} arch=${platform#*/}
   dir="$tmp/plugin-$os-$arch"
+  bin=kubectl-deckhand
+  # Windows runs only files named .exe; krew's manifest names it so too.
+  if [ "$os" = windows ]; then bin=kubectl-deckhand.exe; fi
   mkdir -p "$dir"
-  (cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$dir/kubectl-deckhand" ./cmd/kubectl-deckhand)
+  (cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "$ldflags" -o "$dir/$bin" ./cmd/kubectl-deckhand)
   cp "$root/LICENSE" "$dir/"
-  # Reproducible archives: fixed order, owner and time.
+  # Reproducible archives: fixed order, owner and time. Krew unpacks
+  # .tar.gz on every platform, Windows included, so there is one format.
   tar --sort=name --owner=0 --group=0 --numeric-owner --mtime='2000-01-01 00:00Z' \
-    -C "$dir" -czf "$OUT/kubectl-deckhand_${VERSION}_${os}_${arch}.tar.gz" kubectl-deckhand LICENSE
+    -C "$dir" -czf "$OUT/kubectl-deckhand_${VERSION}_${os}_${arch}.tar.gz" "$bin" LICENSE
 done
 
 # 4. The krew manifest: the template's platforms that were built, with

@@ -11,9 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -85,6 +89,58 @@ func TestRelease(t *testing.T) {
 	}
 	if listed < 4 {
 		t.Errorf("only %d artefacts written: %v", listed, entries)
+	}
+}
+
+// TestKrewManifestCoversTheReleasePlatforms: the krew template has an entry
+// for each platform `make release` builds by default (an entry the release
+// did not build is dropped, so a missing one would go unnoticed), naming the
+// binary as the archive holds it: kubectl-deckhand.exe on Windows.
+func TestKrewManifestCoversTheReleasePlatforms(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	m := regexp.MustCompile(`(?m)^RELEASE_PLATFORMS \?= (.+)$`).FindStringSubmatch(testutil.ReadFile(t, filepath.Join(root, "Makefile")))
+	if m == nil {
+		t.Fatal("the Makefile sets no default RELEASE_PLATFORMS")
+	}
+	var manifest struct {
+		Spec struct {
+			Platforms []struct {
+				Selector struct {
+					MatchLabels map[string]string `json:"matchLabels"`
+				} `json:"selector"`
+				Bin   string `json:"bin"`
+				Files []struct {
+					From string `json:"from"`
+				} `json:"files"`
+			} `json:"platforms"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(testutil.ReadFile(t, filepath.Join(root, "plugins", "krew", "deckhand.yaml"))), &manifest); err != nil {
+		t.Fatal(err)
+	}
+	platforms := strings.Fields(m[1])
+	if !slices.Contains(platforms, "windows/amd64") {
+		t.Errorf("RELEASE_PLATFORMS %v has no windows/amd64, which docs/kubectl-plugin.md promises", platforms)
+	}
+	for _, platform := range platforms {
+		goos, goarch, _ := strings.Cut(platform, "/")
+		bin := "kubectl-deckhand"
+		if goos == "windows" {
+			bin += ".exe"
+		}
+		found := false
+		for _, p := range manifest.Spec.Platforms {
+			if p.Selector.MatchLabels["os"] != goos || p.Selector.MatchLabels["arch"] != goarch {
+				continue
+			}
+			found = true
+			if p.Bin != bin || len(p.Files) == 0 || p.Files[0].From != bin {
+				t.Errorf("%s: bin %q, files %+v; want %s", platform, p.Bin, p.Files, bin)
+			}
+		}
+		if !found {
+			t.Errorf("the krew manifest has no entry for %s", platform)
+		}
 	}
 }
 
