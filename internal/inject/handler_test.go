@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
@@ -182,6 +183,15 @@ func TestInjectTable(t *testing.T) {
 			ns: "prod", pod: pod(web, "app"),
 			wantContainers: []string{"a-c", "app"}, wantInit: []string{"first"}, wantInjected: "a",
 		},
+		"a pod that lists the in-place update gate keeps it once": {
+			sets: []*deckhandv1alpha1.SidecarSet{set("a", nil)}, ns: "prod",
+			pod: func() *corev1.Pod {
+				p := pod(web, "app")
+				p.Spec.ReadinessGates = []corev1.PodReadinessGate{{ConditionType: "example.com/lb"}, {ConditionType: inplacegate.ConditionType}}
+				return p
+			}(),
+			wantContainers: []string{"a-c", "app"}, wantInjected: "a",
+		},
 		"namespace limits": {
 			sets: []*deckhandv1alpha1.SidecarSet{set("a", func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Namespace = "dev" })},
 			ns:   "prod", pod: pod(web, "app"), wantContainers: []string{"app"},
@@ -282,6 +292,16 @@ func TestInjectTable(t *testing.T) {
 			}
 			if a := got.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation]; a != tc.wantInjected {
 				t.Errorf("injected annotation = %q, want %q", a, tc.wantInjected)
+			}
+			// An injected pod lists the in-place update gate, once.
+			gates := 0
+			for _, g := range got.Spec.ReadinessGates {
+				if g.ConditionType == inplacegate.ConditionType {
+					gates++
+				}
+			}
+			if want := tc.wantInjected != "" || inplacegate.Gated(tc.pod); (gates == 1) != want || gates > 1 {
+				t.Errorf("readiness gates = %v, want the in-place update gate once: %v", got.Spec.ReadinessGates, want)
 			}
 			// Admitting the result again (a copy of an injected pod) adds
 			// nothing, and drops the record the copy came with.

@@ -6,6 +6,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/inject/podjson"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -49,6 +50,9 @@ func inject(l *sidecarcontrol.Lister, encs *encodings, ns, user string, dryRun b
 		p.add(is, ic, encs.get(l, is, ic, is != s))
 	}
 	res.injected, res.warnings = p.injected, p.warnings
+	if len(p.injected) > 0 && !slices.Contains(pod.ReadinessGates, string(inplacegate.ConditionType)) {
+		p.additions.ReadinessGates = inPlaceGate
+	}
 	metadata := len(p.meta.keys)+len(p.labels.keys) > 0 && p.metadataChanged()
 	if !p.recordChanged && !metadata {
 		return res, nil
@@ -62,6 +66,11 @@ func inject(l *sidecarcontrol.Lister, encs *encodings, ns, user string, dryRun b
 	res.patch, err = podjson.WritePatch(pod, &p.additions)
 	return res, err
 }
+
+// inPlaceGate is the readiness gate an injected pod gets, encoded once: a
+// SidecarSet's in-place update takes the pod out of its endpoints through
+// it before it restarts the sidecars (internal/inplacegate).
+var inPlaceGate = [][]byte{[]byte(`{"conditionType":"` + string(inplacegate.ConditionType) + `"}`)}
 
 // planner decides, SidecarSet by SidecarSet, what injection adds to a pod
 // and what the pod's record becomes.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 )
 
 // patch is the JSONPatch expression: the webhook's patch, computed in CEL.
@@ -59,6 +60,7 @@ func (c *compiler) patch() string {
 			op(fmt.Sprintf("!(%s in variables.%s)", q(it.name), l.present), fmt.Sprintf("%s + '/' + string(variables.%s.size() - %s)", q(l.path), l.present, l.high), it.value)
 		}
 	}
+	ops = append(ops, gateOps()...)
 	op("!has(object.metadata.annotations)", q("/metadata/annotations"), "dyn({})")
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetInjectedAnnotation), "variables.newEntries.map(e, e.substring(1, e.indexOf('\":{'))).join(',')")
 	op("true", annotationPath(deckhandv1alpha1.SidecarSetHashAnnotation), "'{' + variables.newEntries.join(',') + '}'")
@@ -143,11 +145,26 @@ func (c *compiler) freshPatch(bi, ai, bc, ac []sidecarLit) string {
 			addIf(fmt.Sprintf("!has(object.spec.%[1]s) || !object.spec.%[1]s.exists(x, x.name == %[2]s)", l.field, q(it.name)), q(path+"/-"), it.value)
 		}
 	}
+	ops = append(ops, gateOps()...)
 	addIf("!has(object.metadata.annotations)", q("/metadata/annotations"), "dyn({})")
 	add(annotationPath(deckhandv1alpha1.SidecarSetInjectedAnnotation), q(c.s.Name))
 	add(annotationPath(deckhandv1alpha1.SidecarSetHashAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s","containers":[%s]}}`, c.s.Name, c.hash, quotedJoin(c.names))))
 	add(annotationPath(deckhandv1alpha1.SidecarSetHashWithoutImageAnnotation), q(fmt.Sprintf(`{"%s":{"hash":"%s"}}`, c.s.Name, c.wi)))
 	return fmt.Sprintf("(%s) ? [] :\n", clash) + strings.Join(ops, " +\n")
+}
+
+// gateOps list the in-place update gate among the pod's readiness gates,
+// once, as the webhook does for a pod it injects: a SidecarSet's in-place
+// update takes the pod out of its endpoints through it
+// (internal/inplacegate). Another SidecarSet's policy, or the pod, may
+// have listed it already.
+func gateOps() []string {
+	gate := q(string(inplacegate.ConditionType))
+	return []string{
+		"(!has(object.spec.readinessGates) ? [JSONPatch{op: 'add', path: '/spec/readinessGates', value: []}] : [])",
+		fmt.Sprintf("(has(object.spec.readinessGates) && object.spec.readinessGates.exists(g, g.conditionType == %[1]s) ? [] :"+
+			" [JSONPatch{op: 'add', path: '/spec/readinessGates/-', value: {%[2]s: dyn(%[1]s)}}])", gate, q("conditionType")),
+	}
 }
 
 // annotationPath is the JSON patch path (a CEL literal) of annotation k.

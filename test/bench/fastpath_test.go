@@ -37,7 +37,7 @@ func BenchmarkPatchFastPath(b *testing.B) {
 }
 
 // BenchmarkPatchTypedPartial: decode only what injection reads (metadata
-// and the four lists it appends to) into typed structs, inject with typed
+// and the five lists it appends to) into typed structs, inject with typed
 // code, encode, and diff with controller-runtime's PatchResponseFromRaw.
 func BenchmarkPatchTypedPartial(b *testing.B) {
 	benchTyped(b, typedPartialPatch)
@@ -82,6 +82,7 @@ type partialPod struct {
 		Containers       []corev1.Container            `json:"containers"`
 		Volumes          []corev1.Volume               `json:"volumes,omitempty"`
 		ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+		ReadinessGates   []corev1.PodReadinessGate     `json:"readinessGates,omitempty"`
 	} `json:"spec"`
 }
 
@@ -98,12 +99,12 @@ func typedPartialPatch(l *sidecarcontrol.Lister, ns string, raw []byte) ([]byte,
 	}
 	pod := &corev1.Pod{ObjectMeta: pp.Metadata, Spec: corev1.PodSpec{
 		InitContainers: pp.Spec.InitContainers, Containers: pp.Spec.Containers,
-		Volumes: pp.Spec.Volumes, ImagePullSecrets: pp.Spec.ImagePullSecrets,
+		Volumes: pp.Spec.Volumes, ImagePullSecrets: pp.Spec.ImagePullSecrets, ReadinessGates: pp.Spec.ReadinessGates,
 	}}
 	typedinject.Inject(l, ns, pod)
 	pp.Metadata = pod.ObjectMeta
 	pp.Spec.InitContainers, pp.Spec.Containers = pod.Spec.InitContainers, pod.Spec.Containers
-	pp.Spec.Volumes, pp.Spec.ImagePullSecrets = pod.Spec.Volumes, pod.Spec.ImagePullSecrets
+	pp.Spec.Volumes, pp.Spec.ImagePullSecrets, pp.Spec.ReadinessGates = pod.Spec.Volumes, pod.Spec.ImagePullSecrets, pod.Spec.ReadinessGates
 	after, err := json.Marshal(&pp)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,9 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/inplacegate"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -186,7 +188,7 @@ func (r *trafficRecord) passages(before []corev1.Pod) map[types.UID]*podPassage 
 			if pp.restart == 0 && restarted(base[ev.pod.UID], ev.pod.Status.ContainerStatuses) {
 				pp.restart = ev.rv
 			}
-			pp.history = append(pp.history, fmt.Sprintf("rv %d pod: gate %s, ready %v, restarted %v", ev.rv, gate, isReady(ev.pod), pp.restart != 0))
+			pp.history = append(pp.history, fmt.Sprintf("rv %d pod: gate %s, ready %v, restarted %v", ev.rv, gate, podutil.IsPodReady(ev.pod), pp.restart != 0))
 			continue
 		}
 		if ev.gone {
@@ -206,15 +208,6 @@ func (r *trafficRecord) passages(before []corev1.Pod) map[types.UID]*podPassage 
 		}
 	}
 	return out
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // serviceFor creates a Service "web" in ns selecting labels and waits until
@@ -273,6 +266,37 @@ func checkPassages(t *testing.T, rec *trafficRecord, before []corev1.Pod) {
 	}
 }
 
+// updateBehindService records the EndpointSlices of Service svc and the
+// pods of ns while update changes the image of their container called
+// container to image; waits until the pods labelled labels are before's
+// (updated in place, not recreated), each Ready and running image, and svc
+// lists them ready again; and checks each pod's passage (checkPassages).
+func updateBehindService(t *testing.T, ns, svc string, labels map[string]string, before []corev1.Pod, container, image string, update func()) {
+	t.Helper()
+	rec, stop := recordTraffic(t, ns, svc)
+	defer stop()
+	update()
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		pods, err := testutil.LivePods(ctx, suite.client, ns, labels)
+		if err != nil || len(pods) != len(before) {
+			return false, err
+		}
+		for i := range pods {
+			if !slices.ContainsFunc(before, func(b corev1.Pod) bool { return b.UID == pods[i].UID }) {
+				return false, fmt.Errorf("pod %s is not one of the pods before the update: it was recreated, not updated in place", pods[i].Name)
+			}
+			cs := podutil.FindStatus(pods[i].Status.ContainerStatuses, container)
+			if !podutil.IsPodReady(&pods[i]) || cs == nil || cs.Image != image {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "every pod Ready with %s on %s", container, image)
+	waitReadyEndpoints(t, ns, svc, len(before))
+	stop()
+	checkPassages(t, rec, before)
+}
+
 // TestInPlaceUpdateLeavesEndpointsFirst changes the image of a PodSet of 2
 // pods behind a Service, with the default grace period, and follows the
 // Service's EndpointSlices and the pods event by event: each pod leaves
@@ -287,38 +311,35 @@ func TestInPlaceUpdateLeavesEndpointsFirst(t *testing.T) {
 	create(t, ps)
 	before := waitReadyPods(t, ns, replicas, labels)
 	svc := serviceFor(t, ns, labels, replicas)
-
-	rec, stop := recordTraffic(t, ns, svc)
-	defer stop()
-	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
-		if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
-			return false, err
-		}
-		ps.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.9"
-		if err := suite.client.Update(ctx, ps); apierrors.IsConflict(err) {
-			return false, nil
-		} else if err != nil {
-			return false, err
-		}
-		return true, nil
-	}, "PodSet %s updated", ps.Name)
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		pods, err := testutil.LivePods(ctx, suite.client, ns, labels)
-		if err != nil || len(pods) != replicas {
-			return false, err
-		}
-		for i := range pods {
-			cs := pods[i].Status.ContainerStatuses
-			if !isReady(&pods[i]) || len(cs) != 1 || cs[0].Image != "registry.k8s.io/pause:3.9" {
+	updateBehindService(t, ns, svc, labels, before, pauseContainer.Name, "registry.k8s.io/pause:3.9", func() {
+		testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+			if err := suite.client.Get(ctx, client.ObjectKeyFromObject(ps), ps); err != nil {
+				return false, err
+			}
+			ps.Spec.Template.Spec.Containers[0].Image = "registry.k8s.io/pause:3.9"
+			if err := suite.client.Update(ctx, ps); apierrors.IsConflict(err) {
 				return false, nil
+			} else if err != nil {
+				return false, err
 			}
-			if !slices.ContainsFunc(before, func(b corev1.Pod) bool { return b.UID == pods[i].UID }) {
-				return false, fmt.Errorf("pod %s is not one of the pods before the update: it was recreated, not updated in place", pods[i].Name)
-			}
-		}
-		return true, nil
-	}, "every pod Ready on the new image")
-	waitReadyEndpoints(t, ns, svc, replicas)
-	stop()
-	checkPassages(t, rec, before)
+			return true, nil
+		}, "PodSet %s updated", ps.Name)
+	})
+}
+
+// TestSidecarInPlaceUpdateLeavesEndpointsFirst does the same for a
+// Deployment's 2 pods into which a SidecarSet injected a sidecar, changing
+// the sidecar's image: the injected readiness gate takes each pod out of
+// the endpoints before the sidecar restarts.
+func TestSidecarInPlaceUpdateLeavesEndpointsFirst(t *testing.T) {
+	const replicas = 2
+	ns := namespace(t)
+	labels := map[string]string{"app": "mesh-" + ns}
+	ss := sidecarSetFor(ns, labels, deckhandv1alpha1.SidecarContainer{Container: corev1.Container{Name: "proxy", Image: "registry.example/proxy:1"}})
+	createObservedSidecarSet(t, ss)
+	before := readyDeployment(t, ns, replicas, labels)
+	svc := serviceFor(t, ns, labels, replicas)
+	updateBehindService(t, ns, svc, labels, before, "proxy", "registry.example/proxy:2", func() {
+		updateSidecarSet(t, ss, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = "registry.example/proxy:2" })
+	})
 }

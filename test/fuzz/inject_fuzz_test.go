@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
@@ -17,6 +18,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/inject"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
@@ -77,6 +79,8 @@ func sameJSON(a, b []byte) bool {
 func stripInjectable(p *corev1.Pod) corev1.PodSpec {
 	s := *p.Spec.DeepCopy()
 	s.Containers, s.InitContainers, s.Volumes, s.ImagePullSecrets = nil, nil, nil, nil
+	// The in-place update gate is added; the pod's own gates stay, in order.
+	s.ReadinessGates = slices.DeleteFunc(s.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == inplacegate.ConditionType })
 	return s
 }
 
@@ -148,6 +152,10 @@ func FuzzSidecarInjection(f *testing.F) {
 		// Nothing but the injected parts changed.
 		if !apiequality.Semantic.DeepEqual(stripInjectable(pod), stripInjectable(injected)) {
 			t.Fatalf("injection changed the pod spec beyond containers/volumes/pull secrets:\nbefore %s\nafter  %s", raw, once)
+		}
+		if n := slices.IndexFunc(injected.Spec.ReadinessGates, func(g corev1.PodReadinessGate) bool { return g.ConditionType == inplacegate.ConditionType }); n >= 0 &&
+			slices.ContainsFunc(injected.Spec.ReadinessGates[n+1:], func(g corev1.PodReadinessGate) bool { return g.ConditionType == inplacegate.ConditionType }) {
+			t.Fatalf("the injected pod lists the in-place update gate twice: %v", injected.Spec.ReadinessGates)
 		}
 		checkContainers(t, pod.Spec.Containers, injected.Spec.Containers, sidecarcontrol.InjectedContainers(&s.Spec))
 		checkContainers(t, pod.Spec.InitContainers, injected.Spec.InitContainers, s.Spec.InitContainers)

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -66,6 +67,7 @@ func Inject(l *sidecarcontrol.Lister, ns string, pod *corev1.Pod) {
 	pod.Spec.Containers = concat(in.before, in.orig.Spec.Containers, in.after)
 	pod.Spec.Volumes = append(pod.Spec.Volumes, in.volumes...)
 	pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, in.secrets...)
+	inplacegate.Add(&pod.Spec)
 	in.record.Apply(pod)
 	in.hot.apply(pod)
 }

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -117,7 +118,9 @@ type classifyInput struct {
 // record is parsed here, once, and kept on the state.
 func classify(in classifyInput, pod *corev1.Pod, st *podState) {
 	s, c := in.set, in.compiled
-	*st = podState{pod: pod, record: sidecarcontrol.ReadPodRecord(pod.Annotations), ready: podutil.IsPodReady(pod), inScope: true, controlled: recreatedByController(pod)}
+	closed := inplacegate.Closed(pod)
+	*st = podState{pod: pod, record: sidecarcontrol.ReadPodRecord(pod.Annotations), ready: podutil.IsPodReady(pod) && !closed, gateClosed: closed,
+		inScope: true, controlled: recreatedByController(pod)}
 	if c.UpdateSelector != nil {
 		st.inScope = c.UpdateSelector.Matches(labelSet(pod.Labels))
 	}

@@ -20,14 +20,15 @@ import (
 // on the latest revision, u updated, p with an update pending, x not
 // upgradable in place, z upgradable through a resize, s out of the update
 // selector's scope, n not injected, k not injected because of a container
-// name clash, o without a controller owner, d resize due, f resize failed.
+// name clash, o without a controller owner, d resize due, f resize failed,
+// g its in-place update gate closed.
 // Without a flag, the opposite: an injected, controlled pod in scope, behind
 // the latest revision in images only.
 func podWith(name, flags string) *podState {
 	has := func(flag rune) bool { return strings.ContainsRune(flags, flag) }
 	st := &podState{
 		pod:   &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		ready: has('r'), inScope: !has('s'), pending: has('p'), controlled: !has('o'),
+		ready: has('r'), inScope: !has('s'), pending: has('p'), controlled: !has('o'), gateClosed: has('g'),
 	}
 	switch {
 	case has('k'):

@@ -18,10 +18,13 @@ func TestPlanUpdates(t *testing.T) {
 		partition      int
 		want           []string
 	}{
-		"budget of one":            {[]*podState{p("a", "r"), p("b", "r"), p("c", "r")}, 1, 0, []string{"a"}},
-		"budget of two":            {[]*podState{p("a", "r"), p("b", "r"), p("c", "r")}, 2, 0, []string{"a", "b"}},
-		"mid-update uses budget":   {[]*podState{p("a", "rc"), p("b", "r"), p("c", "r")}, 2, 0, []string{"b"}},
-		"pending uses budget":      {[]*podState{p("a", "rp"), p("b", "r")}, 1, 0, nil},
+		"budget of one":          {[]*podState{p("a", "r"), p("b", "r"), p("c", "r")}, 1, 0, []string{"a"}},
+		"budget of two":          {[]*podState{p("a", "r"), p("b", "r"), p("c", "r")}, 2, 0, []string{"a", "b"}},
+		"mid-update uses budget": {[]*podState{p("a", "rc"), p("b", "r"), p("c", "r")}, 2, 0, []string{"b"}},
+		"pending uses budget":    {[]*podState{p("a", "rp"), p("b", "r")}, 1, 0, nil},
+		// Its restart waits for the grace period: the pod is out of its
+		// endpoints already, and the next one must wait its turn.
+		"closed gate uses budget":  {[]*podState{p("a", "g"), p("b", "r"), p("c", "r")}, 1, 0, []string{"a"}},
 		"not ready first, free":    {[]*podState{p("a", "r"), p("b", "r"), p("z", "")}, 1, 0, []string{"z", "a"}},
 		"not ready app pod blocks": {[]*podState{p("a", "rcu"), p("b", "r"), p("q", "cu")}, 1, 0, nil},
 		"partition holds back":     {[]*podState{p("a", "rcu"), p("b", "r"), p("c", "r"), p("d", "r")}, 3, 2, []string{"b"}},

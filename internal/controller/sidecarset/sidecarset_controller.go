@@ -171,6 +171,9 @@ type scope struct {
 	// observed is what the cache shows of the pods the SidecarSet evicted
 	// and of its terminating pods.
 	observed observation
+	// held are the pods this pass keeps out of their endpoints ahead of an
+	// in-place update (holdForRestart).
+	held map[*podState]bool
 }
 
 // Reconcile implements reconcile.Reconciler. It never branches on which

@@ -83,8 +83,12 @@ type podState struct {
 	// a resize.
 	resize resizeProgress
 
-	// ready: the pod's Ready condition is True.
+	// ready: the pod's Ready condition is True and its in-place update
+	// gate is not closed (the kubelet turns Ready False only after that).
 	ready bool
+	// gateClosed: the pod's in-place update gate is closed: it is leaving,
+	// or out of, its endpoints for an in-place update.
+	gateClosed bool
 	// inScope: updateStrategy.selector (if any) selects the pod.
 	inScope bool
 	// controlled: the pod has a controller owner that recreates an evicted
@@ -147,13 +151,14 @@ func (p *podState) recreatedByRollout(evict bool) bool { return evict && p.contr
 
 // unavailableToRollout reports whether the pod uses the rollout's
 // maxUnavailable budget: the rollout has touched it (it is mid-update, or
-// at the latest revision) and it is not updated and ready. A pod the
+// at the latest revision, or its in-place update gate is closed) and it is
+// not updated and ready. A pod the
 // rollout has not reached yet does not, ready or not: whatever keeps it
 // from being ready, the rollout did not cause it. The application's own
 // availability is what its PodDisruptionBudgets guard, and the rollout
 // consults them before it updates a ready pod.
 func (p *podState) unavailableToRollout() bool {
-	return p.pending || p.atLatest() && (p.stage != stageUpdated || !p.ready)
+	return p.pending || p.gateClosed || p.atLatest() && (p.stage != stageUpdated || !p.ready)
 }
 
 // resizing reports a resize towards the latest revision that the kubelet

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
@@ -21,7 +23,7 @@ import (
 // conditions. A failed update of one pod does not keep the conditions of
 // the others from being written.
 func (r *Reconciler) writePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
-	return reconcileutil.Run(ctx, sc, r.updatePods, r.syncPodConditions)
+	return reconcileutil.Run(ctx, sc, r.updatePods, r.syncPodConditions, r.syncInPlaceGates)
 }
 
 // disruptionRetry is how soon a pass that PodDisruptionBudgets held back
@@ -34,8 +36,13 @@ const disruptionRetry = 5 * time.Second
 // Evict, evictions.
 func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	us := sc.set.Spec.UpdateStrategy
-	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) || sc.pending > 0 {
+	rb := r.rollbackScope(sc)
+	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) && rb == nil || sc.pending > 0 {
 		return ctrl.Result{}, nil
+	}
+	if rb != nil {
+		// The pass moves the pods to the stable revision instead.
+		sc = rb
 	}
 	in := sc.rolloutInput()
 	budgets, err := newDisruptionBudgets(sc.pods, listDisruptionBudgets(ctx, r.Client))
@@ -58,6 +65,9 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 		out.retryAfter(disruptionRetry)
 	}
 	for _, p := range plan.inPlace {
+		if r.holdForRestart(ctx, sc, p, &out) {
+			continue
+		}
 		r.updateInPlace(ctx, sc, p, &out)
 	}
 	for _, p := range plan.hotUpgrade {
@@ -74,6 +84,51 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 	}
 	if us.Recreate == deckhandv1alpha1.RecreateEvict {
 		r.evictPods(ctx, sc, plan, &out)
+	}
+	return out.result()
+}
+
+// holdForRestart reports whether pod p must wait before its sidecars are
+// restarted (inplacegate.MayRestart): its in-place update gate, which it
+// writes False if it is not yet, has not been closed for the grace period.
+// Everything it decides on is on the pod, so a manager that restarts in
+// between carries on where this one stopped.
+func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState, out *outcome) bool {
+	grace := inplacegate.GracePeriod(sc.set.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
+	ok, closeFirst, wait := inplacegate.MayRestart(p.pod, grace, sc.now)
+	if ok {
+		return false
+	}
+	if sc.held == nil {
+		sc.held = map[*podState]bool{}
+	}
+	sc.held[p] = true
+	out.retryAfter(wait)
+	if closeFirst {
+		if err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now); !apierrors.IsNotFound(err) {
+			out.fail(err)
+		}
+	}
+	return true
+}
+
+// gateOwner is how s names itself on the gates it closes.
+func gateOwner(s *deckhandv1alpha1.SidecarSet) string { return "SidecarSet " + s.Name }
+
+// syncInPlaceGates opens the in-place update gate of every pod carrying
+// the SidecarSet that has it closed by this SidecarSet (or not yet
+// written: a new pod) and is not held in this pass, once every container
+// runs its spec's image ready: an update that is over, a new pod started,
+// or an update no longer planned (paused, or the revision changed back).
+func (r *Reconciler) syncInPlaceGates(ctx context.Context, sc *scope) (ctrl.Result, error) {
+	var out outcome
+	for _, p := range sc.pods {
+		if !p.injected() || p.pending || sc.held[p] || inplacegate.Open(p.pod) || !inplacegate.ContainersReady(p.pod) {
+			continue
+		}
+		if err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now); !apierrors.IsNotFound(err) {
+			out.fail(err)
+		}
 	}
 	return out.result()
 }

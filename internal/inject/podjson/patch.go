@@ -11,8 +11,8 @@ type Additions struct {
 	// BeforeInit go to the head of spec.initContainers and AfterInit to its
 	// tail; Before and After likewise for spec.containers.
 	BeforeInit, AfterInit, Before, After []Sidecar
-	// Volumes and ImagePullSecrets are appended, encoded.
-	Volumes, ImagePullSecrets [][]byte
+	// Volumes, ImagePullSecrets and ReadinessGates are appended, encoded.
+	Volumes, ImagePullSecrets, ReadinessGates [][]byte
 	// Annotations are set, in order.
 	Annotations []Annotation
 	// Labels are set, in order.
@@ -38,6 +38,7 @@ func WritePatch(pod *RawPod, add *Additions) ([]byte, error) {
 	}
 	w.list("/spec/volumes", !pod.HasVolumes, add.Volumes)
 	w.list("/spec/imagePullSecrets", !pod.HasImagePullSecrets, add.ImagePullSecrets)
+	w.list("/spec/readinessGates", !pod.HasReadinessGates, add.ReadinessGates)
 	w.stringMap("/metadata/labels", !pod.HasLabels, add.Labels)
 	w.stringMap("/metadata/annotations", !pod.HasAnnotations, add.Annotations)
 	for _, k := range add.RemovedAnnotations {

@@ -24,6 +24,8 @@ type RawPod struct {
 	HasVolumes                 bool
 	ImagePullSecrets           []string // names
 	HasImagePullSecrets        bool
+	ReadinessGates             []string // condition types
+	HasReadinessGates          bool
 }
 
 // RawContainer is one container of a RawPod.
@@ -109,6 +111,8 @@ func (s *scanner) spec(p *RawPod) {
 			p.Volumes, p.HasVolumes = s.names()
 		case "imagePullSecrets":
 			p.ImagePullSecrets, p.HasImagePullSecrets = s.names()
+		case "readinessGates":
+			p.ReadinessGates, p.HasReadinessGates = s.valuesOf("conditionType")
 		default:
 			s.skip()
 		}
@@ -145,19 +149,20 @@ func (s *scanner) containers() ([]RawContainer, bool) {
 
 // names reads an array of objects and returns their "name" members.
 func (s *scanner) names() ([]string, bool) {
+	return s.valuesOf("name")
+}
+
+// valuesOf reads an array of objects and returns their string members
+// called key.
+func (s *scanner) valuesOf(key string) ([]string, bool) {
 	if !s.begin('[') {
 		return nil, false
 	}
 	out := make([]string, 0, 8)
 	for first := true; s.more(&first, ']'); {
-		out = append(out, s.nameOf())
+		out = append(out, s.memberOf(key))
 	}
 	return out, true
-}
-
-// nameOf reads an object and returns its "name" member.
-func (s *scanner) nameOf() string {
-	return s.memberOf("name")
 }
 
 // memberOf reads an object and returns its string member called key.
