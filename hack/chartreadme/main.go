@@ -21,6 +21,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/deckhand-dev/deckhand/hack/internal/command"
 )
 
 const (
@@ -29,14 +31,7 @@ const (
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: chartreadme CHART_DIR")
-		os.Exit(2)
-	}
-	if err := run(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "chartreadme:", err)
-		os.Exit(1)
-	}
+	command.Main("chartreadme", "CHART_DIR", run)
 }
 
 func run(chart string) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,12 +16,7 @@ func chart(t *testing.T) string {
 }
 
 func read(t *testing.T, path string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return []byte(testutil.ReadFile(t, path))
 }
 
 // TestDocumented: the comments above keys, over several lines, become the

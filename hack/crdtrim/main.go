@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/hack/internal/command"
 )
 
 // modulePath prefixes the package path of every type whose documentation is
@@ -39,14 +40,7 @@ import (
 const modulePath = "github.com/deckhand-dev/deckhand/"
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: crdtrim CRD_DIR")
-		os.Exit(2)
-	}
-	if err := trimDir(os.Args[1]); err != nil {
-		fmt.Fprintln(os.Stderr, "crdtrim:", err)
-		os.Exit(1)
-	}
+	command.Main("crdtrim", "CRD_DIR", trimDir)
 }
 
 // trimDir rewrites every CRD file of dir in place.

@@ -100,6 +100,19 @@ func podWebhook(t *testing.T, r rendered) map[string]any {
 	return nil
 }
 
+// noneRendered checks that no object whose key starts with prefix (a kind
+// and a slash) is rendered.
+func noneRendered(prefix string) func(t *testing.T, r rendered) {
+	return func(t *testing.T, r rendered) {
+		t.Helper()
+		for k := range r {
+			if strings.HasPrefix(k, prefix) {
+				t.Errorf("%s rendered", k)
+			}
+		}
+	}
+}
+
 // TestValues renders the chart with each combination of values docs/helm.md
 // describes and checks its effect on the rendered objects.
 func TestValues(t *testing.T) {
@@ -420,23 +433,15 @@ func TestValues(t *testing.T) {
 			}
 		},
 	}, {
-		name: "CRDs not installed",
-		set:  []string{"crds.install=false"},
-		check: func(t *testing.T, r rendered) {
-			for k := range r {
-				if strings.HasPrefix(k, "CustomResourceDefinition/") {
-					t.Errorf("%s rendered with crds.install false", k)
-				}
-			}
-		},
+		name:  "CRDs not installed",
+		set:   []string{"crds.install=false"},
+		check: noneRendered("CustomResourceDefinition/"),
 	}, {
-		name: "one replica: no PodDisruptionBudget",
-		set:  []string{"replicas=1"},
-		check: func(t *testing.T, r rendered) {
-			if _, ok := r["PodDisruptionBudget/"+ns+"/deckhand-controller-manager"]; ok {
-				t.Error("a PodDisruptionBudget for one replica would block every drain of its node")
-			}
-		},
+		// A PodDisruptionBudget for one replica would block every drain of
+		// its node.
+		name:  "one replica: no PodDisruptionBudget",
+		set:   []string{"replicas=1"},
+		check: noneRendered("PodDisruptionBudget/"),
 	}, {
 		name: "one replica, PodDisruptionBudget forced",
 		set:  []string{"replicas=1", "podDisruptionBudget.force=true"},
@@ -444,13 +449,9 @@ func TestValues(t *testing.T) {
 			r.get(t, "PodDisruptionBudget/"+ns+"/deckhand-controller-manager")
 		},
 	}, {
-		name: "PodDisruptionBudget off",
-		set:  []string{"podDisruptionBudget.enabled=false"},
-		check: func(t *testing.T, r rendered) {
-			if _, ok := r["PodDisruptionBudget/"+ns+"/deckhand-controller-manager"]; ok {
-				t.Error("PodDisruptionBudget rendered with podDisruptionBudget.enabled false")
-			}
-		},
+		name:  "PodDisruptionBudget off",
+		set:   []string{"podDisruptionBudget.enabled=false"},
+		check: noneRendered("PodDisruptionBudget/"),
 	}, {
 		name: "extra args and env",
 		set:  []string{"extraArgs[0]=--zap-log-level=debug", "extraEnv[0].name=HTTPS_PROXY", "extraEnv[0].value=http://proxy:3128"},
