@@ -103,7 +103,9 @@ func (v standing) word() string {
 // ProgressDeadlineExceeded (whatever its status, as `kubectl rollout
 // status` reads a Deployment's). Done is Ready True, which every kind's
 // controller sets once the object has reached its spec (a PodSet's and
-// SidecarSet's rollout complete, a WebServer's Deployment available).
+// SidecarSet's rollout complete, a WebServer's Deployment rolled out and
+// available, a RestartSchedule's schedule valid and its last run not
+// failed).
 func judge(obj *unstructured.Unstructured) standing {
 	var s summary
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &s); err != nil {
