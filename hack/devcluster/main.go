@@ -75,6 +75,11 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
 	if err := copyFile(cluster.KubeconfigPath, kubeconfig); err != nil {
 		return err
 	}
+	// Prometheus listens on a free port: a query trigger written in a
+	// terminal reads the address from here (docs/restartschedule.md).
+	if err := os.WriteFile(filepath.Join(dir, "prometheus-url"), []byte(cluster.PrometheusURL+"\n"), 0o600); err != nil {
+		return err
+	}
 	fmt.Printf(">> control plane ready in %s\n", time.Since(started).Round(100*time.Millisecond))
 
 	fmt.Println(">> installing CRDs")
@@ -157,11 +162,11 @@ func run(deckhandBin, k8sBin, dir, samples string, nodes int) error {
    kubectl top pods -A
 
  metrics-server (metrics.k8s.io):              %s
- Prometheus (%s of the pods): %s
+ Prometheus (%s of the pods): %s (also in %s)
 
  Component logs: %s/*.log
 ================================================================================
-`, kubeconfig, kubectl, cluster.MetricsServerURL, localcluster.DCGMFramebufferUsedMetric, cluster.PrometheusURL, clusterDir)
+`, kubeconfig, kubectl, cluster.MetricsServerURL, localcluster.DCGMFramebufferUsedMetric, cluster.PrometheusURL, filepath.Join(dir, "prometheus-url"), clusterDir)
 
 	select {
 	case <-ctx.Done():

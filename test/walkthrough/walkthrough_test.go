@@ -18,12 +18,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -94,7 +96,11 @@ type walkthrough struct {
 	next   int
 }
 
-func newWalkthrough(t *testing.T, doc string) *walkthrough {
+// newWalkthrough reads the walkthrough of doc: its first block sets the
+// shell up, and the steps are the blocks of the section under heading (a
+// whole Markdown heading line, with its #s), or every later block when
+// heading is empty.
+func newWalkthrough(t *testing.T, doc, heading string) *walkthrough {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(suite.root, doc))
 	if err != nil {
@@ -110,8 +116,20 @@ func newWalkthrough(t *testing.T, doc string) *walkthrough {
 	if !strings.Contains(blocks[0].text, "KUBECONFIG") {
 		t.Fatalf("%s:%d: the first walkthrough block must set KUBECONFIG up:\n%s", doc, blocks[0].line, blocks[0].text)
 	}
+	steps := blocks[1:]
+	if heading != "" {
+		first, end := sectionLines(string(data), heading)
+		if first == 0 {
+			t.Fatalf("%s has no heading %q", doc, heading)
+		}
+		steps = slices.DeleteFunc(steps, func(b block) bool { return b.line < first || b.line >= end })
+		if len(steps) == 0 {
+			t.Fatalf("%s: the section %q has no ```sh %s block", doc, heading, marker)
+		}
+	}
 	// What the doc's commands expect in their working directory at the
-	// root of a checkout after `make run`: .dev/kubeconfig and bin/k8s.
+	// root of a checkout after `make run`: .dev/kubeconfig,
+	// .dev/prometheus-url and bin/k8s.
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, ".dev"), 0o755); err != nil {
 		t.Fatal(err)
@@ -119,13 +137,44 @@ func newWalkthrough(t *testing.T, doc string) *walkthrough {
 	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(suite.kubeconfig, filepath.Join(dir, ".dev", "kubeconfig")); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"kubeconfig", "prometheus-url"} {
+		if err := os.Symlink(filepath.Join(filepath.Dir(suite.kubeconfig), name), filepath.Join(dir, ".dev", name)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Symlink(suite.k8sBin, filepath.Join(dir, "bin", "k8s")); err != nil {
 		t.Fatal(err)
 	}
-	return &walkthrough{doc: doc, dir: dir, setup: blocks[0], blocks: blocks[1:]}
+	return &walkthrough{doc: doc, dir: dir, setup: blocks[0], blocks: steps}
+}
+
+// sectionLines returns the line of heading in markdown and the line of the
+// next heading of the same or a higher level (one past the last line when
+// there is none); 0 and 0 when markdown has no such heading. Lines inside
+// fenced blocks are not headings.
+func sectionLines(markdown, heading string) (first, end int) {
+	level := len(heading) - len(strings.TrimLeft(heading, "#"))
+	lines := strings.Split(markdown, "\n")
+	fenced := false
+	for i, line := range lines {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch l := len(line) - len(strings.TrimLeft(line, "#")); {
+		case first == 0 && line == heading:
+			first = i + 1
+		case first != 0 && l <= level:
+			return first, i + 1
+		}
+	}
+	if first == 0 {
+		return 0, 0
+	}
+	return first, len(lines) + 1
 }
 
 // runUntil runs the blocks up to, not including, the first remaining block
@@ -201,9 +250,16 @@ func withoutEnv(env []string, names ...string) []string {
 // are deleted if the test fails, so that the next walkthrough starts clean.
 func startWalkthrough(t *testing.T, doc string, objs ...client.Object) *walkthrough {
 	t.Helper()
+	return startSection(t, doc, "", objs...)
+}
+
+// startSection is startWalkthrough for the blocks of one section of doc,
+// under heading.
+func startSection(t *testing.T, doc, heading string, objs ...client.Object) *walkthrough {
+	t.Helper()
 	failOnRefusals(t)
 	deleteOnFailure(t, objs...)
-	return newWalkthrough(t, doc)
+	return newWalkthrough(t, doc, heading)
 }
 
 // deleteOnFailure removes what a walkthrough creates if it stopped before
@@ -612,7 +668,7 @@ func TestWebServerWalkthrough(t *testing.T) {
 
 func TestRestartScheduleWalkthrough(t *testing.T) {
 	const ns, generated = "restart-demo", "web-deployment"
-	w := startWalkthrough(t, "docs/restartschedule.md", namespace(ns))
+	w := startSection(t, "docs/restartschedule.md", "## Walkthrough on `make run`", namespace(ns))
 	web := map[string]string{"app": "web"}
 
 	w.runUntil(t, "--for=jsonpath='{.status.history[0].result}'=Succeeded")
@@ -677,4 +733,78 @@ func TestRestartScheduleWalkthrough(t *testing.T) {
 	}
 
 	w.runRest(t)
+}
+
+func TestRestartOnNeedWalkthrough(t *testing.T) {
+	const ns = "leak-demo"
+	w := startSection(t, "docs/restartschedule.md", "### Restart on need on `make run`", namespace(ns))
+
+	w.runUntil(t, "name: web-leak")
+	memory := findLeak(t, ns, "web", localcluster.SimMemoryLeakPerSecondAnnotation, "4Mi")
+	w.runUntil(t, "name: gpu\n")
+	memory.expectReplaced(t, "web-leak", deckhandv1alpha1.RestartTriggerMemory, "128Mi")
+
+	w.runUntil(t, "name: gpu-leak")
+	gpu := findLeak(t, ns, "gpu", localcluster.SimGPUMemoryLeakAnnotation, "200")
+	w.runUntil(t, "kubectl delete namespace leak-demo")
+	gpu.expectReplaced(t, "gpu-leak", deckhandv1alpha1.RestartTriggerQuery, "4096")
+
+	w.runRest(t)
+}
+
+// walkthroughLeak is a two-pod Deployment of the restart-on-need
+// walkthrough: the pod labelled leak=true leaks, the other is flat.
+type walkthroughLeak struct {
+	ns, app string
+	leaking corev1.Pod
+	flat    map[string]types.UID
+}
+
+// findLeak finds the pods of the Deployment labelled app=app: one labelled
+// leak=true with annotation set to value, and the flat one.
+func findLeak(t *testing.T, ns, app, annotation, value string) walkthroughLeak {
+	t.Helper()
+	leaking := listPods(t, ns, map[string]string{"app": app, "leak": "true"})
+	if len(leaking) != 1 || leaking[0].Annotations[annotation] != value {
+		t.Fatalf("%d pods of %s labelled leak=true, want one with %s=%s: %+v", len(leaking), app, annotation, value, leaking)
+	}
+	flat := podUIDs(t, ns, map[string]string{"app": app})
+	delete(flat, leaking[0].Name)
+	if len(flat) != 1 {
+		t.Fatalf("pods of %s besides the leaking one: %v, want the flat one", app, flat)
+	}
+	return walkthroughLeak{ns: ns, app: app, leaking: leaking[0], flat: flat}
+}
+
+// expectReplaced checks that RestartSchedule name's history has one entry
+// of trigger, the leaking pod evicted with a value above above, that the
+// leaking pod is gone and replaced, and that the flat pod is the same pod.
+func (l walkthroughLeak) expectReplaced(t *testing.T, name string, trigger deckhandv1alpha1.RestartTrigger, above string) {
+	t.Helper()
+	var rs deckhandv1alpha1.RestartSchedule
+	get(t, &rs, l.ns, name)
+	var entries []deckhandv1alpha1.RestartRecord
+	for _, h := range rs.Status.History {
+		if h.Trigger == trigger {
+			entries = append(entries, h)
+		}
+	}
+	if len(entries) != 1 || entries[0].Pod != l.leaking.Name || entries[0].Workload != "Deployment/"+l.app || entries[0].Result != deckhandv1alpha1.RestartSucceeded {
+		t.Fatalf("%s history %+v; want one %s entry: the leaking pod %s of Deployment/%s evicted", name, rs.Status.History, trigger, l.leaking.Name, l.app)
+	}
+	if v, err := resource.ParseQuantity(entries[0].Value); err != nil || v.Cmp(resource.MustParse(above)) <= 0 {
+		t.Errorf("%s history value %q; want what the trigger saw, above %s", name, entries[0].Value, above)
+	}
+	after := podUIDs(t, l.ns, map[string]string{"app": l.app})
+	if slices.Contains(slices.Collect(maps.Values(after)), l.leaking.UID) {
+		t.Errorf("the leaking pod %s (%s) is still there: %v", l.leaking.Name, l.leaking.UID, after)
+	}
+	for flat, uid := range l.flat {
+		if after[flat] != uid {
+			t.Errorf("the flat pod %s (%s) was replaced: %v", flat, uid, after)
+		}
+	}
+	if len(after) != 2 {
+		t.Errorf("%d pods of %s after the eviction, want the flat one and the replacement: %v", len(after), l.app, after)
+	}
 }
