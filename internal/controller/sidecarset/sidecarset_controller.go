@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -172,8 +173,9 @@ type scope struct {
 	// and of its terminating pods.
 	observed observation
 	// held are the pods this pass keeps out of their endpoints ahead of an
-	// in-place update (holdForRestart).
-	held map[*podState]bool
+	// in-place update (holdForRestart), by UID: a pass that rolls back
+	// judges the same pods anew, in a copy of the scope that shares it.
+	held map[types.UID]bool
 }
 
 // Reconcile implements reconcile.Reconciler. It never branches on which
@@ -200,7 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	log = log.WithValues("sidecarset", klog.KObj(set))
 	ctx = logf.IntoContext(ctx, log)
-	sc := &scope{set: set, compiled: r.Lister.Compiled(set), now: r.Clock.Now(), memory: r.memory.of(set)}
+	sc := &scope{set: set, compiled: r.Lister.Compiled(set), now: r.Clock.Now(), memory: r.memory.of(set), held: map[types.UID]bool{}}
 
 	// Status and updates are computed from the pods observePods lists:
 	// after a failed list they would count and roll out to no pods at all.

@@ -36,13 +36,8 @@ const disruptionRetry = 5 * time.Second
 // Evict, evictions.
 func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	us := sc.set.Spec.UpdateStrategy
-	rb := r.rollbackScope(sc)
-	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) && rb == nil || sc.pending > 0 {
+	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) || sc.pending > 0 {
 		return ctrl.Result{}, nil
-	}
-	if rb != nil {
-		// The pass moves the pods to the stable revision instead.
-		sc = rb
 	}
 	in := sc.rolloutInput()
 	budgets, err := newDisruptionBudgets(sc.pods, listDisruptionBudgets(ctx, r.Client))
@@ -99,10 +94,9 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 	if ok {
 		return false
 	}
-	if sc.held == nil {
-		sc.held = map[*podState]bool{}
+	if sc.held != nil {
+		sc.held[p.pod.UID] = true
 	}
-	sc.held[p] = true
 	out.retryAfter(wait)
 	if closeFirst {
 		if err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now); !apierrors.IsNotFound(err) {
@@ -123,7 +117,7 @@ func gateOwner(s *deckhandv1alpha1.SidecarSet) string { return "SidecarSet " + s
 func (r *Reconciler) syncInPlaceGates(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	var out outcome
 	for _, p := range sc.pods {
-		if !p.injected() || p.pending || sc.held[p] || inplacegate.Open(p.pod) || !inplacegate.ContainersReady(p.pod) {
+		if !p.injected() || p.pending || sc.held[p.pod.UID] || inplacegate.Open(p.pod) || !inplacegate.ContainersReady(p.pod) {
 			continue
 		}
 		if err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now); !apierrors.IsNotFound(err) {
