@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -43,25 +44,30 @@ func gpuQuery(ns string, above string, sustained time.Duration) *deckhandv1alpha
 // leaves the flat one alone, and records trigger Query and the value in
 // history. The query carries a bearer token from a Secret labelled for it.
 func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
-	needEnv(t)
-	ctx := testutil.Context(t, 4*time.Minute)
-	ns := env.Namespace(t)
-	d := deployment(ns, "gpu", 2, map[string]string{localcluster.SimGPUMemoryUsedAnnotation: "1024"}, nil)
-	testutil.Create(ctx, t, env.Client, d)
-	pods := readyPods(t, d, 2)
-	leaking, flat := pods[0].Name, pods[1].Name
-	watch, patched := startLeak(ctx, t, d, pods, localcluster.SimGPUMemoryLeakAnnotation, "200")
-
-	env.BindSecretReader(ctx, t, ns)
-	testutil.Create(ctx, t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus-token",
+	leak := startGPULeak(t, 4*time.Minute, "200")
+	env.BindSecretReader(leak.ctx, t, leak.ns)
+	testutil.Create(leak.ctx, t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: leak.ns, Name: "prometheus-token",
 		Labels: map[string]string{deckhandv1alpha1.RestartQueryCredentialsLabel: "true"}}, Data: map[string][]byte{"token": []byte("t0ken")}})
-	q := gpuQuery(ns, "4096", 20*time.Second)
+	q := gpuQuery(leak.ns, "4096", 20*time.Second)
 	q.Prometheus.BearerTokenSecret = &deckhandv1alpha1.RestartKeyReference{Name: "prometheus-token", Key: "token"}
-	rs := podScope(ns, "gpu", "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: q})
-	testutil.Create(ctx, t, env.Client, rs)
+	rs := leak.schedule(t, "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: q})
 
-	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerQuery, leaking: leaking, flat: flat, workload: "Deployment/gpu",
-		leakStarted: patched, sustained: 20 * time.Second, threshold: "over 4096", above: "4096", timeout: 2 * time.Minute}, watch)
+	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerQuery, leaking: leak.leaking, flat: leak.flat, workload: "Deployment/gpu",
+		leakStarted: leak.started, sustained: 20 * time.Second, threshold: "over 4096", above: "4096", timeout: 2 * time.Minute}, leak.watch)
+}
+
+// The leaking pod of a GPU leak grows 50 MiB a second from 1024 MiB. A
+// query trigger above 12000 MiB for 45s, whose limit (the GPU's memory) is
+// 16000 MiB, under a window six hours away: the trend reaches 16000 within
+// urgency.predictedLimitWithin, so the pod is evicted now, while its value
+// is still under 12000, for a prediction that aims at the limit, not the
+// threshold; the flat pod stays.
+func TestIntegrationQueryUrgencyAimsAtTheLimit(t *testing.T) {
+	leak := startGPULeak(t, 4*time.Minute, "50")
+	q := gpuQuery(leak.ns, "12000", 45*time.Second)
+	q.Limit = ptr.To(resource.MustParse("16000"))
+	rs := leak.urgentSchedule(t, "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: q})
+	expectUrgentEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerQuery, "12000", "16000")
 }
 
 // A query that gets no usable answer acts on nothing, whatever the

@@ -18,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -146,9 +147,9 @@ func startLeak(ctx context.Context, t *testing.T, d *appsv1.Deployment, pods []c
 	return watch, started
 }
 
-// memoryLeak is a Deployment "web" of two pods at 64Mi of a 256Mi limit,
-// in a namespace of its own, whose first pod leaks.
-type memoryLeak struct {
+// leakingDeployment is a Deployment of two pods on the fake node, in a
+// namespace of its own, whose first pod leaks.
+type leakingDeployment struct {
 	ctx           context.Context
 	ns            string
 	deployment    *appsv1.Deployment
@@ -158,28 +159,95 @@ type memoryLeak struct {
 	started time.Time
 }
 
-// startMemoryLeak creates a memoryLeak whose leaking pod grows perSecond,
-// with a context that ends after timeout.
-func startMemoryLeak(t *testing.T, timeout time.Duration, perSecond string) memoryLeak {
+// startMemoryLeak creates a leakingDeployment "web" of two pods at 64Mi of
+// a 256Mi limit whose leaking pod grows perSecond, with a context that ends
+// after timeout.
+func startMemoryLeak(t *testing.T, timeout time.Duration, perSecond string) leakingDeployment {
+	t.Helper()
+	return startLeaking(t, timeout, "web", map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"},
+		corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}, localcluster.SimMemoryLeakPerSecondAnnotation, perSecond)
+}
+
+// startGPULeak creates a leakingDeployment "gpu" of two pods at 1024 MiB of
+// GPU memory whose leaking pod grows perSecond MiB, with a context that
+// ends after timeout.
+func startGPULeak(t *testing.T, timeout time.Duration, perSecond string) leakingDeployment {
+	t.Helper()
+	return startLeaking(t, timeout, "gpu", map[string]string{localcluster.SimGPUMemoryUsedAnnotation: "1024"}, nil,
+		localcluster.SimGPUMemoryLeakAnnotation, perSecond)
+}
+
+// startLeaking creates a leakingDeployment name whose pods start with the
+// simulated usage annotations say, under limits, then sets the first
+// pod's leakAnnotation to perSecond.
+func startLeaking(t *testing.T, timeout time.Duration, name string, annotations map[string]string, limits corev1.ResourceList, leakAnnotation, perSecond string) leakingDeployment {
 	t.Helper()
 	needEnv(t)
-	m := memoryLeak{ctx: testutil.Context(t, timeout), ns: env.Namespace(t)}
-	m.deployment = deployment(m.ns, "web", 2, map[string]string{localcluster.SimMemoryWorkingSetAnnotation: "64Mi"},
-		corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")})
+	m := leakingDeployment{ctx: testutil.Context(t, timeout), ns: env.Namespace(t)}
+	m.deployment = deployment(m.ns, name, 2, annotations, limits)
 	testutil.Create(m.ctx, t, env.Client, m.deployment)
 	pods := readyPods(t, m.deployment, 2)
 	m.leaking, m.flat = pods[0].Name, pods[1].Name
-	m.watch, m.started = startLeak(m.ctx, t, m.deployment, pods, localcluster.SimMemoryLeakPerSecondAnnotation, perSecond)
+	m.watch, m.started = startLeak(m.ctx, t, m.deployment, pods, leakAnnotation, perSecond)
 	return m
 }
 
 // schedule creates a RestartSchedule name of the Deployment with podScope's
 // action and triggers.
-func (m memoryLeak) schedule(t *testing.T, name string, triggers ...deckhandv1alpha1.RestartNeedTrigger) *deckhandv1alpha1.RestartSchedule {
+func (m leakingDeployment) schedule(t *testing.T, name string, triggers ...deckhandv1alpha1.RestartNeedTrigger) *deckhandv1alpha1.RestartSchedule {
 	t.Helper()
 	rs := podScope(m.ns, name, m.deployment.Name, triggers...)
 	testutil.Create(m.ctx, t, env.Client, rs)
 	return rs
+}
+
+// urgentSchedule creates a RestartSchedule name of the Deployment with
+// podScope's action and trigger, whose only window opens six hours from
+// now, and urgency.predictedLimitWithin 10m.
+func (m leakingDeployment) urgentSchedule(t *testing.T, name string, trigger deckhandv1alpha1.RestartNeedTrigger) *deckhandv1alpha1.RestartSchedule {
+	t.Helper()
+	rs := podScope(m.ns, name, m.deployment.Name, trigger)
+	opens := time.Now().UTC().Add(6 * time.Hour)
+	rs.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: opens.Format("15:04"), End: opens.Add(time.Hour).Format("15:04")}}
+	rs.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{PredictedLimitWithin: metav1.Duration{Duration: urgentWithin}}
+	testutil.Create(m.ctx, t, env.Client, rs)
+	return rs
+}
+
+// urgentWithin is urgentSchedule's urgency.predictedLimitWithin.
+const urgentWithin = 10 * time.Minute
+
+// expectUrgentEviction checks that the schedule evicts the leaking pod for
+// its prediction, outside the window: history records trigger, the pod, a
+// value under the threshold under, a predictedLimitAt within urgentWithin
+// and the limit the prediction aimed at; an UrgentRestart Event names the
+// pod and the closed window; and the flat pod is never named, nor the
+// replacement.
+func expectUrgentEviction(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, leak leakingDeployment, trigger deckhandv1alpha1.RestartTrigger, under, limit string) {
+	t.Helper()
+	evicted := waitEvicted(t, rs, trigger, 3*time.Minute)
+	if evicted.Pod != leak.leaking || evicted.Result != deckhandv1alpha1.RestartSucceeded {
+		t.Fatalf("history entry %+v, want the leaking pod %s evicted", evicted, leak.leaking)
+	}
+	// Evicted for its prediction, not its threshold.
+	if v, err := resource.ParseQuantity(evicted.Value); err != nil || v.Cmp(resource.MustParse(under)) >= 0 {
+		t.Fatalf("history value %q, want one under the threshold (%s)", evicted.Value, under)
+	}
+	if p := evicted.PredictedLimitAt; p == nil || p.After(evicted.StartTime.Add(urgentWithin)) {
+		t.Fatalf("history records the prediction %v, want one within %s of the eviction at %s", p, urgentWithin, evicted.StartTime)
+	}
+	if !strings.Contains(evicted.Message, "predicted to reach "+limit+" at ") || !strings.Contains(evicted.Message, "within spec.urgency.predictedLimitWithin") {
+		t.Errorf("history message %q does not give the prediction of %s", evicted.Message, limit)
+	}
+	testutil.WaitEvent(t, env.Client, leak.ns, 30*time.Second, "an UrgentRestart Event naming the pod and the closed window", func(e eventsv1.Event) bool {
+		return e.Reason == "UrgentRestart" && e.Regarding.Name == rs.Name &&
+			strings.Contains(e.Note, leak.leaking) && strings.Contains(e.Note, "outside every maintenance window")
+	})
+	readyPods(t, leak.deployment, 2)
+	waitSchedule(t, rs, 60*time.Second, "no candidate once the leaking pod is replaced", func(got *deckhandv1alpha1.RestartSchedule) bool {
+		return got.Status.CandidateCount == 0
+	})
+	onlyDeleted(t, leak.watch, leak.leaking)
 }
 
 // memoryTrigger is a memory trigger on container "app" above percent of
