@@ -6,10 +6,10 @@ package e2e
 // EndpointSlices and the pods event by event.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,7 +164,7 @@ func (r *trafficRecord) passages(before []corev1.Pod) map[types.UID]*podPassage 
 	r.mu.Lock()
 	events := append([]trafficEvent(nil), r.events...)
 	r.mu.Unlock()
-	sort.SliceStable(events, func(i, j int) bool { return events[i].rv < events[j].rv })
+	slices.SortStableFunc(events, func(a, b trafficEvent) int { return cmp.Compare(a.rv, b.rv) })
 	out := map[types.UID]*podPassage{}
 	base := map[types.UID][]corev1.ContainerStatus{}
 	for i := range before {
