@@ -22,11 +22,13 @@ const ConditionType corev1.PodConditionType = "apps.deckhand.dev/in-place-update
 
 // DefaultGracePeriodSeconds is how long an in-place update waits between
 // writing the gate False and patching the images when the update strategy
-// does not say. The EndpointSlice controller took at most 0.2 seconds to
-// mark a gated pod's endpoint not ready on the local cluster
-// (test/e2e TestInPlaceUpdateLeavesEndpointsFirst logs the figure of each
-// run); a kube-proxy or load balancer then needs its own time to stop
-// sending, which a real cluster's grace period has to cover.
+// does not say. The EndpointSlice controller took 31 to 253 ms to mark a
+// gated pod's endpoint not ready on the local cluster, on two cores shared
+// with other suites (the e2e tests TestInPlaceUpdateLeavesEndpointsFirst and
+// TestSidecarInPlaceUpdateLeavesEndpointsFirst log the figure of each run;
+// docs/podset.md keeps some); a kube-proxy or load balancer then needs its
+// own time to stop sending, which a real cluster's grace period has to
+// cover.
 const DefaultGracePeriodSeconds = 1
 
 // Reasons of the gate condition.
