@@ -465,15 +465,20 @@ func TestStatusWatch(t *testing.T) {
 
 	t.Run("done once Ready turns True", func(t *testing.T) {
 		var out, errOut lockedBuffer
-		exit := make(chan error, 1)
+		var err error
+		watchCtx, cancel := context.WithCancel(ctx)
+		exited := make(chan struct{})
 		go func() {
-			exit <- runDeckhand(ctx, t, &out, &errOut, "status", "sset", scs.Name, "--watch", "--timeout", "30s")
+			defer close(exited)
+			err = runDeckhand(watchCtx, t, &out, &errOut, "status", "sset", scs.Name, "--watch", "--timeout", "30s")
 		}()
+		// The command logs through t: it must end before the test does.
+		defer func() { cancel(); <-exited }()
 		testutil.Eventually(t, 20*time.Second, func(context.Context) (bool, error) {
 			return strings.Contains(out.String(), "Ready False RollingOut"), nil
 		}, "status --watch prints the Ready False condition it starts from")
 		setConditions(ctx, t, scs, scs.Generation, condition(deckhandv1alpha1.ReadyCondition, metav1.ConditionTrue, "Complete"))
-		if err := <-exit; ExitCode(err) != 0 {
+		if <-exited; ExitCode(err) != 0 {
 			t.Fatalf("exit %d (%v), want 0", ExitCode(err), err)
 		}
 		wantContains(t, out.String(), "sidecarset/"+scs.Name+": Ready False RollingOut: RollingOut message",

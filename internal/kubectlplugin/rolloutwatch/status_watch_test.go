@@ -30,15 +30,19 @@ func TestStatusWatchPodSet(t *testing.T) {
 
 	t.Run("pods ready: done", func(t *testing.T) {
 		ps := createPodSet(ctx, t, 2, nil)
-		exit := make(chan int, 1)
+		var code int
+		watchCtx, cancel := context.WithCancel(ctx)
+		exited := make(chan struct{})
 		go func() {
-			code, _ := watchPodSet(ctx, t, ps, "90s")
-			exit <- code
+			defer close(exited)
+			code, _ = watchPodSet(watchCtx, t, ps, "90s")
 		}()
+		// The command logs through t: it must end before the test does.
+		defer func() { cancel(); <-exited }()
 		testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 			return markPodsReady(ctx, ps.Namespace, 2)
 		}, "the PodSet's 2 pods are created and marked ready")
-		if code := <-exit; code != 0 {
+		if <-exited; code != 0 {
 			t.Fatalf("exit %d, want 0", code)
 		}
 	})
