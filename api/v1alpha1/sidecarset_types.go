@@ -334,12 +334,12 @@ type SidecarSetUpdateStrategy struct {
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 
 	// OnFailure is what the SidecarSet does when a rollout fails: Pause
-	// (the default) updates no further pod, without setting paused; the
-	// RolloutFailed condition and a Warning RolloutFailed Event say so,
-	// and a change of the revision (the sidecars the SidecarSet injects)
-	// starts a new rollout. Rollback is accepted by the schema, which both
-	// kinds share, and refused by the webhook: a SidecarSet does not roll
-	// pods back yet.
+	// (the default) updates no further pod, without setting paused;
+	// Rollback returns the pods to status.stableRevision in place, within
+	// maxUnavailable, without changing the spec. Either way the
+	// RolloutFailed condition and a Warning RolloutFailed Event say so, and
+	// a change of the revision (the sidecars the SidecarSet injects) starts
+	// a new rollout.
 	// +kubebuilder:default=Pause
 	// +optional
 	OnFailure RolloutFailurePolicy `json:"onFailure,omitempty"`

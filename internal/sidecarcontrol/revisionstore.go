@@ -301,6 +301,30 @@ func (l *Lister) RunningRevisions(s *deckhandv1alpha1.SidecarSet) map[string]Run
 	return out
 }
 
+// RevisionForm returns s with the injected parts of its revision of hash
+// (the label value a pod's record names), and its Compiled form; false when
+// s controls no decodable revision of that hash, or two (a collision).
+func (l *Lister) RevisionForm(s *deckhandv1alpha1.SidecarSet, hash string) (*deckhandv1alpha1.SidecarSet, *Compiled, bool) {
+	if l.revisions == nil || hash == "" {
+		return nil, nil, false
+	}
+	var found *revision
+	for _, r := range l.revisions.owned(s) {
+		if r.hash != hash {
+			continue
+		}
+		if found != nil {
+			return nil, nil, false
+		}
+		found = r
+	}
+	if found == nil {
+		return nil, nil, false
+	}
+	set, c, err := found.form(s, l.podMetadataAllowlists())
+	return set, c, err == nil
+}
+
 // RevisionsWatched reports whether l reads the revisions (Options.Revisions).
 func (l *Lister) RevisionsWatched() bool { return l.revisions != nil }
 

@@ -329,33 +329,62 @@ func TestUnobservedUpdateHoldsOnlyUntilTTL(t *testing.T) {
 	}, "pod-0 updated to proxy:2 once the unobserved expectation expired")
 }
 
-// TestFailedRolloutPauses rolls a sidecar image that cannot be pulled out
-// to four pods with maxUnavailable 1 and onFailure Pause (the default): the
-// one pod updated never gets its sidecar ready, so after the progress
-// deadline (3s) the rollout has failed: RolloutFailed and PodsUpdated say
-// RolloutPaused, Stalled says ProgressDeadlineExceeded, one Warning
-// RolloutFailed Event is recorded. Raising maxUnavailable then updates no
-// further pod, though updateStrategy.paused is not set.
-func TestFailedRolloutPauses(t *testing.T) {
-	sc := newScenario(t, "failing", func(s *deckhandv1alpha1.SidecarSet) {
+// failingRollout starts the scenario app with four pods, maxUnavailable 1,
+// a progress deadline of 3s and onFailure as given; once every pod is
+// updated and the revision stable, it rolls out a sidecar image that cannot
+// be pulled, which it returns.
+func failingRollout(t *testing.T, app string, onFailure deckhandv1alpha1.RolloutFailurePolicy) (*scenario, string) {
+	t.Helper()
+	sc := newScenario(t, app, func(s *deckhandv1alpha1.SidecarSet) {
 		s.Spec.UpdateStrategy.MaxUnavailable = podCount(1)
 		s.Spec.UpdateStrategy.ProgressDeadlineSeconds = ptr.To[int32](3)
+		s.Spec.UpdateStrategy.OnFailure = onFailure
 	})
 	const n = 4
 	sc.createPods("pod-%d", n)
 	sc.waitStatus(90*time.Second, "the pods are updated and the revision stable", func(s *deckhandv1alpha1.SidecarSet) bool {
 		return s.Status.UpdatedReadyPods == n && s.Status.StableRevision == s.Status.LatestRevision
 	})
-
 	bad := localcluster.UnpullableImage("proxy:2")
 	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.Containers[0].Image = bad })
-	failed := func(s *deckhandv1alpha1.SidecarSet) bool {
+	return sc, bad
+}
+
+// rolloutFailed reports whether the rollout of the latest revision of s
+// failed, handled as reason says in RolloutFailed and PodsUpdated, with
+// Stalled ProgressDeadlineExceeded.
+func rolloutFailed(reason string) func(*deckhandv1alpha1.SidecarSet) bool {
+	return func(s *deckhandv1alpha1.SidecarSet) bool {
 		rf, pu := condition(s, deckhandv1alpha1.RolloutFailedCondition), condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
 		stalled := condition(s, "Stalled")
-		return s.Status.FailedRevision == s.Status.LatestRevision && rf != nil && rf.Reason == sidecarsetctrl.ReasonRolloutPaused &&
-			pu != nil && pu.Reason == sidecarsetctrl.ReasonRolloutPaused &&
+		return s.Status.FailedRevision == s.Status.LatestRevision && rf != nil && rf.Reason == reason &&
+			pu != nil && pu.Reason == reason &&
 			stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == sidecarsetctrl.ReasonProgressDeadlineExceeded
 	}
+}
+
+// runningImage counts the pods of sc whose proxy container is image.
+func runningImage(ctx context.Context, sc *scenario, image string) (int, error) {
+	pods, err := listPods(ctx, sc.ns)
+	n := 0
+	for i := range pods {
+		if containerImage(&pods[i], "proxy") == image {
+			n++
+		}
+	}
+	return n, err
+}
+
+// TestFailedRolloutPauses rolls a sidecar image that cannot be pulled out
+// to four pods with maxUnavailable 1 and onFailure Pause: the one pod
+// updated never gets its sidecar ready, so after the progress deadline (3s)
+// the rollout has failed: RolloutFailed and PodsUpdated say RolloutPaused,
+// Stalled says ProgressDeadlineExceeded, one Warning RolloutFailed Event is
+// recorded. Raising maxUnavailable then updates no further pod, though
+// updateStrategy.paused is not set.
+func TestFailedRolloutPauses(t *testing.T) {
+	sc, bad := failingRollout(t, "failing", deckhandv1alpha1.PauseRolloutFailurePolicy)
+	failed := rolloutFailed(sidecarsetctrl.ReasonRolloutPaused)
 	sc.waitStatus(time.Minute, "the rollout fails and pauses", failed)
 	waitEvent(t, sc.name, corev1.EventTypeWarning, sidecarsetctrl.ReasonRolloutFailed, "onFailure is Pause")
 
@@ -364,16 +393,29 @@ func TestFailedRolloutPauses(t *testing.T) {
 	// Several times what an in-place update takes here (a second or two,
 	// the restart gate's grace included).
 	testutil.Consistently(t, 10*time.Second, func(ctx context.Context) error {
-		pods, err := listPods(ctx, sc.ns)
-		updated := 0
-		for i := range pods {
-			if containerImage(&pods[i], "proxy") == bad {
-				updated++
-			}
-		}
+		updated, err := runningImage(ctx, sc, bad)
 		if err == nil && updated != 1 {
 			err = fmt.Errorf("%d pods run %s, want the 1 updated before the rollout failed", updated, bad)
 		}
 		return err
 	}, "no further pod is updated")
+}
+
+// TestFailedRolloutRollsBack rolls the same image out with onFailure
+// Rollback: once the rollout has failed, the pod updated returns in place
+// to the stable revision's image and every pod is ready on it, while the
+// spec keeps the new image (RolloutFailed and PodsUpdated RolledBack, one
+// Warning RolloutFailed Event).
+func TestFailedRolloutRollsBack(t *testing.T) {
+	sc, bad := failingRollout(t, "rollback", deckhandv1alpha1.RollbackRolloutFailurePolicy)
+	s := sc.waitStatus(2*time.Minute, "the rollout fails and the pods are back on the stable revision", func(s *deckhandv1alpha1.SidecarSet) bool {
+		return rolloutFailed(sidecarsetctrl.ReasonRolledBack)(s) && s.Status.ReadyPods == 4
+	})
+	waitEvent(t, sc.name, corev1.EventTypeWarning, sidecarsetctrl.ReasonRolloutFailed, "onFailure is Rollback")
+	if img := s.Spec.Containers[0].Image; img != bad {
+		t.Errorf("spec image %s, want %s: the controller changed the spec", img, bad)
+	}
+	if n, err := runningImage(ctxT(t), sc, "proxy:1"); err != nil || n != 4 {
+		t.Errorf("%d pods run proxy:1 (%v), want all 4 back on the stable image", n, err)
+	}
 }

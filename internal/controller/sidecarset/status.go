@@ -3,6 +3,7 @@ package sidecarset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,6 +55,8 @@ const (
 	// Stalled says ProgressDeadlineExceeded, as for a PodSet.
 	ReasonRolloutFailed            = rolloutfailure.ReasonRolloutFailed
 	ReasonRolloutPaused            = rolloutfailure.ReasonRolloutPaused
+	ReasonRollingBack              = rolloutfailure.ReasonRollingBack
+	ReasonRolledBack               = rolloutfailure.ReasonRolledBack
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 )
 
@@ -175,13 +178,20 @@ func (r *Reconciler) computeStatus(_ context.Context, sc *scope) (ctrl.Result, e
 	case held:
 		cond.Reason, cond.Message = ReasonUpdateHeld, progress+"; the remaining pods are held back by updateStrategy.partition or updateStrategy.selector, or need recreating (see InPlaceUpdatable)"
 	case st.FailedRevision == st.LatestRevision:
-		cond.Reason, cond.Message = ReasonRolloutPaused, progress+"; "+failureMessage(&st, deadline)
+		reason, msg := r.failureOutcome(sc, &st, deadline)
+		cond.Reason, cond.Message = reason, progress+"; "+msg
 	default:
 		cond.Reason, cond.Message = ReasonRollingUpdate, progress
 	}
 	set(cond)
 	if st.FailedRevision != "" && st.FailedRevision == st.LatestRevision {
-		meta.SetStatusCondition(&st.Conditions, rolloutfailure.Condition(ReasonRolloutPaused, failureMessage(&st, deadline), gen, metav1.NewTime(sc.now)))
+		reason, msg := r.failureOutcome(sc, &st, deadline)
+		meta.SetStatusCondition(&st.Conditions, rolloutfailure.Condition(reason, msg, gen, metav1.NewTime(sc.now)))
+		if s.Status.FailedRevision != st.FailedRevision {
+			// Status writes do not start reconciles: the next one acts on
+			// the failure this one records.
+			untilDeadline = time.Second
+		}
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, deckhandv1alpha1.RolloutFailedCondition)
 	}
@@ -233,7 +243,7 @@ func summarize(st *deckhandv1alpha1.SidecarSetStatus, blocked int, evict bool) c
 	case injected.Status == metav1.ConditionFalse:
 		// Only recreating the pods injects them: nothing Deckhand can do.
 		return conditions.Summary{State: conditions.Stalled, Reason: injected.Reason, Message: injected.Message}
-	case updated.Reason == ReasonRolloutPaused:
+	case updated.Reason == ReasonRolloutPaused || updated.Reason == ReasonRollingBack || updated.Reason == ReasonRolledBack:
 		return conditions.Summary{State: conditions.Stalled, Reason: ReasonProgressDeadlineExceeded, Message: updated.Message}
 	case updated.Reason == ReasonRollingUpdate:
 		return conditions.Summary{State: conditions.Reconciling, Reason: ReasonRolloutInProgress, Message: updated.Message}
@@ -353,7 +363,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) (ctrl.
 	// The Event follows the write that records the failure, so that it is
 	// recorded once, by whichever reconcile persisted it.
 	if failed := s.Status.FailedRevision; err == nil && failed != "" && failed == st.FailedRevision && failed != wasFailed {
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "UpdatePods", "%s", failureMessage(&st, progressDeadline(s)))
+		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RolloutFailedCondition); c != nil {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "UpdatePods", "%s", c.Message)
+		}
 	}
 	return res, err
 }
@@ -370,7 +382,10 @@ func (r *Reconciler) announce(s *deckhandv1alpha1.SidecarSet, st *deckhandv1alph
 			continue // nothing worth saying about a SidecarSet that starts healthy
 		}
 		typ := corev1.EventTypeNormal
-		if now.Status == metav1.ConditionFalse && now.Reason != ReasonRollingUpdate && now.Reason != ReasonUpdatePaused && now.Reason != ReasonNotUpdate {
+		// A failed rollout has its one Warning Event, RolloutFailed; what
+		// follows it is Normal.
+		if now.Status == metav1.ConditionFalse && !slices.Contains([]string{ReasonRollingUpdate, ReasonUpdatePaused, ReasonNotUpdate,
+			ReasonRolloutPaused, ReasonRollingBack, ReasonRolledBack}, now.Reason) {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(s, nil, typ, now.Reason, t, "%s", now.Message)
@@ -444,9 +459,30 @@ func (sc *scope) progressed() {
 	}
 }
 
-// failureMessage says how the failed rollout of st.LatestRevision is
-// handled.
-func failureMessage(st *deckhandv1alpha1.SidecarSetStatus, deadline time.Duration) string {
-	return fmt.Sprintf("the rollout of revision %s made no progress for %ds (%d of %d pod(s) updated); updateStrategy.onFailure is Pause, so no further pod is updated until the revision changes",
+// failureOutcome is the reason and message of the failed rollout of
+// st.LatestRevision as updateStrategy.onFailure handles it: held
+// (RolloutPaused), or returning the pods to the stable revision
+// (RollingBack, then RolledBack once every matched pod is there and ready).
+func (r *Reconciler) failureOutcome(sc *scope, st *deckhandv1alpha1.SidecarSetStatus, deadline time.Duration) (string, string) {
+	s := sc.set
+	failed := fmt.Sprintf("the rollout of revision %s made no progress for %ds (%d of %d pod(s) updated)",
 		st.LatestRevision, int64(deadline/time.Second), st.UpdatedPods, st.MatchedPods)
+	if s.Spec.UpdateStrategy.OnFailure != deckhandv1alpha1.RollbackRolloutFailurePolicy {
+		return ReasonRolloutPaused, failed + "; updateStrategy.onFailure is Pause, so no further pod is updated until the revision changes"
+	}
+	if _, _, ok := r.Lister.RevisionForm(s, st.StableRevision); !ok {
+		return ReasonRolloutPaused, failed + fmt.Sprintf("; the stable revision %s is not kept, so the rollout is held instead of rolled back", st.StableRevision)
+	}
+	back := int32(0)
+	for _, p := range sc.pods {
+		if hash, _ := p.record.Revisions(s.Name); p.injected() && p.ready && hash == st.StableRevision {
+			back++
+		}
+	}
+	reason := ReasonRollingBack
+	if back == st.MatchedPods {
+		reason = ReasonRolledBack
+	}
+	return reason, failed + fmt.Sprintf("; updateStrategy.onFailure is Rollback: %d of %d pod(s) ready on stable revision %s; the spec differs until it changes",
+		back, st.MatchedPods, st.StableRevision)
 }

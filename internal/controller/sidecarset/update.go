@@ -36,8 +36,13 @@ const disruptionRetry = 5 * time.Second
 // Evict, evictions.
 func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	us := sc.set.Spec.UpdateStrategy
-	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) || sc.pending > 0 {
+	rb := r.rollbackScope(sc)
+	if us.Type == deckhandv1alpha1.NotUpdateSidecarSetStrategy || us.Paused || rolloutFailed(sc.set, sc.compiled.Hash) && rb == nil || sc.pending > 0 {
 		return ctrl.Result{}, nil
+	}
+	if rb != nil {
+		// The pass moves the pods to the stable revision instead.
+		sc = rb
 	}
 	in := sc.rolloutInput()
 	budgets, err := newDisruptionBudgets(sc.pods, listDisruptionBudgets(ctx, r.Client))

@@ -155,11 +155,7 @@ func validate(_, s *deckhandv1alpha1.SidecarSet) field.ErrorList {
 	if d := us.ProgressDeadlineSeconds; d != nil && (*d < 1 || *d > 604800) {
 		errs = append(errs, field.Invalid(usPath.Child("progressDeadlineSeconds"), *d, "must be between 1 and 604800"))
 	}
-	if bad := webhookutil.ValidateRolloutFailurePolicy(us.OnFailure, usPath.Child("onFailure")); len(bad) > 0 {
-		errs = append(errs, bad...)
-	} else if us.OnFailure == deckhandv1alpha1.RollbackRolloutFailurePolicy {
-		errs = append(errs, field.NotSupported(usPath.Child("onFailure"), us.OnFailure, []string{string(deckhandv1alpha1.PauseRolloutFailurePolicy)}))
-	}
+	errs = append(errs, webhookutil.ValidateRolloutFailurePolicy(us.OnFailure, usPath.Child("onFailure"))...)
 	return errs
 }
 

@@ -78,7 +78,6 @@ func TestValidation(t *testing.T) {
 		}), "spec.updateStrategy.partition", ""},
 		{"partition negative", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(-1)) }), "spec.updateStrategy.partition", ""},
 		{"onFailure enum", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.OnFailure = "Retry" }), "spec.updateStrategy.onFailure", "Unsupported value"},
-		{"onFailure Rollback", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.OnFailure = "Rollback" }), "spec.updateStrategy.onFailure", "Unsupported value"},
 		{"progressDeadlineSeconds zero", valid(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.ProgressDeadlineSeconds = ptr.To[int32](0) }), "spec.updateStrategy.progressDeadlineSeconds", ""},
 		{"partition and selector", valid(func(s *deckhandv1alpha1.SidecarSet) {
 			s.Spec.UpdateStrategy.Partition = ptr.To(intstr.FromInt32(1))
