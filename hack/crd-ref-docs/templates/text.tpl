@@ -15,8 +15,27 @@ outside code spans, since GitHub drops "<name>" as an unknown HTML tag.
 {{- template "prose" $text -}}
 {{- end -}}
 
-{{- /* One of a field's or type's validation markers, "Name: value". */ -}}
+{{- /*
+One of a type's validation markers, "Name: value", and a CEL rule (the API
+server's message, then the rule), as list items. A table cell needs its pipes
+escaped, even in code spans, and a list item must not have them escaped:
+"cellValidation" and "cellRule" are the same for a field's row.
+*/ -}}
 {{- define "validation" -}}
+{{- if eq . "Required: {}" -}}
+required
+{{- else if eq . "XIntOrString: {}" -}}
+integer or string
+{{- else -}}
+{{ . }}
+{{- end -}}
+{{- end -}}
+
+{{- define "rule" -}}
+{{- if .Message }}{{ template "prose" .Message }}: {{ end }}`{{ .Rule }}`
+{{- end -}}
+
+{{- define "cellValidation" -}}
 {{- if eq . "Required: {}" -}}
 required
 {{- else if eq . "XIntOrString: {}" -}}
@@ -26,8 +45,7 @@ integer or string
 {{- end -}}
 {{- end -}}
 
-{{- /* A CEL rule: the API server's message, then the rule. */ -}}
-{{- define "rule" -}}
+{{- define "cellRule" -}}
 {{- if .Message }}{{ template "cell" .Message }}: {{ end }}`{{ .Rule | replace "|" "\\|" }}`
 {{- end -}}
 
@@ -40,11 +58,11 @@ of that type.
 {{- $field := . -}}
 {{- $sep := "" -}}
 {{- range $field.Validation -}}
-{{- if ne . "Optional: {}" }}{{ $sep }}{{ template "validation" . }}{{ $sep = "<br />" }}{{ end -}}
+{{- if ne . "Optional: {}" }}{{ $sep }}{{ template "cellValidation" . }}{{ $sep = "<br />" }}{{ end -}}
 {{- end -}}
 {{- $rules := index $field.Markers "kubebuilder:validation:XValidation" -}}
 {{- $typeRules := index $field.Type.Markers "kubebuilder:validation:XValidation" -}}
 {{- if or (not $typeRules) (ne (printf "%v" $rules) (printf "%v" $typeRules)) -}}
-{{- range $rules }}{{ $sep }}{{ template "rule" . }}{{ $sep = "<br />" }}{{ end -}}
+{{- range $rules }}{{ $sep }}{{ template "cellRule" . }}{{ $sep = "<br />" }}{{ end -}}
 {{- end -}}
 {{- end -}}
