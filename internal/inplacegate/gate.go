@@ -87,10 +87,22 @@ func MayRestart(pod *corev1.Pod, grace time.Duration, now time.Time) (ok, close 
 	if c == nil || c.Status != corev1.ConditionFalse {
 		return false, true, grace
 	}
-	if wait = c.LastTransitionTime.Add(grace).Sub(now); wait > 0 {
+	if wait = closedSince(c).Add(grace).Sub(now); wait > 0 {
 		return false, false, wait
 	}
 	return true, false, 0
+}
+
+// closedSince is when the gate closed, as late as its condition allows:
+// the API server stores lastTransitionTime to the second, so a time with
+// no fraction stands for any instant of that second, and the grace period
+// counts from its end, never shorter than asked.
+func closedSince(c *corev1.PodCondition) time.Time {
+	t := c.LastTransitionTime.Time
+	if t.Nanosecond() == 0 {
+		return t.Add(time.Second)
+	}
+	return t
 }
 
 // Closed reports whether pod's gate condition is False: an in-place update

@@ -30,10 +30,15 @@ func TestMayRestart(t *testing.T) {
 		"no gate: a pod created before it": {pod: &corev1.Pod{}, ok: true, open: true},
 		"gate without condition":           {pod: gatedPod(), close: true, wait: grace, gates: true},
 		"gate True":                        {pod: gatedPod(gate(corev1.ConditionTrue, time.Hour)), close: true, wait: grace, open: true, gates: true},
-		"gate False just now":              {pod: gatedPod(gate(corev1.ConditionFalse, 0)), wait: grace, gates: true},
-		"gate False for 2s":                {pod: gatedPod(gate(corev1.ConditionFalse, 2*time.Second)), wait: 3 * time.Second, gates: true},
-		"gate False for the grace period":  {pod: gatedPod(gate(corev1.ConditionFalse, grace)), ok: true, gates: true},
-		"gate False long ago":              {pod: gatedPod(gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+		// A lastTransitionTime stored to the second stands for any instant
+		// of it: the grace period counts from its end.
+		"gate False this second":                 {pod: gatedPod(gate(corev1.ConditionFalse, 0)), wait: grace + time.Second, gates: true},
+		"gate False for 2s":                      {pod: gatedPod(gate(corev1.ConditionFalse, 2*time.Second)), wait: 4 * time.Second, gates: true},
+		"gate False for the grace period":        {pod: gatedPod(gate(corev1.ConditionFalse, grace)), wait: time.Second, gates: true},
+		"gate False for the grace period and 1s": {pod: gatedPod(gate(corev1.ConditionFalse, grace+time.Second)), ok: true, gates: true},
+		"gate False 1.5s ago, in memory":         {pod: gatedPod(gate(corev1.ConditionFalse, 1500*time.Millisecond)), wait: 3500 * time.Millisecond, gates: true},
+		"gate False 5.5s ago, in memory":         {pod: gatedPod(gate(corev1.ConditionFalse, 5500*time.Millisecond)), ok: true, gates: true},
+		"gate False long ago":                    {pod: gatedPod(gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
@@ -321,4 +322,62 @@ func waitPausedAt(t *testing.T, ps *deckhandv1alpha1.PodSet, n, updated int32) {
 		})
 	health.Wait(t, env.Client, cur, time.Minute, health.IsPaused(podset.ReasonUpdatePaused))
 	ps.Status = cur.Status
+}
+
+// TestInPlaceUpdateWaitsForTheGracePeriod changes the image of a PodSet of
+// one pod whose inPlaceUpdateGracePeriodSeconds is 3 and follows the pod
+// from a watch: the pod started with its in-place update gate True; on the
+// update the gate is written False first, the image is patched no sooner
+// than 3 seconds later, and the gate is True again once the container runs
+// the new image, the same pod.
+func TestInPlaceUpdateWaitsForTheGracePeriod(t *testing.T) {
+	const grace = 3 * time.Second
+	ps := createPodSet(t, "grace", 1, func(ps *deckhandv1alpha1.PodSet) {
+		ps.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds = ptr.To(int32(grace / time.Second))
+	})
+	before := mustOwned(t, waitConverged(t, ps, 1, 2*time.Minute))
+	if c := inplacegate.Condition(&before[0]); !inplacegate.Gated(&before[0]) || c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("a new pod: readiness gates %v, gate condition %+v; want the gate, True", before[0].Spec.ReadinessGates, c)
+	}
+	var (
+		mu                  sync.Mutex
+		closedAt, patchedAt time.Time
+		reopened            bool
+	)
+	stop := testutil.WatchPods(t, env.Clientset, ps.Namespace, nil, func(_ watch.EventType, p *corev1.Pod) {
+		if p.UID != before[0].UID {
+			return // the surge pod (maxSurge 1, maxUnavailable 0)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case closedAt.IsZero() && inplacegate.Closed(p):
+			closedAt = time.Now()
+		case patchedAt.IsZero() && p.Spec.Containers[0].Image != pauseImage:
+			patchedAt = time.Now()
+			if closedAt.IsZero() {
+				t.Errorf("image patched before the gate was closed")
+			}
+		case !patchedAt.IsZero() && inplacegate.Open(p) && podutil.RunsReady(p.Status.ContainerStatuses, "main", p.Spec.Containers[0].Image):
+			reopened = true
+		}
+	})
+	defer stop()
+	mergePatch(t, ps, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}}}`)
+	after := mustOwned(t, waitRolledOut(t, ps, 1))
+	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return reopened, nil
+	}, "the gate open again on the new image")
+	stop()
+	// The watch sees both writes a few milliseconds after they are made.
+	waited := patchedAt.Sub(closedAt)
+	t.Logf("image patched %s after the gate closed", waited.Round(time.Millisecond))
+	if waited < grace-200*time.Millisecond {
+		t.Errorf("image patched %s after the gate closed, want at least the %s grace period", waited, grace)
+	}
+	if after[0].UID != before[0].UID {
+		t.Errorf("pod %s replaced by %s, want it updated in place", before[0].Name, after[0].Name)
+	}
 }
