@@ -11,13 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pattern='testenv\.Run\(|testutil\.RunSuite\(|localcluster\.Start\(|startCluster\('
-integration=$(go list -f '{{$d := .Dir}}{{.ImportPath}}{{range .TestGoFiles}} {{$d}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$d}}/{{.}}{{end}}' ./... |
+integration=$(go list -e -f '{{$d := .Dir}}{{.ImportPath}}{{range .TestGoFiles}} {{$d}}/{{.}}{{end}}{{range .XTestGoFiles}} {{$d}}/{{.}}{{end}}' ./... |
   while read -r pkg files; do
     if [ -n "$files" ] && grep -qE "$pattern" $files; then echo "$pkg"; fi
   done)
 
 case "${1:-}" in
 integration) echo "$integration" ;;
-unit) go list ./... | grep -vxF -f <(echo "$integration") ;;
+unit) go list -e ./... | grep -vxF -f <(echo "$integration") ;;
 *) echo "usage: $0 integration|unit" >&2; exit 2 ;;
 esac
