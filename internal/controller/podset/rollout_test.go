@@ -329,8 +329,18 @@ func waitPausedAt(t *testing.T, ps *deckhandv1alpha1.PodSet, n, updated int32) {
 // from a watch: the pod started with its in-place update gate True; on the
 // update the gate is written False first, the image is patched no sooner
 // than 3 seconds later, and the gate is True again once the container runs
-// the new image, the same pod.
+// the new image, the same pod. Again with the manager stopped and started
+// as soon as the gate is seen closed: the new manager carries on from the
+// pod (the gate and its lastTransitionTime), with the same bounds.
 func TestInPlaceUpdateWaitsForTheGracePeriod(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("manager restarted %v", restart), func(t *testing.T) {
+			waitGraceThroughUpdate(t, restart)
+		})
+	}
+}
+
+func waitGraceThroughUpdate(t *testing.T, restart bool) {
 	const grace = 3 * time.Second
 	ps := createPodSet(t, "grace", 1, func(ps *deckhandv1alpha1.PodSet) {
 		ps.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds = ptr.To(int32(grace / time.Second))
@@ -363,13 +373,24 @@ func TestInPlaceUpdateWaitsForTheGracePeriod(t *testing.T) {
 		}
 	})
 	defer stop()
+	seen := func(what string, done func() bool) {
+		t.Helper()
+		testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return done(), nil
+		}, "%s", what)
+	}
 	mergePatch(t, ps, `{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"registry.k8s.io/pause:3.9"}]}}}}`)
+	if restart {
+		seen("the gate closed", func() bool { return !closedAt.IsZero() })
+		env.StopManager()
+		if _, err := env.StartManager(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	after := mustOwned(t, waitRolledOut(t, ps, 1))
-	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return reopened, nil
-	}, "the gate open again on the new image")
+	seen("the gate open again on the new image", func() bool { return reopened })
 	stop()
 	// The watch sees both writes a few milliseconds after they are made.
 	waited := patchedAt.Sub(closedAt)
