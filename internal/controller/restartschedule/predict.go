@@ -13,6 +13,10 @@ const (
 	// minFitWindow is the least span of samples kept for a fit, whatever
 	// a trigger's `for` (which may be 0s).
 	minFitWindow = time.Minute
+	// minPredictionSpan is the least time between the first and the latest
+	// sample of a fit: over a few seconds, one step (a pod loading a model)
+	// reads as a steep trend.
+	minPredictionSpan = 30 * time.Second
 )
 
 // point is one value of a pod's series (a container's working set, a
@@ -25,16 +29,23 @@ type point struct {
 // fitLine fits value = intercept + slope * (t - ref) to the samples by
 // least squares, t and ref in seconds, ref the latest sample's time: what
 // PromQL's predict_linear does over a range. ok is false with fewer than
-// minPredictionSamples samples or when they are all at one time.
+// minPredictionSamples samples or when they span less than
+// minPredictionSpan.
 func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool) {
 	if len(samples) < minPredictionSamples {
 		return 0, 0, time.Time{}, false
 	}
-	ref = samples[0].at
+	ref, first := samples[0].at, samples[0].at
 	for _, s := range samples[1:] {
 		if s.at.After(ref) {
 			ref = s.at
 		}
+		if s.at.Before(first) {
+			first = s.at
+		}
+	}
+	if ref.Sub(first) < minPredictionSpan {
+		return 0, 0, time.Time{}, false
 	}
 	// Centred sums: a constant series gives a slope of exactly 0, with no
 	// rounding left over to read as a trend.

@@ -26,20 +26,21 @@ func TestPredictLimitAt(t *testing.T) {
 		none bool
 	}{
 		// 1 a second, 120 at ref: 150 is 30s away.
-		"rising": {samples: series(100, 110, 120), limit: 150, want: 30 * time.Second},
+		"rising": {samples: series(90, 100, 110, 120), limit: 150, want: 30 * time.Second},
 		// x̄ = -15, ȳ = 115, Σdxdy = 480, Σdx² = 500: slope 0.96, 129.4 at
 		// ref; 177.4 is 48/0.96 = 50s away.
 		"noisy rising": {samples: series(100, 112, 118, 130), limit: 177.4, want: 50 * time.Second},
 		// The line is at 120 at ref, over 115 already.
-		"already over the limit": {samples: series(100, 110, 120), limit: 115, want: 0},
+		"already over the limit": {samples: series(90, 100, 110, 120), limit: 115, want: 0},
 		"flat":                   {samples: series(100, 100, 100, 100), limit: 150, none: true},
 		"flat at a large value":  {samples: series(268435457.3, 268435457.3, 268435457.3, 268435457.3, 268435457.3, 268435457.3, 268435457.3), limit: 268435457.4, none: true},
-		"falling":                {samples: series(120, 110, 100), limit: 150, none: true},
+		"falling":                {samples: series(130, 120, 110, 100), limit: 150, none: true},
 		// ȳ = 106.25, Σdxdy = -125: the trend falls, though the last value
 		// is above the first.
 		"noisy, falling overall": {samples: series(100, 130, 90, 105), limit: 150, none: true},
 		"too few samples":        {samples: series(100, 200), limit: 150, none: true},
 		"all at one time":        {samples: []point{{ref, 1}, {ref, 2}, {ref, 3}}, limit: 150, none: true},
+		"a step over 20s":        {samples: series(100, 100, 400), limit: 1000, none: true},
 		"beyond a century":       {samples: series(0, 1e-9, 2e-9), limit: 1e9, none: true},
 	}
 	for name, tc := range cases {
