@@ -175,10 +175,13 @@ helm: ## Build bin/helm (hack/helm, from the Go module proxy) for the chart's te
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 
+# Where api-docs writes (test/layout writes elsewhere and compares).
+API_DOCS ?= docs/api.md
+
 .PHONY: api-docs
 api-docs: $(CRD_REF_DOCS) ## Generate docs/api.md, the API reference, from the Go types in api/ (crd-ref-docs; config and templates in hack/crd-ref-docs).
 	@$(CRD_REF_DOCS) --config hack/crd-ref-docs/config.yaml --source-path api/v1alpha1 --renderer markdown \
-		--templates-dir hack/crd-ref-docs/templates --output-path docs/api.md --log-level ERROR
+		--templates-dir hack/crd-ref-docs/templates --output-path $(API_DOCS) --log-level ERROR
 
 .PHONY: fmt
 fmt: ## gofmt the tree.

@@ -1,4 +1,6 @@
-// Package layout checks that docs/development.md is a map of the tree as it
-// is: every Go package and every top-level folder has its line in the
-// Layout section, and every folder named there exists; see layout_test.go.
+// Package layout checks that the developer documents match the tree:
+// docs/development.md is a map of it (every Go package and every top-level
+// folder has its line in the Layout section, and every folder named there
+// exists), and docs/api.md is what `make api-docs` writes from the API types;
+// see layout_test.go.
 package layout

@@ -2,8 +2,10 @@ package layout
 
 import (
 	"bufio"
+	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +16,9 @@ import (
 
 // mapDoc is the document whose Layout section maps the tree.
 const mapDoc = "docs/development.md"
+
+// apiDoc is the API reference `make api-docs` writes from api/v1alpha1.
+const apiDoc = "docs/api.md"
 
 // TestDevelopmentMapListsTheTree fails naming every Go package (of any
 // module in the repository) and every top-level folder that the Layout
@@ -124,4 +129,41 @@ func treeFolders(root string) ([]string, error) {
 	})
 	slices.Sort(folders)
 	return slices.Compact(folders), err
+}
+
+// TestAPIReferenceUpToDate runs `make api-docs` into a scratch file and
+// fails, naming the first line that differs, unless the committed
+// docs/api.md is exactly what the Go types and their markers give now. It
+// also checks that the reference has a section for each of the four kinds.
+func TestAPIReferenceUpToDate(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	fresh := filepath.Join(t.TempDir(), "api.md")
+	cmd := exec.Command("make", "--no-print-directory", "-s", "api-docs", "API_DOCS="+fresh)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make api-docs: %v\n%s", err, out)
+	}
+	want, err := os.ReadFile(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, apiDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		line := 0
+		for line < min(len(g), len(w)) && g[line] == w[line] {
+			line++
+		}
+		g, w = append(g, ""), append(w, "")
+		t.Errorf("%s is not what the API types give: run `make api-docs` and commit it. Line %d:\n  committed: %s\n  generated: %s",
+			apiDoc, line+1, g[line], w[line])
+	}
+	for _, kind := range []string{"SidecarSet", "PodSet", "WebServer", "RestartSchedule"} {
+		if !bytes.Contains(want, []byte("\n#### "+kind+"\n")) {
+			t.Errorf("make api-docs wrote no section for the kind %s", kind)
+		}
+	}
 }
