@@ -405,7 +405,7 @@ func TestFailedRolloutPauses(t *testing.T) {
 // Rollback: once the rollout has failed, the pod updated returns in place
 // to the stable revision's image and every pod is ready on it, while the
 // spec keeps the new image (RolloutFailed and PodsUpdated RolledBack, one
-// Warning RolloutFailed Event).
+// Warning RolloutFailed Event). A restarted manager keeps them there.
 func TestFailedRolloutRollsBack(t *testing.T) {
 	sc, bad := failingRollout(t, "rollback", deckhandv1alpha1.RollbackRolloutFailurePolicy)
 	s := sc.waitStatus(2*time.Minute, "the rollout fails and the pods are back on the stable revision", func(s *deckhandv1alpha1.SidecarSet) bool {
@@ -418,4 +418,20 @@ func TestFailedRolloutRollsBack(t *testing.T) {
 	if n, err := runningImage(ctxT(t), sc, "proxy:1"); err != nil || n != 4 {
 		t.Errorf("%d pods run proxy:1 (%v), want all 4 back on the stable image", n, err)
 	}
+
+	// A manager started afresh, with no memory of the failure, reads it
+	// from the status: with more room it still moves no pod forward.
+	env.StopManager()
+	if _, err := env.StartManager(); err != nil {
+		t.Fatal(err)
+	}
+	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.MaxUnavailable = podCount(3) })
+	sc.waitStatus(time.Minute, "the new manager keeps the rollout rolled back", rolloutFailed(sidecarsetctrl.ReasonRolledBack))
+	testutil.Consistently(t, 10*time.Second, func(ctx context.Context) error {
+		back, err := runningImage(ctx, sc, "proxy:1")
+		if err == nil && back != 4 {
+			err = fmt.Errorf("%d of 4 pods run proxy:1", back)
+		}
+		return err
+	}, "the pods stay on the stable revision")
 }
