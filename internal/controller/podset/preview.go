@@ -75,6 +75,13 @@ func Preview(in PreviewInput) RolloutPreview {
 		out.Held = "updateStrategy.type is OnDelete: only pods deleted by hand get the new template"
 	case ps.Spec.Paused:
 		out.Held = "spec.paused is true: only scaling goes on"
+	case ps.Status.FailedRevision != "" && ps.Status.FailedRevision == revision:
+		// The controller holds a failed rollout as it holds a paused one.
+		pin.paused = true
+		out.Held = fmt.Sprintf("the rollout of revision %s failed (status.failedRevision): no pod moves to it until the template changes; only scaling goes on", revision)
+		if ps.Spec.UpdateStrategy.OnFailure == deckhandv1alpha1.RollbackRolloutFailurePolicy {
+			out.Held += " (onFailure Rollback returns the pods to status.stableRevision, which this preview does not show)"
+		}
 	}
 	acted := map[*corev1.Pod]bool{}
 	for step := 1; step <= len(active)+pin.replicas+1; step++ {

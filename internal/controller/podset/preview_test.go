@@ -43,6 +43,7 @@ func TestPreview(t *testing.T) {
 		strategy deckhandv1alpha1.PodSetUpdateStrategy
 		pods     []*corev1.Pod
 		paused   bool
+		failed   bool
 		want     []row
 		steps    int
 		creates  []int
@@ -60,11 +61,18 @@ func TestPreview(t *testing.T) {
 			want: []row{{"a", "Recreate", 2}, {"b", "Recreate", 4}}},
 		"paused: nothing moves": {template: template("web:2", "a"), pods: pods(2), paused: true,
 			want: []row{{"a", "None", 0}, {"b", "None", 0}}},
+		"failed rollout: nothing moves": {template: template("web:2", "a"), pods: pods(2), failed: true,
+			strategy: deckhandv1alpha1.PodSetUpdateStrategy{MaxUnavailable: num(2)},
+			want:     []row{{"a", "None", 0}, {"b", "None", 0}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"}, Spec: deckhandv1alpha1.PodSetSpec{
 				Replicas: ptr.To(int32(len(tc.pods))), Template: tc.template, UpdateStrategy: tc.strategy, Paused: tc.paused}}
+			if tc.failed {
+				ps.Status.StableRevision, ps.Status.FailedRevision = Revision(&old), Revision(&tc.template)
+			}
+			held := tc.paused || tc.failed
 			got := Preview(PreviewInput{PodSet: ps, Pods: tc.pods, Now: now})
 			var rows []row
 			moved := map[string]bool{}
@@ -80,11 +88,11 @@ func TestPreview(t *testing.T) {
 			if tc.creates != nil && (got.Steps != tc.steps || !reflect.DeepEqual(got.Creates, tc.creates)) {
 				t.Errorf("steps %d creates %v, want %d %v", got.Steps, got.Creates, tc.steps, tc.creates)
 			}
-			if !tc.paused && len(moved) != len(tc.pods) {
+			if !held && len(moved) != len(tc.pods) {
 				t.Errorf("not every pod reaches the template: %+v", got)
 			}
-			if tc.paused && (got.Held == "" || got.Steps != 0) {
-				t.Errorf("paused: held %q, steps %d", got.Held, got.Steps)
+			if held && (got.Held == "" || got.Steps != 0) {
+				t.Errorf("held: %q, steps %d", got.Held, got.Steps)
 			}
 		})
 	}
