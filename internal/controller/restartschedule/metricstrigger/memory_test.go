@@ -109,8 +109,18 @@ func onlyDeleted(t *testing.T, watch *testutil.DisruptionWatch, pod string) {
 // the flat pod (no trend, no prediction) stays.
 func TestIntegrationUrgencyEvictsThePodPredictedToReachItsLimit(t *testing.T) {
 	leak := startMemoryLeak(t, 4*time.Minute, "1Mi")
-	rs := leak.urgentSchedule(t, "urgent", memoryTrigger(90, 45*time.Second))
-	expectUrgentEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerMemory, "230Mi", "256Mi")
+	rs := leak.predictionSchedule(t, "urgent", memoryTrigger(90, 45*time.Second), windowIn(6*time.Hour, time.Hour), true)
+	expectPredictedEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerMemory, "230Mi", "256Mi", true)
+}
+
+// The same leak in a window open since an hour ago that closes in two hours
+// and opens again tomorrow, with no urgency: the pod is predicted to reach
+// its limit within minutes, before the next window opens, so it is
+// evicted now, under its threshold and before its `for` is over.
+func TestIntegrationPredictionReplacesInTheWindowAPodThatWouldNotLastToTheNext(t *testing.T) {
+	leak := startMemoryLeak(t, 4*time.Minute, "1Mi")
+	rs := leak.predictionSchedule(t, "window", memoryTrigger(90, 45*time.Second), windowIn(-time.Hour, 3*time.Hour), false)
+	expectPredictedEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerMemory, "230Mi", "256Mi", false)
 }
 
 // percentOfLimit on a container with no memory limit: the pod is never a

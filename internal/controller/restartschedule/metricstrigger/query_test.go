@@ -66,8 +66,8 @@ func TestIntegrationQueryUrgencyAimsAtTheLimit(t *testing.T) {
 	leak := startGPULeak(t, 4*time.Minute, "50")
 	q := gpuQuery(leak.ns, "12000", 45*time.Second)
 	q.Limit = ptr.To(resource.MustParse("16000"))
-	rs := leak.urgentSchedule(t, "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: q})
-	expectUrgentEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerQuery, "12000", "16000")
+	rs := leak.predictionSchedule(t, "gpu", deckhandv1alpha1.RestartNeedTrigger{Query: q}, windowIn(6*time.Hour, time.Hour), true)
+	expectPredictedEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerQuery, "12000", "16000", true)
 }
 
 // A query that gets no usable answer acts on nothing, whatever the

@@ -201,48 +201,61 @@ func (m leakingDeployment) schedule(t *testing.T, name string, triggers ...deckh
 	return rs
 }
 
-// urgentSchedule creates a RestartSchedule name of the Deployment with
-// podScope's action and trigger, whose only window opens six hours from
-// now, and urgency.predictedLimitWithin 10m.
-func (m leakingDeployment) urgentSchedule(t *testing.T, name string, trigger deckhandv1alpha1.RestartNeedTrigger) *deckhandv1alpha1.RestartSchedule {
+// predictionSchedule creates a RestartSchedule name of the Deployment with
+// podScope's action and trigger, whose only window is window, with
+// urgency.predictedLimitWithin urgentWithin when urgent.
+func (m leakingDeployment) predictionSchedule(t *testing.T, name string, trigger deckhandv1alpha1.RestartNeedTrigger, window deckhandv1alpha1.RestartWindow, urgent bool) *deckhandv1alpha1.RestartSchedule {
 	t.Helper()
 	rs := podScope(m.ns, name, m.deployment.Name, trigger)
-	opens := time.Now().UTC().Add(6 * time.Hour)
-	rs.Spec.Windows = []deckhandv1alpha1.RestartWindow{{Start: opens.Format("15:04"), End: opens.Add(time.Hour).Format("15:04")}}
-	rs.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{PredictedLimitWithin: metav1.Duration{Duration: urgentWithin}}
+	rs.Spec.Windows = []deckhandv1alpha1.RestartWindow{window}
+	if urgent {
+		rs.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{PredictedLimitWithin: metav1.Duration{Duration: urgentWithin}}
+	}
 	testutil.Create(m.ctx, t, env.Client, rs)
 	return rs
 }
 
-// urgentWithin is urgentSchedule's urgency.predictedLimitWithin.
+// urgentWithin is predictionSchedule's urgency.predictedLimitWithin.
 const urgentWithin = 10 * time.Minute
 
-// expectUrgentEviction checks that the schedule evicts the leaking pod for
-// its prediction, outside the window: history records trigger, the pod, a
-// value under the threshold under, a predictedLimitAt within urgentWithin
-// and the limit the prediction aimed at; an UrgentRestart Event names the
+// windowIn is a daily window that opens from now (negative: already open)
+// and lasts length, in UTC.
+func windowIn(from, length time.Duration) deckhandv1alpha1.RestartWindow {
+	opens := time.Now().UTC().Add(from)
+	return deckhandv1alpha1.RestartWindow{Start: opens.Format("15:04"), End: opens.Add(length).Format("15:04")}
+}
+
+// expectPredictedEviction checks that the schedule evicts the leaking pod
+// for its prediction: history records trigger, the pod, a value under the
+// threshold under and the limit the prediction aimed at; urgent, the
+// prediction is within urgentWithin and an UrgentRestart Event names the
 // pod and the closed window; and the flat pod is never named, nor the
 // replacement.
-func expectUrgentEviction(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, leak leakingDeployment, trigger deckhandv1alpha1.RestartTrigger, under, limit string) {
+func expectPredictedEviction(t *testing.T, rs *deckhandv1alpha1.RestartSchedule, leak leakingDeployment, trigger deckhandv1alpha1.RestartTrigger, under, limit string, urgent bool) {
 	t.Helper()
 	evicted := waitEvicted(t, rs, trigger, 3*time.Minute)
-	if evicted.Pod != leak.leaking || evicted.Result != deckhandv1alpha1.RestartSucceeded {
-		t.Fatalf("history entry %+v, want the leaking pod %s evicted", evicted, leak.leaking)
+	if evicted.Pod != leak.leaking || evicted.Result != deckhandv1alpha1.RestartSucceeded || evicted.PredictedLimitAt == nil {
+		t.Fatalf("history entry %+v, want the leaking pod %s evicted with its prediction", evicted, leak.leaking)
 	}
 	// Evicted for its prediction, not its threshold.
 	if v, err := resource.ParseQuantity(evicted.Value); err != nil || v.Cmp(resource.MustParse(under)) >= 0 {
 		t.Fatalf("history value %q, want one under the threshold (%s)", evicted.Value, under)
 	}
-	if p := evicted.PredictedLimitAt; p == nil || p.After(evicted.StartTime.Add(urgentWithin)) {
-		t.Fatalf("history records the prediction %v, want one within %s of the eviction at %s", p, urgentWithin, evicted.StartTime)
-	}
-	if !strings.Contains(evicted.Message, "predicted to reach "+limit+" at ") || !strings.Contains(evicted.Message, "within spec.urgency.predictedLimitWithin") {
+	if !strings.Contains(evicted.Message, "predicted to reach "+limit+" at ") {
 		t.Errorf("history message %q does not give the prediction of %s", evicted.Message, limit)
 	}
-	testutil.WaitEvent(t, env.Client, leak.ns, 30*time.Second, "an UrgentRestart Event naming the pod and the closed window", func(e eventsv1.Event) bool {
-		return e.Reason == "UrgentRestart" && e.Regarding.Name == rs.Name &&
-			strings.Contains(e.Note, leak.leaking) && strings.Contains(e.Note, "outside every maintenance window")
-	})
+	if got := strings.Contains(evicted.Message, "within spec.urgency.predictedLimitWithin"); got != urgent {
+		t.Errorf("history message %q: urgent %v, want %v", evicted.Message, got, urgent)
+	}
+	if urgent {
+		if p := evicted.PredictedLimitAt; p.After(evicted.StartTime.Add(urgentWithin)) {
+			t.Fatalf("predicted at %s, want within %s of the eviction at %s", p, urgentWithin, evicted.StartTime)
+		}
+		testutil.WaitEvent(t, env.Client, leak.ns, 30*time.Second, "an UrgentRestart Event naming the pod and the closed window", func(e eventsv1.Event) bool {
+			return e.Reason == "UrgentRestart" && e.Regarding.Name == rs.Name &&
+				strings.Contains(e.Note, leak.leaking) && strings.Contains(e.Note, "outside every maintenance window")
+		})
+	}
 	readyPods(t, leak.deployment, 2)
 	waitSchedule(t, rs, 60*time.Second, "no candidate once the leaking pod is replaced", func(got *deckhandv1alpha1.RestartSchedule) bool {
 		return got.Status.CandidateCount == 0
