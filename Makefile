@@ -74,7 +74,7 @@ test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit
 # nothing in -short mode are left out (hack/test-packages.sh short): building
 # their test binaries only to skip took a third of the loop's time.
 .PHONY: test-unit
-test-unit: k8s-binaries helm $(CONTROLLER_GEN) ## Run every test that needs no control plane (go test -short), a few minutes warm; kubectl's kustomize, helm and controller-gen are built first.
+test-unit: k8s-binaries helm $(CONTROLLER_GEN) ## Run every test that needs no control plane (go test -short), under 2 minutes warm; kubectl (for its kustomize), helm and controller-gen are built first.
 	@pkgs=$$(./hack/test-packages.sh short); \
 	echo ">> running every test that needs no control plane: go test -short, $$(echo $$pkgs | wc -w) packages (those whose every test needs one are left out)"; \
 	DECKHAND_NO_CONTROL_PLANE=1 go test -short -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$pkgs
