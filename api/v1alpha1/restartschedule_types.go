@@ -747,8 +747,9 @@ type RestartCandidate struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	PredictedLimit string `json:"predictedLimit,omitempty"`
-	// urgent is set when the pod is replaced for spec.urgency: predicted
-	// to reach its limit within predictedLimitWithin.
+	// urgent is set when the pod is predicted to reach its limit within
+	// spec.urgency.predictedLimitWithin: windows and blackout dates do not
+	// hold it back.
 	// +optional
 	Urgent bool `json:"urgent,omitempty"`
 	// heldBy says what keeps the pod from being replaced now (minPodAge,
