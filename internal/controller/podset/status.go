@@ -197,6 +197,12 @@ func computeStatus(s *scope, now time.Time) (deckhandv1alpha1.PodSetStatus, time
 	}
 	rolloutfailure.Revisions{Stable: &st.StableRevision, Failed: &st.FailedRevision}.
 		Settle(s.revision, progressing.Reason == ReasonComplete && updated == replicas, timedOut)
+	if ps.Status.FailedRevision != "" && ps.Status.FailedRevision == st.FailedRevision {
+		// The failed rollout's clock stopped when it failed: what a Pause
+		// (the surge it scales away) or a Rollback does next is not its
+		// progress.
+		st.LastProgressTime = ps.Status.LastProgressTime
+	}
 	if resp := respondToFailure(ps, st.FailedRevision, st.StableRevision, s.revision, s.revisions); resp != nil {
 		// Progress made by a rollback, or by a spec change other than the
 		// template, does not undo the failure: it stays until the template
