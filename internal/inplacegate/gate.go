@@ -76,15 +76,20 @@ func Condition(pod *corev1.Pod) *corev1.PodCondition {
 // MayRestart decides whether an in-place update may restart pod's
 // containers now. A pod without the gate may at once. A gated pod may once
 // its gate has been False for grace (the time the endpoints take to drop
-// it); until then it says how long is left, and close tells that the gate
-// is not False yet and must be written first. Everything it reads is on the
-// pod, so a manager that restarts in the middle decides the same.
+// it); until then it says how long is left. close tells that the gate is
+// not False yet and must be written first: then, a pod that is not Ready
+// anyway (out of its endpoints already) may restart as soon as it is
+// written, and a Ready one waits the grace period. Everything it reads is
+// on the pod, so a manager that restarts in the middle decides the same.
 func MayRestart(pod *corev1.Pod, grace time.Duration, now time.Time) (ok, close bool, wait time.Duration) {
 	if !Gated(pod) {
 		return true, false, 0
 	}
 	c := Condition(pod)
 	if c == nil || c.Status != corev1.ConditionFalse {
+		if !podutil.IsPodReady(pod) {
+			return true, true, 0
+		}
 		return false, true, grace
 	}
 	if wait = closedSince(c).Add(grace).Sub(now); wait > 0 {
@@ -141,9 +146,12 @@ func ContainersReady(pod *corev1.Pod) bool {
 // the object that closes it (by, e.g. "PodSet web"): only that object opens
 // it again (Release). Another controller's update that finds the gate
 // closed restarts under it.
-func Close(ctx context.Context, c client.Client, pod *corev1.Pod, by string, now time.Time) error {
+//
+// It returns the pod as written (pod itself when nothing was): an image
+// patch that follows carries the pod's new resourceVersion.
+func Close(ctx context.Context, c client.Client, pod *corev1.Pod, by string, now time.Time) (*corev1.Pod, error) {
 	if cur := Condition(pod); !Gated(pod) || (cur != nil && cur.Status == corev1.ConditionFalse) {
-		return nil
+		return pod, nil
 	}
 	return patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse,
 		Reason: ReasonUpdating, Message: by + closedMessage, LastTransitionTime: metav1.NewTime(now)})
@@ -159,8 +167,9 @@ func Release(ctx context.Context, c client.Client, pod *corev1.Pod, by string, n
 	if !releasable(pod, by) {
 		return nil
 	}
-	return patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue,
+	_, err := patch(ctx, c, pod, corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue,
 		Reason: ReasonReady, Message: "no in-place update is under way", LastTransitionTime: metav1.NewTime(now)})
+	return err
 }
 
 // releasable reports whether by may open pod's gate: it is not open, and
@@ -176,13 +185,16 @@ func releasable(pod *corev1.Pod, by string) bool {
 // patch writes cond through the pods/status subresource with a strategic
 // merge patch: pod conditions merge by type, so the conditions the kubelet
 // writes (Ready, ContainersReady...) are left as they are.
-func patch(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) error {
+func patch(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) (*corev1.Pod, error) {
 	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-	return c.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager))
+	if err := c.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return nil, err
+	}
+	return target, nil
 }
 
 // GracePeriod is seconds as a duration, DefaultGracePeriodSeconds when nil.

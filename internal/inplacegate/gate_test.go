@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// gatedPod is a pod that lists the gate, with conds.
+// gatedPod is a Ready pod that lists the gate, with conds.
 func gatedPod(conds ...corev1.PodCondition) *corev1.Pod {
-	p := &corev1.Pod{Status: corev1.PodStatus{Conditions: conds}}
+	p := &corev1.Pod{Status: corev1.PodStatus{Conditions: append([]corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}, conds...)}}
 	Add(&p.Spec)
 	return p
 }
@@ -30,6 +30,11 @@ func TestMayRestart(t *testing.T) {
 		"no gate: a pod created before it": {pod: &corev1.Pod{}, ok: true, open: true},
 		"gate without condition":           {pod: gatedPod(), close: true, wait: grace, gates: true},
 		"gate True":                        {pod: gatedPod(gate(corev1.ConditionTrue, time.Hour)), close: true, wait: grace, open: true, gates: true},
+		"gate True, pod not Ready: out of its endpoints already": {pod: func() *corev1.Pod {
+			p := gatedPod(gate(corev1.ConditionTrue, time.Hour))
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+			return p
+		}(), ok: true, close: true, open: true, gates: true},
 		// A lastTransitionTime stored to the second stands for any instant
 		// of it: the grace period counts from its end.
 		"gate False this second":                 {pod: gatedPod(gate(corev1.ConditionFalse, 0)), wait: grace + time.Second, gates: true},

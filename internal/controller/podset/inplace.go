@@ -246,9 +246,10 @@ func (g *gateSync) hold(p *corev1.Pod, wait time.Duration) {
 
 // holdForRestart returns the pods among pods an in-place update may
 // restart now (inplacegate.MayRestart): those without the gate, and those
-// whose gate has been False for the grace period. Of the others it writes
-// the gate False where it is not yet, and asks for the sync to run again
-// when their grace period ends. Everything it decides on is on the pod, so
+// whose gate has been False for the grace period, and those not Ready (out
+// of their endpoints already) once their gate is written False. Of the
+// others it writes the gate False where it is not yet, and asks for the
+// sync to run again when their grace period ends. Everything it decides on is on the pod, so
 // a manager that restarts in between carries on where this one stopped.
 func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev1.Pod, now time.Time) ([]*corev1.Pod, error) {
 	grace := inplacegate.GracePeriod(s.ps.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
@@ -256,19 +257,26 @@ func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev
 	var errs []error
 	for _, p := range pods {
 		ok, closeFirst, wait := inplacegate.MayRestart(p, grace, now)
+		if closeFirst {
+			closed, err := inplacegate.Close(ctx, r.PodWriter, p, gateOwner(s.ps), now)
+			podOps.WithLabelValues("inplace_gate", result(err)).Inc()
+			if err == nil {
+				// The image patch carries the pod's resourceVersion.
+				s.replacePod(p, closed)
+				p = closed
+			} else {
+				// Not restarted with its gate open; the next sync tries again.
+				ok = false
+				if !apierrors.IsNotFound(err) {
+					errs = append(errs, err)
+				}
+			}
+		}
 		if ok {
 			ready = append(ready, p)
 			continue
 		}
 		s.gates.hold(p, wait)
-		if !closeFirst {
-			continue
-		}
-		err := inplacegate.Close(ctx, r.PodWriter, p, gateOwner(s.ps), now)
-		podOps.WithLabelValues("inplace_gate", result(err)).Inc()
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-		}
 	}
 	return ready, errors.Join(errs...)
 }

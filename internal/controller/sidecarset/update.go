@@ -90,12 +90,26 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 
 // holdForRestart reports whether pod p must wait before its sidecars are
 // restarted (inplacegate.MayRestart): its in-place update gate, which it
-// writes False if it is not yet, has not been closed for the grace period.
-// Everything it decides on is on the pod, so a manager that restarts in
+// writes False if it is not yet, has not been closed for the grace period
+// (a pod that is not Ready, out of its endpoints already, waits only for
+// that write). Everything it decides on is on the pod, so a manager that restarts in
 // between carries on where this one stopped.
 func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState, out *outcome) bool {
 	grace := inplacegate.GracePeriod(sc.set.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
 	ok, closeFirst, wait := inplacegate.MayRestart(p.pod, grace, sc.now)
+	if closeFirst {
+		closed, err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now)
+		if err == nil {
+			// The image patch locks on the pod's resourceVersion.
+			p.pod = closed
+		} else {
+			// Not restarted with its gate open; the next pass tries again.
+			ok, wait = false, time.Second
+			if !apierrors.IsNotFound(err) {
+				out.fail(err)
+			}
+		}
+	}
 	if ok {
 		return false
 	}
@@ -103,11 +117,6 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 		sc.held[p.pod.UID] = true
 	}
 	out.retryAfter(wait)
-	if closeFirst {
-		if err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now); !apierrors.IsNotFound(err) {
-			out.fail(err)
-		}
-	}
 	return true
 }
 
