@@ -184,9 +184,16 @@ func releasable(pod *corev1.Pod, by string) bool {
 
 // patch writes cond through the pods/status subresource with a strategic
 // merge patch: pod conditions merge by type, so the conditions the kubelet
-// writes (Ready, ContainersReady...) are left as they are.
+// writes (Ready, ContainersReady...) are left as they are. The pod's
+// resourceVersion in the patch makes it fail with a conflict when the pod
+// changed since it was read: a decision taken on a cache that lags is not
+// written (each write would be one more event for the cache to catch up
+// on), and the next sync decides again.
 func patch(ctx context.Context, c client.Client, pod *corev1.Pod, cond corev1.PodCondition) (*corev1.Pod, error) {
-	body, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{cond}}})
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": pod.ResourceVersion},
+		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -265,9 +265,10 @@ func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev
 				s.replacePod(p, closed)
 				p = closed
 			} else {
-				// Not restarted with its gate open; the next sync tries again.
-				ok = false
-				if !apierrors.IsNotFound(err) {
+				// Not restarted with its gate open; the next sync tries
+				// again, on the newer pod a conflict says there is.
+				ok, wait = false, time.Second
+				if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 					errs = append(errs, err)
 				}
 			}
@@ -298,7 +299,9 @@ func (r *Reconciler) syncInPlaceGates(ctx context.Context, s *scope) (ctrl.Resul
 		}
 		err := inplacegate.Release(ctx, r.PodWriter, p, gateOwner(s.ps), now)
 		podOps.WithLabelValues("inplace_gate", result(err)).Inc()
-		if err != nil && !apierrors.IsNotFound(err) {
+		// A conflict: the pod changed since the cache's copy; its event
+		// brings the next sync.
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			errs = append(errs, err)
 		}
 	}

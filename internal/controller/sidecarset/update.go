@@ -105,7 +105,7 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 		} else {
 			// Not restarted with its gate open; the next pass tries again.
 			ok, wait = false, time.Second
-			if !apierrors.IsNotFound(err) {
+			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				out.fail(err)
 			}
 		}
@@ -134,7 +134,12 @@ func (r *Reconciler) syncInPlaceGates(ctx context.Context, sc *scope) (ctrl.Resu
 		if !p.injected() || p.pending || sc.held[p.pod.UID] || inplacegate.Open(p.pod) || !inplacegate.ContainersReady(p.pod) {
 			continue
 		}
-		if err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now); !apierrors.IsNotFound(err) {
+		err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now)
+		switch {
+		case apierrors.IsConflict(err):
+			// The pod changed since the cache's copy: look again soon.
+			out.retryAfter(time.Second)
+		case !apierrors.IsNotFound(err):
 			out.fail(err)
 		}
 	}
