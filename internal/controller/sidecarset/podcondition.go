@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -90,6 +92,7 @@ func (r *Reconciler) dropDeletedFromPodConditions(ctx context.Context, name stri
 	w := podConditionWriter{r: r, set: name}
 	now := r.Clock.Now()
 	for _, pod := range pods {
+		r.releaseGateOfDeleted(ctx, pod, name, now, &w.outcome)
 		if updatableCondition(pod) == nil {
 			continue // nothing to drop, and no record to read
 		}
@@ -203,4 +206,25 @@ func (r *Reconciler) patchPodCondition(ctx context.Context, pod *corev1.Pod, con
 	}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
 	return r.Client.Status().Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, body), client.FieldOwner(deckhandv1alpha1.FieldManager))
+}
+
+// releaseGateOfDeleted opens the in-place update gate of a pod that
+// SidecarSet name, now deleted, injected or closed, once its containers run
+// ready: no other SidecarSet would (it opens only the gates it closed, or
+// none written yet, of pods it injected), and a gate never opened keeps the
+// pod out of Ready for good. Pod events of a pod whose record names the
+// SidecarSet bring its name back here, after a restart too.
+func (r *Reconciler) releaseGateOfDeleted(ctx context.Context, pod *corev1.Pod, name string, now time.Time, out *outcome) {
+	if !inplacegate.Gated(pod) || inplacegate.Open(pod) || !inplacegate.ContainersReady(pod) ||
+		!slices.Contains(sidecarcontrol.ReadPodRecord(pod.Annotations).Names(), name) {
+		return
+	}
+	err := inplacegate.Release(ctx, r.Client, pod, gateOwner(name), now)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err):
+		out.retryAfter(time.Second)
+	default:
+		out.fail(err)
+	}
 }

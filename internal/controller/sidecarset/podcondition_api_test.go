@@ -8,8 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -153,4 +155,40 @@ func TestPodConditionDropsDeletedSidecarSet(t *testing.T) {
 	}
 	testutil.Eventually(t, 60*time.Second, carrying(corev1.ConditionTrue, "every SidecarSet of the pod can update"),
 		"all %d pods carry %s True once SidecarSet %s is gone", n, deckhandv1alpha1.SidecarSetsUpdatablePodCondition, sc.name)
+}
+
+// TestDeletedSidecarSetOpensTheGatesItLeft: a pod injected by a SidecarSet
+// that is deleted before the pod's containers are ready still has its
+// in-place update gate opened, and so turns Ready; no other SidecarSet would
+// open it.
+func TestDeletedSidecarSetOpensTheGatesItLeft(t *testing.T) {
+	sc := newScenario(t, "gatedel")
+	p := sc.pod("slow-0")
+	// The fake node holds the app not ready this long: the SidecarSet is
+	// gone well before the pod's containers are ready.
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{InitialDelaySeconds: 8,
+		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+	p = sc.create(p)
+	if !inplacegate.Gated(p) {
+		t.Fatalf("the injected pod lists no %s readiness gate: %v", inplacegate.ConditionType, p.Spec.ReadinessGates)
+	}
+	if err := env.Client.Delete(ctxT(t), sc.set); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := sc.getPod(ctxT(t), p.Name); err != nil || inplacegate.ContainersReady(got) {
+		t.Fatalf("the pod's containers are ready (%v) before the SidecarSet's deletion was sent: the test shows nothing", err)
+	}
+	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		got, err := sc.getPod(ctx, p.Name)
+		if err != nil {
+			return false, err
+		}
+		ready := false
+		for _, c := range got.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		return inplacegate.Open(got) && ready, nil
+	}, "pod %s has its gate opened and turns Ready after SidecarSet %s is deleted", p.Name, sc.name)
 }

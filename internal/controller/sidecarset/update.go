@@ -98,7 +98,7 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 	grace := inplacegate.GracePeriod(sc.set.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
 	ok, closeFirst, wait := inplacegate.MayRestart(p.pod, grace, sc.now)
 	if closeFirst {
-		closed, err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now)
+		closed, err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set.Name), sc.now)
 		if err == nil {
 			// The image patch locks on the pod's resourceVersion.
 			p.pod = closed
@@ -120,8 +120,8 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 	return true
 }
 
-// gateOwner is how s names itself on the gates it closes.
-func gateOwner(s *deckhandv1alpha1.SidecarSet) string { return "SidecarSet " + s.Name }
+// gateOwner is how SidecarSet name names itself on the gates it closes.
+func gateOwner(name string) string { return "SidecarSet " + name }
 
 // syncInPlaceGates opens the in-place update gate of every pod carrying
 // the SidecarSet that has it closed by this SidecarSet (or not yet
@@ -134,7 +134,7 @@ func (r *Reconciler) syncInPlaceGates(ctx context.Context, sc *scope) (ctrl.Resu
 		if !p.injected() || p.pending || sc.held[p.pod.UID] || inplacegate.Open(p.pod) || !inplacegate.ContainersReady(p.pod) {
 			continue
 		}
-		err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set), sc.now)
+		err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set.Name), sc.now)
 		switch {
 		case apierrors.IsConflict(err):
 			// The pod changed since the cache's copy: look again soon.
