@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -65,7 +67,8 @@ func TestTLSMinimumAndNoHTTP2(t *testing.T) {
 // nothing the SidecarSet did not state. The sidecar's securityContext is
 // exactly the SidecarSet's, the app containers and the pod-level settings
 // (securityContext, service account, host namespaces) are exactly what the
-// API server makes of the same pod without injection.
+// API server makes of the same pod without injection, but for one readiness
+// gate (the in-place update gate).
 func TestInjectionGrantsNoPrivilege(t *testing.T) {
 	ensureDeckhand(t)
 	ns := namespace(t)
@@ -136,7 +139,13 @@ func TestInjectionGrantsNoPrivilege(t *testing.T) {
 		t.Errorf("the app container differs from the same pod without injection:\n%+v\n%+v", byName["app"], plain.Spec.Containers[0])
 	}
 	a, b := injected.Spec.DeepCopy(), plain.Spec.DeepCopy()
+	// The one pod-level addition: the in-place update readiness gate, which
+	// lets a sidecar restart only once the pod is out of its endpoints.
+	if want := append(slices.Clone(b.ReadinessGates), corev1.PodReadinessGate{ConditionType: inplacegate.ConditionType}); !apiequality.Semantic.DeepEqual(a.ReadinessGates, want) {
+		t.Errorf("injection set readinessGates %+v, want %+v", a.ReadinessGates, want)
+	}
 	a.Containers, b.Containers, a.Volumes, b.Volumes = nil, nil, nil, nil
+	a.ReadinessGates, b.ReadinessGates = nil, nil
 	if !apiequality.Semantic.DeepEqual(a, b) {
 		t.Errorf("injection changed pod-level settings:\n%+v\n%+v", a, b)
 	}
