@@ -53,19 +53,18 @@ run: k8s-binaries metrics-binaries build ## Start a local control plane, install
 	@go build -o $(BIN)/devcluster ./hack/devcluster
 	@exec $(BIN)/devcluster --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --dir $(ROOT)/.dev --samples $(ROOT)/config/samples
 
-# `make test` runs ./... as two lists (hack/test-packages.sh), the packages
-# that need no control plane first, so that it can say what it is doing
-# while the long suites run; every package is in one of them, and a failure
-# in the first still lets the second run.
+# `make test` runs ./... in one `go test`, the longest suites first
+# (hack/test-packages.sh all): two packages at a time on two cores, so a long
+# suite started last would run alone at the end. go test prints each
+# package's result in the order it was given them.
 .PHONY: test
 test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
-	@unit=$$(./hack/test-packages.sh unit); integration=$$(./hack/test-packages.sh integration); rc=0; \
-	echo ">> running the unit tests: $$(echo $$unit | wc -w) packages that start no control plane"; \
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$unit || rc=$$?; \
-	echo ">> running the integration and end-to-end suites, each on a control plane of its own (minutes each; a line as each ends):"; \
-	echo "$$integration" | sed 's|^github.com/deckhand-dev/deckhand/|     |'; \
-	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$integration || rc=$$?; \
-	exit $$rc
+	@pkgs=$$(./hack/test-packages.sh all); \
+	echo ">> running $$(echo $$pkgs | wc -w) test packages; the $$(./hack/test-packages.sh integration | wc -l) that start a control plane of their own take minutes each, the longest start first:"; \
+	./hack/test-packages.sh integration | sed 's|^github.com/deckhand-dev/deckhand/|     |'; \
+	echo ">> results print in this order (the first after several minutes):"; \
+	echo "$$pkgs" | sed 's|^github.com/deckhand-dev/deckhand/|     |' | tr '\n' ' '; echo; \
+	go test -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$pkgs
 
 # The quick loop: the packages with -short, where a suite that needs a
 # control plane skips (testutil.SkipInShortMode) and localcluster.Start

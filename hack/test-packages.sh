@@ -9,9 +9,10 @@
 #                (testenv.Run or testutil.RunSuite, and no test file asking
 #                testing.Short() to run some tests without them), which would
 #                only be compiled and linked to skip
-# `make test` runs the first two lists one after the other so that it can say
-# which step it is in. Every package is in exactly one of them, so whatever
-# the patterns below miss still runs, only under the other heading; a package
+#   all          every package of ./..., the longest suites first: what
+#                `make test` runs, in one `go test`
+# Every package is in exactly one of integration and unit, so whatever the
+# patterns below miss still runs, only under the other heading; a package
 # the short list keeps by mistake costs time, never a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,9 +33,33 @@ matching() {
 # all_but LIST: the packages of ./... not in LIST.
 all_but() { echo "$tests" | cut -d' ' -f1 | grep -vxF -f <(echo "$1"); }
 
+# The suites that take longest (minutes each, measured in `make test`'s
+# output), longest first: `go test` starts packages in the order it is given
+# them, two at a time on two cores, so starting these first keeps one long
+# suite from running alone at the end.
+longest='test/reliability
+internal/controller/restartschedule/metricstrigger
+test/walkthrough
+internal/controller/podset
+internal/controller/sidecarset
+internal/controller/restartschedule
+internal/test/localcluster
+test/helm
+test/hostile
+test/e2e'
+
+# ordered: every package of ./... once, the longest suites first.
+ordered() {
+  local first
+  first=$(echo "$longest" | sed 's|^|github.com/deckhand-dev/deckhand/|' | grep -xF -f <(echo "$tests" | cut -d' ' -f1))
+  echo "$first"
+  all_but "$first"
+}
+
 case "${1:-}" in
+all) ordered ;;
 integration) matching 'testenv\.Run\(|testutil\.RunSuite\(|localcluster\.Start\(|startCluster\(' ;;
 unit) all_but "$(matching 'testenv\.Run\(|testutil\.RunSuite\(|localcluster\.Start\(|startCluster\(')" ;;
 short) all_but "$(matching 'testenv\.Run\(|testutil\.RunSuite\(' 'testing\.Short\(\)')" ;;
-*) echo "usage: $0 integration|unit|short" >&2; exit 2 ;;
+*) echo "usage: $0 all|integration|unit|short" >&2; exit 2 ;;
 esac
