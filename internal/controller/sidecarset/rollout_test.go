@@ -161,9 +161,11 @@ func TestRollingUpdate(t *testing.T) {
 
 	// Partition 0: the rest follow.
 	sc.update(func(s *deckhandv1alpha1.SidecarSet) { s.Spec.UpdateStrategy.Partition = podCount(0) })
-	final := sc.waitStatus(2*time.Minute, "all 20 pods updated", func(s *deckhandv1alpha1.SidecarSet) bool {
+	// PodsUpdated says every pod runs the latest revision; the last pod's
+	// in-place update gate opens once its sidecar is ready, a moment later.
+	final := sc.waitStatus(2*time.Minute, "all 20 pods updated and ready", func(s *deckhandv1alpha1.SidecarSet) bool {
 		c := condition(s, deckhandv1alpha1.SidecarSetPodsUpdatedCondition)
-		return s.Status.UpdatedPods == n && c != nil && c.Status == metav1.ConditionTrue
+		return s.Status.UpdatedPods == n && s.Status.UpdatedReadyPods == n && c != nil && c.Status == metav1.ConditionTrue
 	})
 	st := final.Status
 	if st.MatchedPods != n || st.ReadyPods != n || st.UpdatedReadyPods != n || st.NotInjectedPods != 0 || st.NotUpdatablePods != 0 {

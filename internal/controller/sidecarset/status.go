@@ -14,6 +14,8 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/rolloutfailure"
 	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
@@ -330,8 +332,10 @@ func rolloutHeld(sc *scope, matched int) bool {
 			if p.stage == stageResizeFailed && !p.pending && !p.recreatedByRollout(evict) {
 				continue // stuck: only recreating it finishes it
 			}
-			if p.stage != stageUpdated || p.pending {
-				return false // an update is in flight
+			if p.stage != stageUpdated || p.pending || p.gateClosed || readyAwaited(p.pod) {
+				// An update is in flight: not made yet, not seen yet, or
+				// made and its pod not yet back in its endpoints.
+				return false
 			}
 			continue
 		}
@@ -485,4 +489,11 @@ func (r *Reconciler) failureOutcome(sc *scope, st *deckhandv1alpha1.SidecarSetSt
 	}
 	return reason, failed + fmt.Sprintf("; updateStrategy.onFailure is Rollback: %d of %d pod(s) ready on stable revision %s; the spec differs until it changes",
 		back, st.MatchedPods, st.StableRevision)
+}
+
+// readyAwaited reports a pod whose in-place update gate is open and whose
+// containers are ready but which is not Ready yet: the kubelet has not yet
+// written what the gate's opening makes of it.
+func readyAwaited(pod *corev1.Pod) bool {
+	return inplacegate.Gated(pod) && inplacegate.Open(pod) && inplacegate.ContainersReady(pod) && !podutil.IsPodReady(pod)
 }
