@@ -23,6 +23,7 @@ import (
 // reported it above the threshold for 45s, leaves the flat one alone, and
 // records the trigger and the value in history.
 func TestIntegrationMemoryEvictsTheLeakingPod(t *testing.T) {
+	t.Parallel()
 	leak := startMemoryLeak(t, 4*time.Minute, "4Mi")
 	rs := leak.schedule(t, "mem", memoryTrigger(50, 45*time.Second))
 	expectLeakEvicted(t, rs, leakEviction{trigger: deckhandv1alpha1.RestartTriggerMemory, leaking: leak.leaking, flat: leak.flat, workload: "Deployment/web",
@@ -108,6 +109,7 @@ func onlyDeleted(t *testing.T, watch *testutil.DisruptionWatch, pod string) {
 // evicted now, outside the window, long before it crosses the threshold;
 // the flat pod (no trend, no prediction) stays.
 func TestIntegrationUrgencyEvictsThePodPredictedToReachItsLimit(t *testing.T) {
+	t.Parallel()
 	leak := startMemoryLeak(t, 4*time.Minute, "1Mi")
 	rs := leak.predictionSchedule(t, "urgent", memoryTrigger(90, 45*time.Second), windowIn(6*time.Hour, time.Hour), true)
 	expectPredictedEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerMemory, "230Mi", "256Mi", true)
@@ -118,6 +120,7 @@ func TestIntegrationUrgencyEvictsThePodPredictedToReachItsLimit(t *testing.T) {
 // its limit within minutes, before the next window opens, so it is
 // evicted now, under its threshold and before its `for` is over.
 func TestIntegrationPredictionReplacesInTheWindowAPodThatWouldNotLastToTheNext(t *testing.T) {
+	t.Parallel()
 	leak := startMemoryLeak(t, 4*time.Minute, "1Mi")
 	rs := leak.predictionSchedule(t, "window", memoryTrigger(90, 45*time.Second), windowIn(-time.Hour, 3*time.Hour), false)
 	expectPredictedEviction(t, rs, leak, deckhandv1alpha1.RestartTriggerMemory, "230Mi", "256Mi", false)
@@ -127,6 +130,7 @@ func TestIntegrationPredictionReplacesInTheWindowAPodThatWouldNotLastToTheNext(t
 // candidate however much it uses, and MetricsUnavailable says which
 // container lacks the limit.
 func TestIntegrationMemoryPercentWithoutLimit(t *testing.T) {
+	t.Parallel()
 	needEnv(t)
 	ctx := testutil.Context(t, 3*time.Minute)
 	ns := env.Namespace(t)

@@ -44,6 +44,7 @@ func gpuQuery(ns string, above string, sustained time.Duration) *deckhandv1alpha
 // leaves the flat one alone, and records trigger Query and the value in
 // history. The query carries a bearer token from a Secret labelled for it.
 func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
+	t.Parallel()
 	leak := startGPULeak(t, 4*time.Minute, "200")
 	env.BindSecretReader(leak.ctx, t, leak.ns)
 	testutil.Create(leak.ctx, t, env.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: leak.ns, Name: "prometheus-token",
@@ -63,6 +64,7 @@ func TestIntegrationQueryEvictsTheLeakingGPUPod(t *testing.T) {
 // is still under 12000, for a prediction that aims at the limit, not the
 // threshold; the flat pod stays.
 func TestIntegrationQueryUrgencyAimsAtTheLimit(t *testing.T) {
+	t.Parallel()
 	leak := startGPULeak(t, 4*time.Minute, "50")
 	q := gpuQuery(leak.ns, "12000", 45*time.Second)
 	q.Limit = ptr.To(resource.MustParse("16000"))
@@ -75,6 +77,7 @@ func TestIntegrationQueryUrgencyAimsAtTheLimit(t *testing.T) {
 // cause, a Warning Event says the same, and the data-missing metric counts
 // it.
 func TestIntegrationQueryFailureActsOnNothing(t *testing.T) {
+	t.Parallel()
 	needEnv(t)
 	port, err := localcluster.FreePort()
 	if err != nil {
