@@ -35,6 +35,12 @@ type scheduleSeries struct {
 	series     map[seriesKey][]point
 }
 
+// maxSeriesPoints bounds each series whatever the trigger's `for` (up to
+// 24h, chosen by whoever writes the schedule): the fit uses the newest
+// this many samples, an hour at the metrics' 15-second resolution, so that
+// the manager's memory grows with the pods watched, not with `for`.
+const maxSeriesPoints = 240
+
 // forgetAfter drops the series of a schedule no reconcile has asked about
 // for this long (a deleted schedule).
 const forgetAfter = 10 * time.Minute
@@ -67,7 +73,8 @@ func (s *seriesStore) update(uid types.UID, generation int64, now time.Time, obs
 			old = append(old, v)
 		}
 		from := now.Add(-window(k.trigger))
-		next.series[k] = slices.DeleteFunc(slices.Clone(old), func(x point) bool { return x.at.Before(from) })
+		kept := slices.DeleteFunc(slices.Clone(old), func(x point) bool { return x.at.Before(from) })
+		next.series[k] = kept[max(0, len(kept)-maxSeriesPoints):]
 	}
 	s.m[uid] = next
 	out := make(map[seriesKey][]point, len(next.series))
