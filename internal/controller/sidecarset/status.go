@@ -3,7 +3,6 @@ package sidecarset
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +16,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/rolloutfailure"
-	"github.com/deckhand-dev/deckhand/internal/statuspatch"
 )
 
 // Condition reasons, stable for users' automation; a change of a
@@ -346,150 +344,7 @@ func rolloutHeld(sc *scope, matched int) bool {
 	return movable == 0 || matched-atLatest <= partition
 }
 
-// writeStatus writes the status if it changed, with observedGeneration
-// only when the reconcile succeeded, and emits events on condition changes.
-// InjectionPolicyReady is the policy controller's to write: it is carried in
-// sc.status for the summary, and neither written nor compared here.
-func (r *Reconciler) writeStatus(ctx context.Context, sc *scope, ok bool) (ctrl.Result, error) {
-	s := sc.set
-	if sc.status.LatestRevision == "" {
-		return ctrl.Result{}, nil // observePods failed before anything was computed
-	}
-	st := sc.status
-	if ok {
-		st.ObservedGeneration = s.Generation
-	}
-	r.recordMetrics(s.Name, &st)
-	r.announce(s, &st)
-	wasFailed := s.Status.FailedRevision
-	w := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}
-	res, err := w.Status(ctx, s, &st, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
-	// The Event follows the write that records the failure, so that it is
-	// recorded once, by whichever reconcile persisted it.
-	if failed := s.Status.FailedRevision; err == nil && failed != "" && failed == st.FailedRevision && failed != wasFailed {
-		if c := meta.FindStatusCondition(st.Conditions, deckhandv1alpha1.RolloutFailedCondition); c != nil {
-			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonRolloutFailed, "UpdatePods", "%s", c.Message)
-		}
-	}
-	return res, err
-}
-
-// announce emits an event when a condition changes status or reason.
-func (r *Reconciler) announce(s *deckhandv1alpha1.SidecarSet, st *deckhandv1alpha1.SidecarSetStatus) {
-	for _, t := range []string{deckhandv1alpha1.SidecarSetPodsInjectedCondition, deckhandv1alpha1.SidecarSetPodsUpdatedCondition, deckhandv1alpha1.SidecarSetInPlaceUpdatableCondition} {
-		now := meta.FindStatusCondition(st.Conditions, t)
-		before := meta.FindStatusCondition(s.Status.Conditions, t)
-		if now == nil || (before != nil && before.Status == now.Status && before.Reason == now.Reason) {
-			continue
-		}
-		if before == nil && now.Status == metav1.ConditionTrue {
-			continue // nothing worth saying about a SidecarSet that starts healthy
-		}
-		typ := corev1.EventTypeNormal
-		// A failed rollout has its one Warning Event, RolloutFailed; what
-		// follows it is Normal.
-		if now.Status == metav1.ConditionFalse && !slices.Contains([]string{ReasonRollingUpdate, ReasonUpdatePaused, ReasonNotUpdate,
-			ReasonRolloutPaused, ReasonRollingBack, ReasonRolledBack}, now.Reason) {
-			typ = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(s, nil, typ, now.Reason, t, "%s", now.Message)
-	}
-}
-
-func (r *Reconciler) recordMetrics(name string, st *deckhandv1alpha1.SidecarSetStatus) {
-	for state, v := range map[string]int32{
-		"matched": st.MatchedPods, "updated": st.UpdatedPods, "ready": st.ReadyPods, "updated_ready": st.UpdatedReadyPods,
-		"not_injected": st.NotInjectedPods, "not_updatable": st.NotUpdatablePods,
-		"resizing": st.ResizingPods, "evicting": st.EvictingPods, "disruption_blocked": st.DisruptionBlockedPods, "unmanaged": st.UnmanagedPods,
-		"hot_upgrading": st.HotUpgradingPods,
-	} {
-		podsGauge.WithLabelValues(name, state).Set(float64(v))
-	}
-}
-
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// defaultProgressDeadline applies when
-// spec.updateStrategy.progressDeadlineSeconds is unset (the CRD defaults
-// it; objects stored before the field existed lack it), as for a
-// Deployment.
-const defaultProgressDeadline = 600 * time.Second
-
-func progressDeadline(s *deckhandv1alpha1.SidecarSet) time.Duration {
-	if d := s.Spec.UpdateStrategy.ProgressDeadlineSeconds; d != nil && *d > 0 {
-		return time.Duration(*d) * time.Second
-	}
-	return defaultProgressDeadline
-}
-
-// rolloutFailed reports whether the status of s, as persisted, says the
-// rollout of revision failed; the rollout then updates no further pod.
-func rolloutFailed(s *deckhandv1alpha1.SidecarSet, revision string) bool {
-	return s.Status.FailedRevision != "" && s.Status.FailedRevision == revision
-}
-
-// trackRollout sets st's lastProgressTime, stableRevision and
-// failedRevision from prev, the status as read, and what this reconcile
-// counted. Progress is another pod updated with its sidecars ready (or a
-// new revision, or the start of a rollout; a pod moved to the latest
-// revision counts too, see progressed); a rollout under way
-// (inProgress) without progress for deadline has failed. It returns how
-// long until the deadline passes, 0 if it cannot. It is pure: time comes
-// in as now.
-func trackRollout(prev, st *deckhandv1alpha1.SidecarSetStatus, inProgress bool, deadline time.Duration, now time.Time) time.Duration {
-	st.StableRevision, st.FailedRevision = prev.StableRevision, prev.FailedRevision
-	timedOut, left := false, time.Duration(0)
-	if inProgress {
-		st.LastProgressTime = prev.LastProgressTime
-		if prev.LastProgressTime == nil || prev.LatestRevision != st.LatestRevision || st.UpdatedPods > prev.UpdatedPods {
-			t := metav1.NewTime(now)
-			st.LastProgressTime = &t
-		}
-		left = st.LastProgressTime.Add(deadline).Sub(now)
-		timedOut = left <= 0
-	}
-	rolloutfailure.Revisions{Stable: &st.StableRevision, Failed: &st.FailedRevision}.
-		Settle(st.LatestRevision, st.UpdatedPods == st.MatchedPods, timedOut)
-	return max(left, 0)
-}
-
-// progressed records that the rollout has just moved another pod to the
-// latest revision: progress, as a Deployment counts a new pod, so that the
-// deadline runs from the last pod the rollout moved, not from the first.
-func (sc *scope) progressed() {
-	if sc.status.LastProgressTime != nil {
-		t := metav1.NewTime(sc.now)
-		sc.status.LastProgressTime = &t
-	}
-}
-
-// failureOutcome is the reason and message of the failed rollout of
-// st.LatestRevision as updateStrategy.onFailure handles it: held
-// (RolloutPaused), or returning the pods to the stable revision
-// (RollingBack, then RolledBack once every matched pod is there and ready).
-func (r *Reconciler) failureOutcome(sc *scope, st *deckhandv1alpha1.SidecarSetStatus, deadline time.Duration) (string, string) {
-	s := sc.set
-	failed := fmt.Sprintf("the rollout of revision %s made no progress for %ds (%d of %d pod(s) updated)",
-		st.LatestRevision, int64(deadline/time.Second), st.UpdatedPods, st.MatchedPods)
-	if s.Spec.UpdateStrategy.OnFailure != deckhandv1alpha1.RollbackRolloutFailurePolicy {
-		return ReasonRolloutPaused, failed + "; updateStrategy.onFailure is Pause, so no further pod is updated until the revision changes"
-	}
-	if _, _, ok := r.Lister.RevisionForm(s, st.StableRevision); !ok {
-		return ReasonRolloutPaused, failed + fmt.Sprintf("; the stable revision %s is not kept, so the rollout is held instead of rolled back", st.StableRevision)
-	}
-	back := int32(0)
-	for _, p := range sc.pods {
-		if hash, _ := p.record.Revisions(s.Name); p.injected() && p.ready && hash == st.StableRevision {
-			back++
-		}
-	}
-	reason := ReasonRollingBack
-	if back == st.MatchedPods {
-		reason = ReasonRolledBack
-	}
-	return reason, failed + fmt.Sprintf("; updateStrategy.onFailure is Rollback: %d of %d pod(s) ready on stable revision %s; the spec differs until it changes",
-		back, st.MatchedPods, st.StableRevision)
-}
 
 // readyAwaited reports a pod whose in-place update gate is open and whose
 // containers are ready but which is not Ready yet: the kubelet has not yet
