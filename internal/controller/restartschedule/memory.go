@@ -10,7 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
@@ -95,4 +97,122 @@ func setMetricsUnavailable(s *scope, set func(typ string, status metav1.Conditio
 		triggerDataMissing.WithLabelValues(reasons[0]).Inc()
 	}
 	set(deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition, metav1.ConditionTrue, reasons[0], msg)
+}
+
+// MetricsUnavailable reasons.
+const (
+	// ReasonMetricsAPIUnavailable: the resource metrics API could not be
+	// listed (absent, or failing).
+	ReasonMetricsAPIUnavailable = "MetricsAPIUnavailable"
+	// ReasonStaleMetrics: a pod has no sample, or only an old one.
+	ReasonStaleMetrics = "StaleMetrics"
+	// ReasonNoMemoryLimit: percentOfLimit on a container without a memory
+	// limit.
+	ReasonNoMemoryLimit = "NoMemoryLimit"
+	// ReasonMetricsAvailable: the MetricsUnavailable condition is False.
+	ReasonMetricsAvailable = "MetricsAvailable"
+)
+
+// evaluateMemory judges the containers of pod p against memory trigger
+// number trigger. A container is a candidate when its latest sample is
+// above the threshold; it is sustained once it has been above in every
+// sample since `for` ago (since, carried from the previous status, ends
+// with the first sample below). A container whose prediction names it
+// (predict) is a candidate at once, above the threshold or not. No
+// sample, a stale one, or no limit for percentOfLimit: no candidate, and
+// plan.missing says so.
+func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m *deckhandv1alpha1.RestartMemoryTrigger, plan *needPlan) []needCandidate {
+	if in.metricsMissing != "" {
+		return nil
+	}
+	miss := plan.miss
+	u, ok := in.usage[p.Name]
+	switch {
+	case !ok && in.now.Sub(p.CreationTimestamp.Time) > in.staleAfter:
+		miss(ReasonStaleMetrics, "%s has no sample", p.Name)
+		return nil
+	case !ok:
+		// Too young to have been sampled yet.
+		return nil
+	case in.now.Sub(u.at) > in.staleAfter:
+		miss(ReasonStaleMetrics, "%s: the latest sample is %s old", p.Name, in.now.Sub(u.at).Truncate(time.Second))
+		return nil
+	}
+	hold := defaultFor
+	if m.For != nil {
+		hold = m.For.Duration
+	}
+	var out []needCandidate
+	for i := range p.Spec.Containers {
+		ctr := &p.Spec.Containers[i]
+		if m.Container != "" && ctr.Name != m.Container {
+			continue
+		}
+		ws, ok := u.workingSet[ctr.Name]
+		if !ok {
+			continue
+		}
+		var threshold int64
+		var limitText string
+		// The prediction aims at the container's limit, where the kernel
+		// kills it; at above when it has none.
+		limit, hasLimit := ctr.Resources.Limits[corev1.ResourceMemory]
+		hasLimit = hasLimit && !limit.IsZero()
+		switch {
+		case m.Above != nil:
+			threshold, limitText = m.Above.Value(), m.Above.String()
+			if !hasLimit {
+				limit = *m.Above
+			}
+		case !hasLimit:
+			miss(ReasonNoMemoryLimit, "%s/%s has no memory limit", p.Name, ctr.Name)
+			continue
+		default:
+			threshold = limit.Value() * int64(*m.PercentOfLimit) / 100
+			limitText = fmt.Sprintf("%d%% of %s", *m.PercentOfLimit, limit.String())
+		}
+		if threshold <= 0 {
+			continue
+		}
+		c := needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold),
+			RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Container: ctr.Name,
+				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: mebibytes(ws), Limit: limitText}}
+		named := predict(in, &c, seriesKey{trigger: trigger, pod: p.Name, container: ctr.Name}, float64(limit.Value()), limit.String())
+		if !named && ws <= threshold {
+			continue
+		}
+		if !named {
+			since, ok := in.since[sinceKey(p.Name, ctr.Name)]
+			if !ok || since.After(u.at) {
+				since = u.at
+			}
+			c.Since, c.sustainedAt, c.holdFor = ptr.To(metav1.NewTime(since)), since.Add(hold), hold
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// predict fits the trend of a pod's series and, when it rises, sets when
+// it reaches limit in c. It reports whether the prediction alone names the
+// pod, with no `for` to wait: it reaches its limit within
+// spec.urgency.predictedLimitWithin (c.Urgent), or before restarts may
+// start again once the open calendar closes.
+func predict(in needInput, c *needCandidate, key seriesKey, limit float64, limitText string) (named bool) {
+	at, ok := predictLimitAt(in.series[key], limit)
+	if !ok {
+		return false
+	}
+	c.PredictedLimitAt, c.PredictedLimit = ptr.To(metav1.NewTime(at)), limitText
+	c.Urgent = in.urgentWithin > 0 && !at.After(in.now.Add(in.urgentWithin))
+	return c.Urgent || (!in.nextReopen.IsZero() && at.Before(in.nextReopen))
+}
+
+// mebibytes is a working set as a quantity of whole MiB, the precision a
+// reader compares with a limit ("812Mi"); under 1Mi, in bytes.
+func mebibytes(b int64) string {
+	if b >= 1<<20 {
+		b -= b % (1 << 20)
+	}
+	return resource.NewQuantity(b, resource.BinarySI).String()
 }
