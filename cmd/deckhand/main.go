@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,6 +127,8 @@ func main() {
 		"Namespace of that Secret (default: the manager's own namespace, from POD_NAMESPACE or its service account).")
 	flag.StringVar(&o.certs.ServiceName, "webhook-service-name", o.certs.ServiceName,
 		"Webhook Service; the serving certificate is issued for <name>.<namespace>.svc (self mode).")
+	flag.StringVar(&o.certs.MetricsServiceName, "metrics-service-name", o.certs.MetricsServiceName,
+		"Metrics Service; the serving certificate, which the metrics endpoint serves too, is also issued for <name>.<namespace>.svc (self mode).")
 	extraDNS := flag.String("cert-extra-dns-names", "",
 		"Comma-separated extra DNS names for the serving certificate, e.g. \"localhost\" for a manager run outside the cluster (self mode).")
 	mutating := flag.String("mutating-webhook-configurations", strings.Join(o.certs.MutatingWebhookConfigurations, ","),
@@ -202,10 +205,15 @@ func run(o options) error {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 
+	// The metrics endpoint serves the webhook's certificate, so that a
+	// scraper verifies it against the CA of the certificate Secret.
+	serving := certs.NewFileCertificate(o.webhookCertDir)
 	metricsOpts := metricsserver.Options{
 		BindAddress:   o.metricsAddr,
 		SecureServing: o.secureMetrics,
-		TLSOpts:       tlsOpts,
+		TLSOpts: append(slices.Clone(tlsOpts), func(c *tls.Config) {
+			c.GetCertificate = serving.GetCertificate
+		}),
 	}
 	if o.secureMetrics {
 		metricsOpts.FilterProvider = metricsauth.NewFilter

@@ -65,6 +65,10 @@ type Options struct {
 	// ServiceName is the webhook Service; the serving certificate is for
 	// <ServiceName>.<SecretNamespace>.svc.
 	ServiceName string
+	// MetricsServiceName is the metrics Service; the serving certificate is
+	// for <MetricsServiceName>.<SecretNamespace>.svc too, because the metrics
+	// server serves it as well (a ServiceMonitor verifies it by that name).
+	MetricsServiceName string
 	// ExtraDNSNames are added to the serving certificate (for example
 	// "localhost" for a manager run on a developer's host).
 	ExtraDNSNames []string
@@ -89,6 +93,7 @@ func DefaultOptions() Options {
 		Mode:                            ModeSelf,
 		SecretName:                      "deckhand-webhook-server-cert",
 		ServiceName:                     "deckhand-webhook-service",
+		MetricsServiceName:              "deckhand-controller-manager-metrics-service",
 		MutatingWebhookConfigurations:   []string{"deckhand-mutating-webhook-configuration"},
 		ValidatingWebhookConfigurations: []string{"deckhand-validating-webhook-configuration"},
 		CAValidity:                      10 * 365 * 24 * time.Hour,
@@ -157,7 +162,12 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	}
 	key := types.NamespacedName{Namespace: ns, Name: o.SecretName}
 	dnsName := o.DNSName(ns)
-	extra := append([]string{dnsName + ".cluster.local"}, o.ExtraDNSNames...)
+	extra := []string{dnsName + ".cluster.local"}
+	if o.MetricsServiceName != "" {
+		metrics := o.MetricsServiceName + "." + ns + ".svc"
+		extra = append(extra, metrics, metrics+".cluster.local")
+	}
+	extra = append(extra, o.ExtraDNSNames...)
 	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      key,
 		CertDir:        o.CertDir,

@@ -1,8 +1,10 @@
 package certs
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"os"
@@ -171,5 +173,49 @@ func TestGate(t *testing.T) {
 	cancel()
 	if err := NewGate(make(chan struct{}), func() error { t.Error("setup ran"); return nil }).Start(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestFileCertificate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "certs")
+	fc := NewFileCertificate(dir)
+	if _, err := fc.GetCertificate(nil); err == nil {
+		t.Fatal("a certificate was served before any was written")
+	}
+	served := func() []byte {
+		t.Helper()
+		c, err := fc.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Certificate[0]
+	}
+	leaf := func(certPEM []byte) []byte {
+		block, _ := pem.Decode(certPEM)
+		return block.Bytes
+	}
+
+	_, cert1, key1 := pair(t)
+	if _, err := WriteFiles(dir, map[string][]byte{certFile: cert1, keyFile: key1}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), leaf(cert1)) {
+		t.Fatal("the written certificate is not served")
+	}
+
+	// A rotation: the key is replaced before the certificate, and the pair
+	// in between does not match; the previous pair is served meanwhile.
+	_, cert2, key2 := pair(t)
+	if err := os.WriteFile(filepath.Join(dir, keyFile), key2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), leaf(cert1)) {
+		t.Fatal("a half-written pair replaced the previous certificate")
+	}
+	if err := os.WriteFile(filepath.Join(dir, certFile), cert2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(served(), leaf(cert2)) {
+		t.Fatal("the renewed certificate is not served")
 	}
 }
