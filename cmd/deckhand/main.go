@@ -165,12 +165,18 @@ func main() {
 		"Lowest TLS version the webhook and metrics servers accept: VersionTLS12 or VersionTLS13.")
 	tlsCipherSuites := flag.String("tls-cipher-suites", "",
 		"Comma-separated TLS 1.2 cipher suites the webhook and metrics servers accept, by Go name (e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256); insecure suites are refused. Empty keeps Go's defaults.")
+	controllers := flag.String("controllers", "all",
+		"Comma-separated kinds the manager runs: sidecarset, podset, webserver, restartschedule, or all (\"*\"). A kind left out has no controller, no webhook (its webhook paths refuse its objects) and no informer; the pod webhook and the pod informer come with sidecarset (and podset, which owns pods).")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	var err error
 	if o.tls, err = webhookserver.TLSConfig(*tlsMinVersion, splitList(*tlsCipherSuites)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if o.operator.Controllers, err = operator.ParseControllers(*controllers); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

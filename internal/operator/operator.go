@@ -79,6 +79,8 @@ type Options struct {
 	// and the pod webhook injects every SidecarSet. A Policy default
 	// (SidecarSetInjectionMode) turns it on.
 	SidecarSetPolicyInjection bool
+	// Controllers are the kinds the manager runs (nil: every kind).
+	Controllers Controllers
 }
 
 // DefaultOptions returns the options the manager uses when no flag is set.
@@ -112,33 +114,81 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// Setup registers every controller and webhook with mgr.
-// Each kind's packages expose the same entry points, so this stays a list.
+// Setup registers the controllers and webhooks of the kinds opts.Controllers
+// names with mgr, and a refusal on the webhook paths of the others. A kind
+// left out starts nothing that reads its objects: no informer of a type
+// only it reads is ever started (controller-runtime starts an informer on
+// the first read of a type through the cache).
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := checkBounds(opts); err != nil {
 		return err
 	}
+	on := opts.Controllers
+	ctrl.Log.WithName("setup").Info("controllers", "enabled", on.String())
+	var setups []func(ctrl.Manager) error
+	if on.Enabled(WebServerController) {
+		setups = append(setups,
+			(&webserverctrl.Reconciler{}).SetupWithManager,
+			webserverwebhook.SetupWebhookWithManager)
+	}
+	if on.Enabled(RestartScheduleController) {
+		setups = append(setups,
+			(&restartschedulectrl.Reconciler{}).SetupWithManager,
+			(&restartschedulectrl.AnnotationReconciler{DefaultSchedule: opts.DefaultRestartSchedule}).SetupWithManager,
+			func(mgr ctrl.Manager) error {
+				return restartschedulewebhook.SetupWebhook(mgr, &restartschedulewebhook.Validator{MinInterval: opts.RestartScheduleMinInterval})
+			})
+	}
+	if on.Enabled(PodSetController) {
+		setups = append(setups,
+			(&podsetctrl.Reconciler{}).SetupWithManager,
+			func(mgr ctrl.Manager) error {
+				return podsetwebhook.SetupWebhook(mgr, &podsetwebhook.Validator{MaxReplicas: opts.MaxPodSetReplicas})
+			})
+	}
+	if on.Enabled(SidecarSetController) {
+		sidecarSets, err := sidecarSetLister(mgr, opts)
+		if err != nil {
+			return err
+		}
+		setups = append(setups,
+			(&sidecarsetctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
+			func(mgr ctrl.Manager) error { return sidecarsetwebhook.SetupWebhookWithLister(mgr, sidecarSets) },
+			func(mgr ctrl.Manager) error { return inject.SetupWithManager(mgr, sidecarSets) },
+			(&sidecarpolicyctrl.Reconciler{Lister: sidecarSets}).SetupWithManager)
+	}
+	for _, setup := range setups {
+		if err := setup(mgr); err != nil {
+			return err
+		}
+	}
+	refuseDisabled(mgr, on)
+	return nil
+}
+
+// sidecarSetLister is the one Lister the SidecarSet controller, its
+// webhook, the pod webhook and the policy controller read SidecarSets
+// through, so each SidecarSet is compiled once per process. SidecarSets'
+// ControllerRevisions live in a cache of their own (the manager's keeps
+// PodSets' only): the controller keeps the history, the pod webhook and the
+// policy controller inject pinned revisions.
+func sidecarSetLister(mgr ctrl.Manager, opts Options) (*sidecarcontrol.Lister, error) {
 	modes, err := injectionModes(mgr, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	allow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodMetadataAllowlist)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	labelAllow, err := sidecarcontrol.ParseMetadataAllowlist(opts.SidecarSetPodLabelAllowlist)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if opts.ManagerUser == "" {
 		opts.ManagerUser = managerUser(mgr.GetConfig())
 	}
-	// The SidecarSet controller and the pod webhook read SidecarSets
-	// through one Lister, so each SidecarSet is compiled once per process.
-	// SidecarSets' ControllerRevisions live in a cache of their own (the
-	// manager's keeps PodSets' only): the controller keeps the history, the
-	// pod webhook and the policy controller inject pinned revisions.
-	sidecarSets, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+	return sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
 		Modes:               modes,
 		PodMetadata:         sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: labelAllow},
 		ManagerUser:         opts.ManagerUser,
@@ -146,31 +196,6 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		ProtectedNamespaces: opts.ProtectedNamespaces,
 		Revisions:           mgr,
 	})
-	if err != nil {
-		return err
-	}
-	for _, setup := range []func(ctrl.Manager) error{
-		(&webserverctrl.Reconciler{}).SetupWithManager,
-		webserverwebhook.SetupWebhookWithManager,
-		(&restartschedulectrl.Reconciler{}).SetupWithManager,
-		(&restartschedulectrl.AnnotationReconciler{DefaultSchedule: opts.DefaultRestartSchedule}).SetupWithManager,
-		func(mgr ctrl.Manager) error {
-			return restartschedulewebhook.SetupWebhook(mgr, &restartschedulewebhook.Validator{MinInterval: opts.RestartScheduleMinInterval})
-		},
-		(&podsetctrl.Reconciler{}).SetupWithManager,
-		func(mgr ctrl.Manager) error {
-			return podsetwebhook.SetupWebhook(mgr, &podsetwebhook.Validator{MaxReplicas: opts.MaxPodSetReplicas})
-		},
-		(&sidecarsetctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
-		func(mgr ctrl.Manager) error { return sidecarsetwebhook.SetupWebhookWithLister(mgr, sidecarSets) },
-		func(mgr ctrl.Manager) error { return inject.SetupWithManager(mgr, sidecarSets) },
-		(&sidecarpolicyctrl.Reconciler{Lister: sidecarSets}).SetupWithManager,
-	} {
-		if err := setup(mgr); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // checkBounds refuses limits that would not hold what they say. Zero
