@@ -142,6 +142,13 @@ func ContainersReady(pod *corev1.Pod) bool {
 	return true
 }
 
+// ReadyAwaited reports whether pod's gate is open and its containers are
+// ready while the pod is not Ready yet: the kubelet has not yet written what
+// the gate's opening makes of it, so the pod is not back in its endpoints.
+func ReadyAwaited(pod *corev1.Pod) bool {
+	return Gated(pod) && Open(pod) && ContainersReady(pod) && !podutil.IsPodReady(pod)
+}
+
 // Close writes the gate False, unless it already is, naming in its message
 // the object that closes it (by, e.g. "PodSet web"): only that object opens
 // it again (Release). Another controller's update that finds the gate

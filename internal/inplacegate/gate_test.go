@@ -92,3 +92,41 @@ func TestAddOnce(t *testing.T) {
 		t.Fatalf("readiness gates = %v, want %v", spec.ReadinessGates, want)
 	}
 }
+
+func TestReadyAwaited(t *testing.T) {
+	open := corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionTrue}
+	closed := corev1.PodCondition{Type: ConditionType, Status: corev1.ConditionFalse}
+	// pod is a gated pod with container app running app:1, ready as
+	// containerReady says, Ready as podReady says, with gate.
+	pod := func(gate *corev1.PodCondition, containerReady, podReady bool) *corev1.Pod {
+		var conds []corev1.PodCondition
+		if gate != nil {
+			conds = append(conds, *gate)
+		}
+		p := gatedPod(conds...)
+		if !podReady {
+			p.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
+		p.Spec.Containers = []corev1.Container{{Name: "app", Image: "app:1"}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "app:1", Ready: containerReady}}
+		return p
+	}
+	ungated := pod(nil, true, false)
+	ungated.Spec.ReadinessGates = nil
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"open, containers ready, pod not Ready yet": {pod: pod(&open, true, false), want: true},
+		"open, containers ready, pod Ready":         {pod: pod(&open, true, true)},
+		"open, a container not ready":               {pod: pod(&open, false, false)},
+		"closed":                                    {pod: pod(&closed, true, false)},
+		"no condition yet":                          {pod: pod(nil, true, false)},
+		"no gate":                                   {pod: ungated},
+	}
+	for name, tc := range cases {
+		if got := ReadyAwaited(tc.pod); got != tc.want {
+			t.Errorf("%s: ReadyAwaited = %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -111,6 +111,9 @@ type podState struct {
 	pending, conditionSynced bool
 }
 
+// podKey is a pod's namespace/name, the order of stable messages and lists.
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
 // injected reports whether the pod carries the SidecarSet's sidecars.
 func (p *podState) injected() bool {
 	switch p.stage {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +13,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/conditions"
 	sidecarpolicyctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarpolicy"
 	"github.com/deckhand-dev/deckhand/internal/inplacegate"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/rolloutfailure"
 )
 
@@ -330,7 +328,7 @@ func rolloutHeld(sc *scope, matched int) bool {
 			if p.stage == stageResizeFailed && !p.pending && !p.recreatedByRollout(evict) {
 				continue // stuck: only recreating it finishes it
 			}
-			if p.stage != stageUpdated || p.pending || p.gateClosed || readyAwaited(p.pod) {
+			if p.stage != stageUpdated || p.pending || p.gateClosed || inplacegate.ReadyAwaited(p.pod) {
 				// An update is in flight: not made yet, not seen yet, or
 				// made and its pod not yet back in its endpoints.
 				return false
@@ -342,13 +340,4 @@ func rolloutHeld(sc *scope, matched int) bool {
 		}
 	}
 	return movable == 0 || matched-atLatest <= partition
-}
-
-func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-// readyAwaited reports a pod whose in-place update gate is open and whose
-// containers are ready but which is not Ready yet: the kubelet has not yet
-// written what the gate's opening makes of it.
-func readyAwaited(pod *corev1.Pod) bool {
-	return inplacegate.Gated(pod) && inplacegate.Open(pod) && inplacegate.ContainersReady(pod) && !podutil.IsPodReady(pod)
 }
