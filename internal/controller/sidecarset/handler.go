@@ -26,13 +26,12 @@ import (
 const DefaultPodEventDelay = time.Second
 
 // Pod events of a SidecarSet whose reconcile is slow wait longer:
-// podEventCostFactor times its last reconcile, at most maxPodEventDelay, so
-// that reconciles for pod events fill about a tenth of the time. At 50,000
-// matched pods a reconcile took 370 ms on the benchmark machine
-// (docs/benchmark-analysis.md, item 8, runs N and O): with the one-second
-// delay the controller spent more than half of the time reconciling while
-// pods were created one by one, next to the webhook that admits them; with
-// this rule a sixth.
+// podEventCostFactor times its last reconcile, at most maxPodEventDelay
+// (TestPodEventDelayFollowsReconcileCost). So, while pods are created one by one,
+// reconciles for pod events take at most about a tenth of a worker's time
+// for any number of matched pods up to a reconcile of maxPodEventDelay /
+// podEventCostFactor, and the status lags pod events by at most
+// maxPodEventDelay.
 const (
 	podEventCostFactor = 10
 	maxPodEventDelay   = 10 * time.Second
