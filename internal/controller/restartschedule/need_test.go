@@ -171,13 +171,7 @@ func TestPlanNeed(t *testing.T) {
 			if tc.want.order != "" && strings.Join(order, ",") != tc.want.order {
 				t.Errorf("order %v, want %s", order, tc.want.order)
 			}
-			var recheck time.Duration
-			if !plan.recheck.IsZero() {
-				recheck = plan.recheck.Sub(now)
-			}
-			if recheck != tc.want.recheck {
-				t.Errorf("recheck in %s, want %s", recheck, tc.want.recheck)
-			}
+			checkRecheck(t, plan, now, tc.want.recheck)
 		})
 	}
 }
@@ -446,13 +440,7 @@ func TestPlanNeedMemory(t *testing.T) {
 					t.Errorf("missing[%s] = %v, want %q", reason, plan.missing[reason], frag)
 				}
 			}
-			var recheck time.Duration
-			if !plan.recheck.IsZero() {
-				recheck = plan.recheck.Sub(now)
-			}
-			if recheck != tc.want.recheck {
-				t.Errorf("recheck in %s, want %s", recheck, tc.want.recheck)
-			}
+			checkRecheck(t, plan, now, tc.want.recheck)
 		})
 	}
 }
@@ -485,5 +473,18 @@ func TestQueueTriggered(t *testing.T) {
 	queueTriggered(full, c, &needInput{})
 	if len(full.rs.Status.Pending) != maxListedPending || c.HeldBy != "100 workloads already wait for their restart" || len(full.events) > 0 {
 		t.Fatalf("with pending full: %d pending, heldBy %q, events %+v", len(full.rs.Status.Pending), c.HeldBy, full.events)
+	}
+}
+
+// checkRecheck fails t unless plan asks to be looked at again want after
+// now (0: not at all).
+func checkRecheck(t *testing.T, plan needPlan, now time.Time, want time.Duration) {
+	t.Helper()
+	var recheck time.Duration
+	if !plan.recheck.IsZero() {
+		recheck = plan.recheck.Sub(now)
+	}
+	if recheck != want {
+		t.Errorf("recheck in %s, want %s", recheck, want)
 	}
 }
