@@ -3,9 +3,6 @@ package webserver_test
 import (
 	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,12 +202,7 @@ func mergePatch(t *testing.T, obj client.Object, patch string, opts ...client.Pa
 // kubectl runs the real kubectl against the test cluster.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(env.Cluster.BinDir(), "kubectl"), append([]string{"--kubeconfig", env.Cluster.KubeconfigPath}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return testutil.Kubectl(t, env.Cluster.BinDir(), env.Cluster.KubeconfigPath, args...)
 }
 
 // events lists the Events about a WebServer with the given reason.
