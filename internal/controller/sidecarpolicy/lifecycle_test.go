@@ -3,6 +3,7 @@ package sidecarpolicy_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -182,5 +184,88 @@ func TestPolicyPeersMayNotShareVolumeOrSecretNames(t *testing.T) {
 	b.Spec.InjectionMode = deckhandv1alpha1.WebhookInjection
 	if err := env.Client.Create(ctx, b.DeepCopy(), client.DryRunAll); err != nil {
 		t.Fatalf("in Webhook mode the same SidecarSet was refused: %v", err)
+	}
+}
+
+// TestPolicyModeInitContainerChangeReachesNewPodsOnly: in Policy mode as in
+// Webhook mode, a change of a plain init container's image reaches the pods
+// created afterwards (through the recompiled policy) while the pods already
+// there keep their spec and record and count as updated.
+func TestPolicyModeInitContainerChangeReachesNewPodsOnly(t *testing.T) {
+	ns := env.Namespace(t)
+	s := policySet("init-"+ns[len(ns)-5:], ns, "")
+	s.Spec.Containers = nil
+	s.Spec.InitContainers = []deckhandv1alpha1.SidecarContainer{sc("setup", "setup:1", "")}
+	createSidecarSet(t, s)
+	waitPolicyReady(t, s.Name)
+	eventuallyInjects(t, ns, setupImage, "setup:1")
+	old := createWebPod(t, ns, "old")
+	if img := setupImage(old); img != "setup:1" {
+		t.Fatalf("pod old got setup image %q, want setup:1", img)
+	}
+	first, _ := sidecarcontrol.ReadPodRecord(old.Annotations).Revisions(s.Name)
+	waitSidecarSet(t, time.Minute, s.Name, "1 pod matched and updated", func(s *deckhandv1alpha1.SidecarSet) bool {
+		st := s.Status
+		return st.LatestRevision == first && st.MatchedPods == 1 && st.UpdatedPods == 1
+	})
+
+	updateSidecarSet(t, s.Name, func(s *deckhandv1alpha1.SidecarSet) { s.Spec.InitContainers[0].Image = "setup:2" })
+	waitPolicyReady(t, s.Name)
+	eventuallyInjects(t, ns, setupImage, "setup:2")
+	fresh := createWebPod(t, ns, "fresh")
+	second, _ := sidecarcontrol.ReadPodRecord(fresh.Annotations).Revisions(s.Name)
+	if img := setupImage(fresh); img != "setup:2" || second == first {
+		t.Fatalf("pod fresh got setup image %q at revision %s, want setup:2 at a new revision", img, second)
+	}
+	// The status counts the new pod after the reconcile that saw the change:
+	// any patch of the old pod would have been written by then.
+	waitSidecarSet(t, time.Minute, s.Name, "2 pods matched and updated at the new revision", func(s *deckhandv1alpha1.SidecarSet) bool {
+		st := s.Status
+		return st.LatestRevision == second && st.MatchedPods == 2 && st.UpdatedPods == 2 && st.NotUpdatablePods == 0
+	})
+	got := getPod(t, ns, "old")
+	if img := setupImage(got); img != "setup:1" {
+		t.Errorf("pod old: setup image %s, want setup:1 (a plain init container is never patched in place)", img)
+	}
+	if rev, _ := sidecarcontrol.ReadPodRecord(got.Annotations).Revisions(s.Name); rev != first {
+		t.Errorf("pod old records revision %s, want its own %s", rev, first)
+	}
+}
+
+// TestWithoutThePodWebhookOnlyPolicyModeInjects: a manager started with
+// --sidecarset-pod-webhook=false serves no pod webhook (Deckhand is off the
+// pod create path), refuses a SidecarSet that asks for Webhook mode naming
+// spec.injectionMode, and a SidecarSet that leaves the mode unset is
+// injected by its policy.
+func TestWithoutThePodWebhookOnlyPolicyModeInjects(t *testing.T) {
+	ns := env.Namespace(t)
+	restartManagerWith(t, &withoutPodWebhook, true)
+
+	req, err := http.NewRequest(http.MethodPost, inject.PodWebhookPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, pattern := env.Manager().GetWebhookServer().WebhookMux().Handler(req); pattern != "" {
+		t.Errorf("the webhook server serves %s (pattern %q); want no pod webhook", inject.PodWebhookPath, pattern)
+	}
+
+	webhookMode := policySet("nohook-webhook-"+ns[len(ns)-5:], ns, "log:1")
+	webhookMode.Spec.InjectionMode = deckhandv1alpha1.WebhookInjection
+	err = env.Client.Create(ctxT(t), webhookMode)
+	if err == nil {
+		t.Cleanup(func() { _ = env.Client.Delete(ctxT(t), webhookMode) })
+		t.Fatal("a Webhook-mode SidecarSet was accepted by a manager that serves no pod webhook")
+	}
+	if !strings.Contains(err.Error(), "spec.injectionMode") || !strings.Contains(err.Error(), "--sidecarset-pod-webhook=false") {
+		t.Errorf("refusal %q does not name spec.injectionMode and the flag", err)
+	}
+
+	unset := policySet("nohook-"+ns[len(ns)-5:], ns, "log:1")
+	unset.Spec.InjectionMode = ""
+	createSidecarSet(t, unset)
+	waitPolicyReady(t, unset.Name)
+	eventuallyInjects(t, ns, logImage, "log:1")
+	if img, rev := podImage(t, ns, "nohook"); img != "log:1" || rev == "" {
+		t.Fatalf("a new pod got log image %q and revision %q, want log:1 from the policy with its record", img, rev)
 	}
 }
