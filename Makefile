@@ -139,11 +139,15 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook manifests from t
 	@# Kubernetes' own descriptions (pod template, containers, probes) go, so
 	@# that every CRD fits client-side apply's last-applied annotation.
 	@go run ./hack/crdtrim config/crd/bases
-	@# A mode's permissions (markers with their own roleName) go to the
-	@# component that turns the mode on, so the install grants them only then.
+	@# A mode's or a kind's permissions (markers with their own roleName) go
+	@# to the component that turns it on, so the install grants them only then.
 	@go run ./hack/rbacsplit config/rbac/role.yaml \
 		manager-certs-role=config/components/self-managed-certs/role.yaml \
-		manager-policy-role=config/components/policy-injection/role.yaml
+		manager-policy-role=config/components/policy-injection/role.yaml \
+		manager-sidecarset-role=config/components/sidecarset-controller/role.yaml \
+		manager-podset-role=config/components/podset-controller/role.yaml \
+		manager-webserver-role=config/components/webserver-controller/role.yaml \
+		manager-restartschedule-role=config/components/restartschedule-controller/role.yaml
 	@$(MAKE) --no-print-directory chart-sync
 
 # The chart's copies of config/: its CRDs (templates/crds.yaml renders them,
@@ -162,7 +166,7 @@ chart-sync: ## Copy the CRDs, generated roles and webhooks, user roles and monit
 	@mkdir -p $(CHART)/files/crds $(CHART)/files/rbac $(CHART)/files/webhook $(CHART)/files/monitoring
 	@cp config/crd/bases/*.yaml $(CHART)/files/crds/
 	@cp $(addprefix config/rbac/,$(CHART_RBAC_FILES)) $(CHART)/files/rbac/
-	@for c in self-managed-certs policy-injection; do mkdir -p $(CHART)/files/components/$$c; cp config/components/$$c/role.yaml $(CHART)/files/components/$$c/; done
+	@for c in self-managed-certs policy-injection sidecarset-controller podset-controller webserver-controller restartschedule-controller; do mkdir -p $(CHART)/files/components/$$c; cp config/components/$$c/role.yaml $(CHART)/files/components/$$c/; done
 	@mkdir -p $(CHART)/files/admission-policy; cp config/admission-policy/admission_policy.yaml $(CHART)/files/admission-policy/
 	@cp config/webhook/manifests.yaml $(CHART)/files/webhook/
 	@cp $(addprefix config/monitoring/,$(CHART_MONITORING_FILES)) $(CHART)/files/monitoring/

@@ -8,10 +8,10 @@ import (
 )
 
 // The injector reads SidecarSets and namespaces from the informer cache.
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch,roleName=manager-sidecarset-role
 // The injector reads pinned revisions (ControllerRevisions in the manager's namespace).
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=list;watch
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=list;watch,roleName=manager-sidecarset-role
 
 func init() {
 	metrics.Registry.MustRegister(podsInjected, podInjectionErrors)

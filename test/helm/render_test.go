@@ -209,7 +209,7 @@ func TestCRDsAreConfigCopies(t *testing.T) {
 	assertCopies(t, filepath.Join(root, "config", "webhook"), filepath.Join(chartDir(t), "files", "webhook"))
 	assertCopies(t, filepath.Join(root, "config", "monitoring"), filepath.Join(chartDir(t), "files", "monitoring"))
 	assertCopies(t, filepath.Join(root, "config", "admission-policy"), filepath.Join(chartDir(t), "files", "admission-policy"))
-	for _, c := range []string{"self-managed-certs", "policy-injection"} {
+	for _, c := range []string{"self-managed-certs", "policy-injection", "sidecarset-controller", "podset-controller", "webserver-controller", "restartschedule-controller"} {
 		assertCopies(t, filepath.Join(root, "config", "components", c), filepath.Join(chartDir(t), "files", "components", c))
 	}
 }

@@ -58,6 +58,12 @@ func args(t *testing.T, r rendered, ns string) []string {
 // writers returns the roles (kind/name) of r that grant a verb other than
 // get, list or watch on resource.
 func writers(r rendered, resource string) []string {
+	return grantors(r, resource, func(v string) bool { return v != "get" && v != "list" && v != "watch" })
+}
+
+// grantors returns the roles (kind/name) of r that grant on resource a
+// verb that counts.
+func grantors(r rendered, resource string, counts func(verb string) bool) []string {
 	var out []string
 	for k, obj := range r {
 		if obj.GetKind() != "ClusterRole" && obj.GetKind() != "Role" {
@@ -68,7 +74,7 @@ func writers(r rendered, resource string) []string {
 			rule := rule.(map[string]any)
 			res, _, _ := unstructured.NestedStringSlice(rule, "resources")
 			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
-			if slices.Contains(res, resource) && slices.ContainsFunc(verbs, func(v string) bool { return v != "get" && v != "list" && v != "watch" }) {
+			if slices.Contains(res, resource) && slices.ContainsFunc(verbs, counts) {
 				out = append(out, k)
 			}
 		}
@@ -98,6 +104,29 @@ func podWebhook(t *testing.T, r rendered) map[string]any {
 	}
 	t.Fatal("no pod webhook rendered")
 	return nil
+}
+
+// managerGrants returns the manager's roles (not the users' roles the
+// chart ships) that grant any verb on resource.
+func managerGrants(r rendered, resource string) []string {
+	return slices.DeleteFunc(grantors(r, resource, func(string) bool { return true }), func(k string) bool {
+		return !strings.Contains(k, "/deckhand-manager-")
+	})
+}
+
+// webhookPaths are the paths of every webhook of r's webhook configurations.
+func webhookPaths(r rendered) []string {
+	var out []string
+	for _, obj := range r {
+		hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+		for _, h := range hooks {
+			if p, ok, _ := unstructured.NestedString(h.(map[string]any), "clientConfig", "service", "path"); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // noneRendered checks that no object whose key starts with prefix (a kind
@@ -248,6 +277,48 @@ func TestValues(t *testing.T) {
 			}
 			if d, _ := nested(t, cm, "data", "deckhand.json").(string); !strings.Contains(d, `"uid": "deckhand"`) {
 				t.Error("dashboard ConfigMap lacks the dashboard")
+			}
+		},
+	}, {
+		name: "controllers restartschedule only",
+		set:  []string{"controllers={restartschedule}"},
+		check: func(t *testing.T, r rendered) {
+			if !slices.Contains(args(t, r, ns), "--controllers=restartschedule") {
+				t.Errorf("args %v lack --controllers=restartschedule", args(t, r, ns))
+			}
+			if got := webhookPaths(r); !slices.Equal(got, []string{"/validate-apps-deckhand-dev-v1alpha1-restartschedule"}) {
+				t.Errorf("webhooks %v, want the RestartSchedule one only", got)
+			}
+			for _, res := range []string{"sidecarsets", "sidecarsets/status", "podsets/status", "webservers", "webservers/status",
+				"namespaces", "services", "ingresses", "httproutes", "controllerrevisions", "poddisruptionbudgets", "pods/status", "pods/resize"} {
+				if got := managerGrants(r, res); len(got) > 0 {
+					t.Errorf("roles granting on %s without its kind: %v", res, got)
+				}
+			}
+			// It reads the pods of the workloads it restarts and evicts
+			// them; it creates, patches and deletes none.
+			if got := writers(r, "pods"); len(got) > 0 {
+				t.Errorf("roles writing pods: %v", got)
+			}
+			r.get(t, "ClusterRole/deckhand-manager-restartschedule-role")
+			noneRendered("ClusterRole/deckhand-manager-sidecarset-role")(t, r)
+		},
+	}, {
+		name: "controllers without sidecarset",
+		set:  []string{"controllers={webserver,podset}", "sidecarSet.policyInjection=true"},
+		check: func(t *testing.T, r rendered) {
+			if !slices.Contains(args(t, r, ns), "--controllers=podset,webserver") {
+				t.Errorf("args %v lack --controllers=podset,webserver", args(t, r, ns))
+			}
+			want := []string{"/mutate-apps-deckhand-dev-v1alpha1-podset", "/validate-apps-deckhand-dev-v1alpha1-podset",
+				"/validate-apps-deckhand-dev-v1alpha1-podset-scale", "/validate-apps-deckhand-dev-v1alpha1-webserver"}
+			if got := webhookPaths(r); !slices.Equal(got, want) {
+				t.Errorf("webhooks %v, want %v: no pod webhook without SidecarSets", got, want)
+			}
+			for _, res := range []string{"sidecarsets", "namespaces", "mutatingadmissionpolicies"} {
+				if got := managerGrants(r, res); len(got) > 0 {
+					t.Errorf("roles granting on %s without SidecarSets: %v", res, got)
+				}
 			}
 		},
 	}, {

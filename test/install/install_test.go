@@ -220,8 +220,10 @@ func TestInstallerRBACLeastPrivilege(t *testing.T) {
 				t.Errorf("ClusterRole %s aggregates other roles", cr.Name)
 			}
 			checkAggregation(t, cr)
-			if cr.Name == "deckhand-manager-role" {
-				managerRules = cr.Rules
+			// The manager's roles: the one every kind needs, and each
+			// kind's and mode's own.
+			if strings.HasPrefix(cr.Name, "deckhand-manager-") && strings.HasSuffix(cr.Name, "-role") {
+				managerRules = append(managerRules, cr.Rules...)
 			}
 		case "Role":
 			r := decode[rbacv1.Role](t, m)
@@ -322,7 +324,8 @@ func TestInstallerRulesFollowTheDefaultMode(t *testing.T) {
 			t.Errorf("roles writing %s: %v, want %v", res, got, want)
 		}
 	}
-	for _, name := range []string{"deckhand-manager-certs-role", "deckhand-manager-role"} {
+	for _, name := range []string{"deckhand-manager-certs-role", "deckhand-manager-role", "deckhand-manager-sidecarset-role",
+		"deckhand-manager-podset-role", "deckhand-manager-webserver-role", "deckhand-manager-restartschedule-role"} {
 		if _, ok := find(ms, "ClusterRoleBinding", strings.TrimSuffix(name, "-role")+"-rolebinding"); !ok {
 			t.Errorf("ClusterRole %s is bound by no ClusterRoleBinding of its name", name)
 		}

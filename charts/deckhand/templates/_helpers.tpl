@@ -67,11 +67,26 @@ being OOM-killed), else nothing.
 
 {{/*
 "true" when SidecarSets in Policy mode are injected by MutatingAdmissionPolicies
-Deckhand writes (--sidecarset-policy-injection, implied by a Policy default),
-else empty: the manager's permission on those policies follows it.
+Deckhand writes (--sidecarset-policy-injection, implied by a Policy default)
+and the manager runs SidecarSets, else empty: the manager's permission on
+those policies follows it.
 */}}
 {{- define "deckhand.policyInjection" -}}
-{{- if or .Values.sidecarSet.policyInjection (eq .Values.sidecarSet.injectionMode "Policy") -}}
+{{- if and (has "sidecarset" .Values.controllers) (or .Values.sidecarSet.policyInjection (eq .Values.sidecarSet.injectionMode "Policy")) -}}
 true
 {{- end -}}
+{{- end -}}
+
+{{- /*
+The kinds the manager runs, as --controllers spells them: in the manager's
+order, whatever the order of the controllers value.
+*/}}
+{{- define "deckhand.controllers" -}}
+{{- $on := list }}
+{{- range $kind := list "sidecarset" "podset" "webserver" "restartschedule" }}
+{{- if has $kind $.Values.controllers }}
+{{- $on = append $on $kind }}
+{{- end }}
+{{- end }}
+{{- join "," $on }}
 {{- end -}}

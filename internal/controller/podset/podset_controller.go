@@ -87,16 +87,16 @@ type Reconciler struct {
 
 // The controller writes a PodSet's spec only to consume the rollback-to
 // annotation (a JSON patch that sets the template and removes it).
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=patch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch,roleName=manager-podset-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=patch,roleName=manager-podset-role
 // Owner references with blockOwnerDeletion (set on every pod) need update on
 // the owner's finalizers where OwnerReferencesPermissionEnforcement is on.
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update,roleName=manager-podset-role
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch,roleName=manager-podset-role
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create,roleName=manager-podset-role
 // The in-place update gate is a pod condition: the status subresource, patch only.
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch,roleName=manager-podset-role
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;patch;delete,roleName=manager-podset-role
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller with mgr.

@@ -57,10 +57,10 @@ const heldRestarting = "restarting its workload"
 const blockedRetry = 5 * time.Second
 
 // Triggers read the pods of their target workloads from the cache.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch,roleName=manager-restartschedule-role
 // Pods a trigger names are replaced through the Eviction API only, so that
 // PodDisruptionBudgets are honoured: never deleted.
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create,roleName=manager-restartschedule-role
 
 // evictedPod is what is kept with an eviction this process made
 // (Reconciler.evicted, by schedule and pod UID) until the cache shows the

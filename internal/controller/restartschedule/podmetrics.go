@@ -24,7 +24,7 @@ const DefaultMetricsResolution = 15 * time.Second
 
 // Memory triggers list the PodMetrics of their namespace (read only; no
 // watch: the API serves none).
-// +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups=metrics.k8s.io,resources=pods,verbs=get;list,roleName=manager-restartschedule-role
 
 // podMetricsLister lists a namespace's PodMetrics at most once per
 // resolution, whatever number of schedules and pods ask: at 50,000 pods, a

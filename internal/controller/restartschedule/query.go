@@ -43,7 +43,7 @@ const (
 // schedule's namespace, straight from the API server (no cache, so no list
 // or watch of every Secret): get only. Secrets only where the namespace
 // binds the secret-reader role (config/rbac/secret_reader_role.yaml).
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,roleName=manager-restartschedule-role
 
 // PrometheusQuery is one instant query of a query trigger, its credentials
 // read.

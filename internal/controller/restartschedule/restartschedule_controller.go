@@ -92,12 +92,12 @@ func (r *Reconciler) metricsStaleAfter() time.Duration {
 	return defaultMetricsStaleAfter
 }
 
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules/status,verbs=get;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules,verbs=get;list;watch,roleName=manager-restartschedule-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=restartschedules/status,verbs=get;patch,roleName=manager-restartschedule-role
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch,roleName=manager-restartschedule-role
 // PodSets are restarted like Deployments: read, watched for their rollout,
 // and patched on one pod-template annotation.
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch;patch,roleName=manager-restartschedule-role
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the RestartSchedule controller with mgr.

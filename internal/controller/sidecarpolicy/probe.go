@@ -41,8 +41,8 @@ const (
 // The probe is a dry-run create of a pod: nothing is stored, and the
 // ValidatingAdmissionPolicy that confines Deckhand's ServiceAccount does not
 // judge dry runs. Namespaces are read from the cache (metadata only).
-// +kubebuilder:rbac:groups="",resources=pods,verbs=create
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch,roleName=manager-sidecarset-role
 
 // probePod returns a pod that s selects, in a namespace it selects, or nil
 // and why none can be built.

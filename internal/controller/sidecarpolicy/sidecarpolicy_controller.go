@@ -86,9 +86,9 @@ type Reconciler struct {
 // These go to a role of their own, granted only where policy injection is
 // on (--sidecarset-policy-injection; config/components/policy-injection).
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create;patch;delete,roleName=manager-policy-role
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update,roleName=manager-sidecarset-role
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // pinRetry is how often a pinned revision the cache does not show is

@@ -15,7 +15,7 @@ import (
 
 // A rollout reads the PodDisruptionBudgets of the namespaces it updates pods
 // in, from the cache.
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch,roleName=manager-sidecarset-role
 
 // disruptionBudgets are the PodDisruptionBudgets that cover the pods of a
 // rollout pass, each with the disruptions it still allows in the pass. An

@@ -33,7 +33,7 @@ const (
 )
 
 // Writing the pod condition needs the status subresource, patch only.
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch,roleName=manager-sidecarset-role
 
 // notUpdatableReason says why pod p cannot reach the SidecarSet's latest
 // revision in place, "" if it can. It covers exactly the pods

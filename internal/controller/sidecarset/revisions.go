@@ -42,8 +42,8 @@ const (
 // SidecarSet (a namespaced dependent may have a cluster-scoped owner).
 // blockOwnerDeletion needs update on sidecarsets/finalizers where
 // OwnerReferencesPermissionEnforcement is enabled.
-// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=list;watch;get;create;patch;delete
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=list;watch;get;create;patch;delete,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/finalizers,verbs=update,roleName=manager-sidecarset-role
 
 // syncRevisions makes sure the latest revision has a ControllerRevision
 // (numbered after every other, carrying the SidecarSet's custom-version

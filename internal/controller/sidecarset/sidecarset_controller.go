@@ -108,12 +108,12 @@ type Reconciler struct {
 // (in-place image updates), pod resizes (in-place resource changes),
 // evictions (recreate: Evict; the API server checks PodDisruptionBudgets
 // itself, so the controller never reads them) and status patches.
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
-// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets,verbs=list;watch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=sidecarsets/status,verbs=patch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create,roleName=manager-sidecarset-role
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch,roleName=manager-sidecarset-role
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller with mgr.

@@ -23,7 +23,7 @@ import (
 // only where the namespace binds the secret-reader role
 // (config/rbac/secret_reader_role.yaml); elsewhere a Secret's changes do
 // not roll the pods, and the WebServer says so.
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get,roleName=manager-webserver-role
 
 // ReasonConfigUnreadable: a ConfigMap or Secret of spec.configVolumes
 // could not be read (a Secret where the namespace does not bind the

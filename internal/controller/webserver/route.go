@@ -18,8 +18,8 @@ const kindRoute = "HTTPRoute"
 
 // Routes attach a WebServer to a Gateway of the Gateway API; the Gateway is
 // read for its listeners' protocol (the URL's scheme), never written.
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;patch;delete,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get,roleName=manager-webserver-role
 
 // routeGroupKind is the Gateway API's HTTPRoute.
 var routeGroupKind = schema.GroupKind{Group: gatewayv1.GroupName, Kind: kindRoute}

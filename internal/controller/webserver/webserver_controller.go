@@ -75,13 +75,13 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers/status,verbs=patch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers,verbs=get;list;watch,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers/status,verbs=patch,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=webservers/finalizers,verbs=update,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete,roleName=manager-webserver-role
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete,roleName=manager-webserver-role
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller: it watches WebServers, the

@@ -18,7 +18,7 @@ import (
 // +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-sidecarset,mutating=false,failurePolicy=fail,sideEffects=None,groups=apps.deckhand.dev,resources=sidecarsets,verbs=create;update,versions=v1alpha1,name=vsidecarset.apps.deckhand.dev,admissionReviewVersions=v1
 
 // The validator dry-runs pods.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=create,roleName=manager-sidecarset-role
 
 // DryRunNamespace is the namespace the synthetic validation pods are
 // dry-run in; it exists in every cluster.
