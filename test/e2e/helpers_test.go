@@ -74,15 +74,7 @@ func sidecarSetFor(ns string, labels map[string]string, sidecar deckhandv1alpha1
 // them Ready, and returns them.
 func waitReadyPods(t *testing.T, ns string, n int32, labels map[string]string) []corev1.Pod {
 	t.Helper()
-	var pods []corev1.Pod
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		if pods, err = testutil.LivePods(ctx, suite.client, ns, labels); err != nil {
-			return false, err
-		}
-		return int32(len(pods)) == n && countReady(pods) == n, nil
-	}, "the %d pods labelled %v are Ready (have %d)", n, labels, len(pods))
-	return pods
+	return testutil.WaitReadyPods(t, suite.client, ns, labels, int(n))
 }
 
 // countReady is how many of pods are Ready.

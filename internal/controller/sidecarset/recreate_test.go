@@ -43,21 +43,7 @@ func (sc *scenario) deployApp(replicas int32) *appsv1.Deployment {
 // and Ready.
 func (sc *scenario) waitReadyPods(n int) []corev1.Pod {
 	sc.t.Helper()
-	var pods []corev1.Pod
-	testutil.Eventually(sc.t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		pods, err = testutil.LivePods(ctx, env.Client, sc.ns, map[string]string{"app": sc.app})
-		if err != nil || len(pods) != n {
-			return false, err
-		}
-		for i := range pods {
-			if !podutil.IsPodReady(&pods[i]) {
-				return false, nil
-			}
-		}
-		return true, nil
-	}, "%d Ready pods of app %s", n, sc.app)
-	return pods
+	return testutil.WaitReadyPods(sc.t, env.Client, sc.ns, map[string]string{"app": sc.app}, n)
 }
 
 // createPDB creates a PodDisruptionBudget over the scenario's app and waits

@@ -3,6 +3,8 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
 // Deployment is a Deployment of replicas pods labelled labels (its
@@ -54,6 +57,26 @@ func LivePods(ctx context.Context, c client.Client, ns string, labels map[string
 		}
 	}
 	return out, nil
+}
+
+// WaitReadyPods waits until ns has exactly n live pods labelled labels, all
+// of them Ready, and returns them.
+func WaitReadyPods(t testing.TB, c client.Client, ns string, labels map[string]string, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
+		var err error
+		if pods, err = LivePods(ctx, c, ns, labels); err != nil || len(pods) != n {
+			return false, err
+		}
+		for i := range pods {
+			if !podutil.IsPodReady(&pods[i]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "%d live pods labelled %v in %s, all of them Ready", n, labels, ns)
+	return pods
 }
 
 // LargePod is a pod (of no namespace yet) of a ReplicaSet with 10

@@ -31,7 +31,6 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	restartschedule "github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
-	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
@@ -82,21 +81,7 @@ func deployment(ns, name string, replicas int32, annotations map[string]string, 
 // them.
 func readyPods(t *testing.T, d *appsv1.Deployment, n int) []corev1.Pod {
 	t.Helper()
-	var pods []corev1.Pod
-	testutil.Eventually(t, 90*time.Second, func(ctx context.Context) (bool, error) {
-		var err error
-		pods, err = testutil.LivePods(ctx, env.Client, d.Namespace, d.Spec.Selector.MatchLabels)
-		if err != nil || len(pods) != n {
-			return false, err
-		}
-		for i := range pods {
-			if !podutil.IsPodReady(&pods[i]) {
-				return false, nil
-			}
-		}
-		return true, nil
-	}, "the %d pods of %s Ready", n, d.Name)
-	return pods
+	return testutil.WaitReadyPods(t, env.Client, d.Namespace, d.Spec.Selector.MatchLabels, n)
 }
 
 // podScope is a RestartSchedule with no schedule that evicts the pods of
