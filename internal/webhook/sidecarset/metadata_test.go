@@ -69,55 +69,44 @@ func TestPatchPodMetadataInjected(t *testing.T) {
 // patchPodMetadata in Policy mode.
 func TestPatchPodMetadataValidation(t *testing.T) {
 	ns := env.Namespace(t)
+	type meta = deckhandv1alpha1.SidecarSetPatchPodMetadata
+	annotation := func(key, value string) meta { return meta{Annotations: map[string]string{key: value}} }
+	label := func(key, value string) meta { return meta{Labels: map[string]string{key: value}} }
+	mergeJSON := func(m meta) meta {
+		m.PatchPolicy = deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy
+		return m
+	}
+	policy := deckhandv1alpha1.PolicyInjection
 	cases := []struct {
 		name  string
-		meta  []deckhandv1alpha1.SidecarSetPatchPodMetadata
+		meta  []meta
 		mode  deckhandv1alpha1.InjectionMode
 		field string
 		words string
 	}{
-		{"key outside the allowlist", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"example.com/ok": "x"}},
-			{Annotations: map[string]string{"other.io/secret": "x"}},
-		}, "", "spec.patchPodMetadata[1].annotations[other.io/secret]", "--sidecarset-pod-metadata-allowlist"},
-		{"Deckhand's own key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"apps.deckhand.dev/sidecarsets": "forged"}},
-		}, "", "spec.patchPodMetadata[0].annotations[apps.deckhand.dev/sidecarsets]", "Deckhand's own"},
-		{"Deckhand's own subdomain", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"version.sidecarset.apps.deckhand.dev/mesh": "forged"}},
-		}, "", "spec.patchPodMetadata[0].annotations[version.sidecarset.apps.deckhand.dev/mesh]", "Deckhand's own"},
-		{"MergePatchJson with no JSON object", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Annotations: map[string]string{"example.com/cfg": "[1]"}},
-		}, "", "spec.patchPodMetadata[0].annotations[example.com/cfg]", "JSON object"},
-		{"unknown policy", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{PatchPolicy: "Append", Annotations: map[string]string{"example.com/cfg": "x"}},
-		}, "", "spec.patchPodMetadata[0].patchPolicy", "Unsupported value"},
-		{"no annotations nor labels", []deckhandv1alpha1.SidecarSetPatchPodMetadata{{}}, "", "spec.patchPodMetadata[0]", "name at least one annotation or label"},
-		{"label key outside the label allowlist", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Labels: map[string]string{"example.com/ok": "x"}},
-			{Labels: map[string]string{"team.io/owner": "x"}}, // allowed as an annotation, not as a label
-		}, "", "spec.patchPodMetadata[1].labels[team.io/owner]", "--sidecarset-pod-label-allowlist"},
-		{"label key of the SidecarSet's selector", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Labels: map[string]string{"app": "other"}},
-		}, "", "spec.patchPodMetadata[0].labels[app]", "spec.selector"},
-		{"Deckhand's own label key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Labels: map[string]string{"apps.deckhand.dev/x": "y"}},
-		}, "", "spec.patchPodMetadata[0].labels[apps.deckhand.dev/x]", "Deckhand's own"},
-		{"invalid label value", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Labels: map[string]string{"example.com/tier": "not a value"}},
-		}, "", "spec.patchPodMetadata[0].labels", "not a value"},
-		{"labels under MergePatchJson", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{PatchPolicy: deckhandv1alpha1.SidecarSetMergePatchJSONPatchPolicy, Labels: map[string]string{"example.com/tier": "x"}},
-		}, "", "spec.patchPodMetadata[0].labels", "annotations only"},
-		{"labels in Policy mode", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Labels: map[string]string{"example.com/tier": "x"}},
-		}, deckhandv1alpha1.PolicyInjection, "spec.patchPodMetadata", "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
-		{"invalid key", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"example.com/bad key": "x"}},
-		}, "", "spec.patchPodMetadata[0].annotations", "bad key"},
-		{"Policy mode", []deckhandv1alpha1.SidecarSetPatchPodMetadata{
-			{Annotations: map[string]string{"example.com/ok": "x"}},
-		}, deckhandv1alpha1.PolicyInjection, "spec.patchPodMetadata", "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
+		{"key outside the allowlist", []meta{annotation("example.com/ok", "x"), annotation("other.io/secret", "x")},
+			"", "spec.patchPodMetadata[1].annotations[other.io/secret]", "--sidecarset-pod-metadata-allowlist"},
+		{"Deckhand's own key", []meta{annotation("apps.deckhand.dev/sidecarsets", "forged")},
+			"", "spec.patchPodMetadata[0].annotations[apps.deckhand.dev/sidecarsets]", "Deckhand's own"},
+		{"Deckhand's own subdomain", []meta{annotation("version.sidecarset.apps.deckhand.dev/mesh", "forged")},
+			"", "spec.patchPodMetadata[0].annotations[version.sidecarset.apps.deckhand.dev/mesh]", "Deckhand's own"},
+		{"MergePatchJson with no JSON object", []meta{mergeJSON(annotation("example.com/cfg", "[1]"))},
+			"", "spec.patchPodMetadata[0].annotations[example.com/cfg]", "JSON object"},
+		{"unknown policy", []meta{{PatchPolicy: "Append", Annotations: map[string]string{"example.com/cfg": "x"}}},
+			"", "spec.patchPodMetadata[0].patchPolicy", "Unsupported value"},
+		{"no annotations nor labels", []meta{{}}, "", "spec.patchPodMetadata[0]", "name at least one annotation or label"},
+		// team.io/owner is allowed as an annotation, not as a label.
+		{"label key outside the label allowlist", []meta{label("example.com/ok", "x"), label("team.io/owner", "x")},
+			"", "spec.patchPodMetadata[1].labels[team.io/owner]", "--sidecarset-pod-label-allowlist"},
+		{"label key of the SidecarSet's selector", []meta{label("app", "other")}, "", "spec.patchPodMetadata[0].labels[app]", "spec.selector"},
+		{"Deckhand's own label key", []meta{label("apps.deckhand.dev/x", "y")}, "", "spec.patchPodMetadata[0].labels[apps.deckhand.dev/x]", "Deckhand's own"},
+		{"invalid label value", []meta{label("example.com/tier", "not a value")}, "", "spec.patchPodMetadata[0].labels", "not a value"},
+		{"labels under MergePatchJson", []meta{mergeJSON(label("example.com/tier", "x"))}, "", "spec.patchPodMetadata[0].labels", "annotations only"},
+		{"labels in Policy mode", []meta{label("example.com/tier", "x")},
+			policy, "spec.patchPodMetadata", "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
+		{"invalid key", []meta{annotation("example.com/bad key", "x")}, "", "spec.patchPodMetadata[0].annotations", "bad key"},
+		{"Policy mode", []meta{annotation("example.com/ok", "x")},
+			policy, "spec.patchPodMetadata", "spec.injectionMode: Policy does not support spec.patchPodMetadata"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
