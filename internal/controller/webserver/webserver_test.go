@@ -343,17 +343,7 @@ func TestScaleWithReplicasSet(t *testing.T) {
 	if r := ptr.Deref(d.Spec.Replicas, 0); r != 2 {
 		t.Errorf("replicas = %d after unsetting spec.replicas, want 2", r)
 	}
-	var managers []string
-	for _, f := range d.ManagedFields {
-		var fields map[string]map[string]any
-		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
-			continue
-		}
-		if _, ok := fields["f:spec"]["f:replicas"]; ok {
-			managers = append(managers, f.Manager+"/"+string(f.Operation))
-		}
-	}
-	if fmt.Sprint(managers) != "["+deckhandv1alpha1.WebServerReplicasHandoffManager+"/Apply]" {
+	if managers := replicasManagers(d); fmt.Sprint(managers) != "["+deckhandv1alpha1.WebServerReplicasHandoffManager+"/Apply]" {
 		t.Errorf("spec.replicas managed by %v, want only %s", managers, deckhandv1alpha1.WebServerReplicasHandoffManager)
 	}
 	kubectl(t, "-n", ns, "scale", "deployment/fixed", "--replicas=4")
@@ -368,6 +358,22 @@ func TestScaleWithReplicasSet(t *testing.T) {
 		ev, err := events(ctx, ns, "fixed", webserver.ReasonReplicasReleased)
 		return len(ev) == 1, err
 	}, "one ReplicasReleased event")
+}
+
+// replicasManagers are the field managers of d's spec.replicas, each as
+// manager/operation.
+func replicasManagers(d *appsv1.Deployment) []string {
+	var managers []string
+	for _, f := range d.ManagedFields {
+		var fields map[string]map[string]any
+		if f.FieldsV1 == nil || json.Unmarshal(f.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:spec"]["f:replicas"]; ok {
+			managers = append(managers, f.Manager+"/"+string(f.Operation))
+		}
+	}
+	return managers
 }
 
 // Deleting a WebServer lets the garbage collector remove its Deployment and
