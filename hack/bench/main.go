@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,8 @@ type config struct {
 	deckhand string
 	out      string
 	only     map[string]bool
+	// costPods are the pod counts of the trigger cost item.
+	costPods []int
 }
 
 func (c *config) size(full, quick int) int {
@@ -39,7 +42,7 @@ func (c *config) size(full, quick int) int {
 	return full
 }
 
-var allItems = []string{"micro", "admission", "rollout", "podset", "restart", "webserver", "memory", "scale"}
+var allItems = []string{"micro", "admission", "rollout", "podset", "restart", "webserver", "memory", "scale", "leakfleet", "triggercost"}
 
 func main() {
 	// The bench's own clients log nothing worth reading; without a logger
@@ -50,10 +53,19 @@ func main() {
 	flag.StringVar(&cfg.k8sBin, "k8s-bin", localcluster.DefaultBinDir(), "Directory of the control-plane binaries.")
 	flag.StringVar(&cfg.deckhand, "deckhand", "bin/deckhand", "The deckhand manager binary (make build).")
 	flag.StringVar(&cfg.out, "out", "", "Markdown report to write (default docs/benchmarks.md, or docs/benchmarks-quick.md with -quick... see Makefile).")
+	costPods := flag.String("triggercost-pods", "10000,50000", "Comma-separated pod counts of the triggercost item (full size).")
 	only := flag.String("only", "", "Comma-separated subset of: "+strings.Join(allItems, ","))
 	flag.Parse()
 	if cfg.quick {
 		settleTime = time.Second
+	}
+	for _, s := range strings.Split(*costPods, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -triggercost-pods: %q is not a pod count\n", s)
+			os.Exit(2)
+		}
+		cfg.costPods = append(cfg.costPods, n)
 	}
 	cfg.only = map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -150,6 +162,12 @@ func run(ctx context.Context, cfg *config, r *report) (failed bool) {
 	}
 	if cfg.want("scale") { // a cluster of its own, stopped before cluster B starts
 		step("scale", func() error { return benchScale(ctx, cfg, r) })
+	}
+	if cfg.want("leakfleet") { // a cluster of its own, with metrics-server
+		step("leakfleet", func() error { return benchLeakFleet(ctx, cfg, r) })
+	}
+	if cfg.want("triggercost") { // a cluster of its own per pod count
+		step("triggercost", func() error { return benchTriggerCost(ctx, cfg, r) })
 	}
 	need := func(items ...string) bool {
 		for _, i := range items {

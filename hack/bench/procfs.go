@@ -56,29 +56,18 @@ func readCPU() (cpuSnapshot, error) {
 		if err != nil {
 			continue // exited since the listing
 		}
-		// The command name is in parentheses and may hold spaces; the
-		// fields after it start with the state (field 3 of proc(5)).
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open {
+		comm, cpu, ok := parseStatCPU(b)
+		if !ok {
 			continue
 		}
-		role := roleOfComm[string(b[open+1:end])]
+		role := roleOfComm[comm]
 		if pid == self {
 			role = roleBench
 		}
 		if role == "" {
 			continue
 		}
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-		stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		s[role] += ticks(utime + stime)
+		s[role] += cpu
 	}
 	busy, err := machineBusy()
 	if err != nil {
@@ -86,6 +75,40 @@ func readCPU() (cpuSnapshot, error) {
 	}
 	s[roleMachine] = busy
 	return s, nil
+}
+
+// parseStatCPU reads a /proc/<pid>/stat: the command name and the CPU time
+// (user + system) the process has used.
+func parseStatCPU(b []byte) (comm string, cpu time.Duration, ok bool) {
+	// The command name is in parentheses and may hold spaces; the
+	// fields after it start with the state (field 3 of proc(5)).
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 13 {
+		return "", 0, false
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return "", 0, false
+	}
+	return string(b[open+1 : end]), ticks(utime + stime), true
+}
+
+// processCPU is the CPU time (user + system) process pid has used.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	_, cpu, ok := parseStatCPU(b)
+	if !ok {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	return cpu, nil
 }
 
 // machineBusy is the time every CPU spent not idle (nor waiting for I/O).
