@@ -55,10 +55,8 @@ func inPlacePatch(pod *corev1.Pod, tmpl *corev1.PodTemplateSpec, revision string
 			continue
 		}
 		containers = append(containers, map[string]string{"name": c.Name, "image": img})
-		for _, cs := range pod.Status.ContainerStatuses {
-			if cs.Name == c.Name {
-				state.OldImageIDs[c.Name] = cs.ImageID
-			}
+		if cs := podutil.FindStatus(pod.Status.ContainerStatuses, c.Name); cs != nil {
+			state.OldImageIDs[c.Name] = cs.ImageID
 		}
 	}
 	stateJSON, err := json.Marshal(state)

@@ -1,6 +1,7 @@
 package podset
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -443,6 +444,41 @@ func TestInPlaceUpdateUnderWay(t *testing.T) {
 	p.Status.ContainerStatuses[0].Image = "nginx:2"
 	if inPlaceUpdateUnderWay(p, now.Add(time.Minute), deadline) {
 		t.Error("a pod running its new image and Ready has no update under way")
+	}
+}
+
+// TestInPlacePatchRecordsOldImageIDs: the patch changes only the containers
+// whose image differs from the template and records, for each of them, the
+// image ID its status showed, which inPlaceUpdateDone compares against.
+func TestInPlacePatchRecordsOldImageIDs(t *testing.T) {
+	p := mkPod("p")
+	p.Spec.Containers = []corev1.Container{{Name: "web", Image: "nginx:1"}, {Name: "log", Image: "log:1"}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "log", ImageID: "log@sha256:1"}, {Name: "web", ImageID: "nginx@sha256:1"}}
+	tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:2"}, {Name: "log", Image: "log:1"}}}}
+	raw, err := inPlacePatch(p, tmpl, "r2", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patch struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+		Spec struct {
+			Containers []map[string]string `json:"containers"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &patch); err != nil {
+		t.Fatal(err)
+	}
+	var st inPlaceUpdateState
+	if err := json.Unmarshal([]byte(patch.Metadata.Annotations[deckhandv1alpha1.PodSetInPlaceUpdateAnnotation]), &st); err != nil {
+		t.Fatalf("the in-place update annotation: %v", err)
+	}
+	if st.Revision != "r2" || len(st.OldImageIDs) != 1 || st.OldImageIDs["web"] != "nginx@sha256:1" {
+		t.Errorf("recorded %+v, want revision r2 and web's old image ID nginx@sha256:1 only", st)
+	}
+	if c := patch.Spec.Containers; len(c) != 1 || c[0]["name"] != "web" || c[0]["image"] != "nginx:2" {
+		t.Errorf("patched containers %v, want web to nginx:2 only", c)
 	}
 }
 
