@@ -264,6 +264,9 @@ func benchMemory(ctx context.Context, cfg *config, e *env, r *report, empty *man
 		"Upper bound = (loaded - empty) live heap / %.0f pods: %.0f B; it also counts the %d PodSets, %d WebServers, their Deployments and Services, and the controllers' queues and expectations.\n",
 		full.pods-half.pods, marginal, marginalInuse, extra, upper, len(psl.Items), wsN)
 	kruiseMemory(r, &b, peers, skipKruise)
+	if err := measureSubset(ctx, cfg, e, r, &b, full); err != nil {
+		return err
+	}
 	r.section("3. Memory and start-up", b.String())
 	// With OpenKruise beside, the loaded manager is measured
 	// memoryRunsPerSide times between its runs (the same process and flags):
