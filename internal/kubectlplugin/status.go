@@ -139,20 +139,15 @@ func sidecarSetStatus(ctx context.Context, c client.Client, out io.Writer, name 
 		byRevision[hash] = append(byRevision[hash], pods[i].Namespace+"/"+pods[i].Name)
 	}
 	st := &s.Status
-	if err := printFields(out,
+	fields := []string{
 		"SidecarSet", s.Name,
 		"Revision", orDash(st.LatestRevision),
 		"Rollout", pausedWord(s.Spec.UpdateStrategy.Paused, string(s.Spec.UpdateStrategy.Type)),
 		"Injection", pausedWord(s.Spec.InjectionStrategy.Paused, "active"),
 		"Pods", fmt.Sprintf("matched %d, updated %d, ready %d, updated and ready %d, not injected %d, not updatable %d",
 			st.MatchedPods, st.UpdatedPods, st.ReadyPods, st.UpdatedReadyPods, st.NotInjectedPods, st.NotUpdatablePods),
-	); err != nil {
-		return err
 	}
-	if err := printRevisions(out, groupByRevision(byRevision, st.LatestRevision, "")); err != nil {
-		return err
-	}
-	return printConditions(out, s.Generation, st.ObservedGeneration, st.Conditions)
+	return printRolloutStatus(out, fields, groupByRevision(byRevision, st.LatestRevision, ""), s.Generation, st.ObservedGeneration, st.Conditions)
 }
 
 func podSetStatus(ctx context.Context, c client.Client, out io.Writer, ns, name string) error {
@@ -173,19 +168,14 @@ func podSetStatus(ctx context.Context, c client.Client, out io.Writer, ns, name 
 		byRevision[rev] = append(byRevision[rev], pods[i].Name)
 	}
 	st := &p.Status
-	if err := printFields(out,
-		"PodSet", p.Namespace+"/"+p.Name,
+	fields := []string{
+		"PodSet", p.Namespace + "/" + p.Name,
 		"Revision", fmt.Sprintf("update %s, current %s", orDash(st.UpdateRevision), orDash(st.CurrentRevision)),
 		"Paused", yesNo(p.Spec.Paused),
 		"Replicas", fmt.Sprintf("desired %d, current %d, updated %d, ready %d, available %d, terminating %d",
 			desiredReplicas(p.Spec.Replicas), st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, st.TerminatingReplicas),
-	); err != nil {
-		return err
 	}
-	if err := printRevisions(out, groupByRevision(byRevision, st.UpdateRevision, st.CurrentRevision)); err != nil {
-		return err
-	}
-	return printConditions(out, p.Generation, st.ObservedGeneration, st.Conditions)
+	return printRolloutStatus(out, fields, groupByRevision(byRevision, st.UpdateRevision, st.CurrentRevision), p.Generation, st.ObservedGeneration, st.Conditions)
 }
 
 func webServerStatus(ctx context.Context, c client.Client, out io.Writer, ns, name string) error {
@@ -203,6 +193,19 @@ func webServerStatus(ctx context.Context, c client.Client, out io.Writer, ns, na
 		return err
 	}
 	return printConditions(out, ws.Generation, st.ObservedGeneration, st.Conditions)
+}
+
+// printRolloutStatus prints what status shows of a kind that rolls its pods
+// out by revision: its fields (label, value, ...), its pods by revision and
+// its conditions.
+func printRolloutStatus(out io.Writer, fields []string, groups []revisionGroup, generation, observed int64, conds []metav1.Condition) error {
+	if err := printFields(out, fields...); err != nil {
+		return err
+	}
+	if err := printRevisions(out, groups); err != nil {
+		return err
+	}
+	return printConditions(out, generation, observed, conds)
 }
 
 // selectedPods lists the pods selector matches, in namespace ns or, when
