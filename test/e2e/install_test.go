@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -224,8 +223,8 @@ func TestMetricsEndpointAuth(t *testing.T) {
 	ctx := tctx(t)
 	ns := namespace(t)
 	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", suite.deckhand.MetricsPort)
-	// The endpoint's certificate is self-signed; what is tested here is who
-	// may read it, not the server's identity.
+	// What is tested here is who may read the endpoint; the server's
+	// identity, as a scraper verifies it, is TestMonitoringBundleReadsExportedMetrics'.
 	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
 	}}
@@ -297,55 +296,5 @@ func TestVersion(t *testing.T) {
 	}
 	if got := string(out); !strings.HasPrefix(got, "deckhand dev (revision ") || !strings.Contains(got, runtime.Version()) {
 		t.Errorf("deckhand --version printed %q, want \"deckhand dev (revision ..., %s)\"", got, runtime.Version())
-	}
-}
-
-// metricsScraper reads the manager's metrics endpoint as a scraper would (a
-// ServiceAccount token bound to the metrics-reader role); each call returns
-// the metric names in it (histograms under their family name and with their
-// series' suffixes).
-func metricsScraper(ctx context.Context, t *testing.T, ns string) func(context.Context) (map[string]bool, error) {
-	t.Helper()
-	const sa = "bundle-scraper"
-	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-bundle-" + ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-	}
-	create(t, binding)
-	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), binding) })
-	tok, err := suite.clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the endpoint's certificate is self-signed; who may read is what matters here
-	}}
-	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", suite.deckhand.MetricsPort)
-	return func(ctx context.Context) (map[string]bool, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
-		resp, err := httpc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-		}
-		names := map[string]bool{}
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
-				names[strings.Fields(f)[0]] = true
-			} else if line != "" && !strings.HasPrefix(line, "#") {
-				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
-			}
-		}
-		return names, sc.Err()
 	}
 }

@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,18 +18,34 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
+// The manager's scrape target as config/monitoring names it: the job is the
+// metrics Service's name (the ServiceMonitor's default job label), and the
+// alerts link their runbooks under runbookBase (docs/runbooks on GitHub).
+const (
+	metricsService = "deckhand-controller-manager-metrics-service"
+	runbookBase    = "https://github.com/deckhand-dev/deckhand/blob/main/docs/runbooks"
+)
+
 // metricsUsedByTheBundle runs bin/promcheck (hack/promcheck: Prometheus' own
 // rule and PromQL parsers) over config/monitoring's PrometheusRule and
-// Grafana dashboard: it fails on any rule or query they refuse, and returns
-// the metric names and __name__ patterns the queries read.
+// Grafana dashboard: it fails on any rule or query they refuse, on a
+// selector of the manager's metrics not scoped to its job and namespace (the
+// dashboard's: to its namespace, job and instance variables), on a dashboard
+// without those variables, and on an alert whose runbook_url is not a page of
+// docs/runbooks about it. It returns the metric names and __name__ patterns
+// the queries read.
 func metricsUsedByTheBundle(t *testing.T) (names, patterns []string) {
 	t.Helper()
 	bin := filepath.Join(suite.root, "bin", "promcheck")
@@ -32,7 +53,9 @@ func metricsUsedByTheBundle(t *testing.T) (names, patterns []string) {
 		t.Fatalf("%s not found: run `make promcheck` (make test does)", bin)
 	}
 	dir := filepath.Join(suite.root, "config", "monitoring")
-	out, err := exec.Command(bin, filepath.Join(dir, "prometheusrule.yaml"), filepath.Join(dir, "grafana-dashboard.json")).Output()
+	out, err := exec.Command(bin, "-job", metricsService, "-namespace", systemNamespace,
+		"-runbook-base", runbookBase, "-runbooks", filepath.Join(suite.root, "docs", "runbooks"),
+		filepath.Join(dir, "prometheusrule.yaml"), filepath.Join(dir, "grafana-dashboard.json")).Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -41,9 +64,10 @@ func metricsUsedByTheBundle(t *testing.T) (names, patterns []string) {
 		t.Fatalf("promcheck refuses the monitoring bundle: %v\n%s", err, stderr)
 	}
 	var res struct {
-		Rules          int      `json:"rules"`
-		Metrics        []string `json:"metrics"`
-		MetricPatterns []string `json:"metricPatterns"`
+		Rules           int      `json:"rules"`
+		ScopedSelectors int      `json:"scopedSelectors"`
+		Metrics         []string `json:"metrics"`
+		MetricPatterns  []string `json:"metricPatterns"`
 	}
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
@@ -51,17 +75,28 @@ func metricsUsedByTheBundle(t *testing.T) (names, patterns []string) {
 	if res.Rules < 8 || len(res.Metrics) == 0 {
 		t.Fatalf("promcheck read %d rules and %d metrics: the bundle lost its alerts", res.Rules, len(res.Metrics))
 	}
+	if res.ScopedSelectors == 0 {
+		t.Fatal("promcheck checked the scope of no selector")
+	}
 	return res.Metrics, res.MetricPatterns
+}
+
+// readBundleFile decodes config/monitoring/<name> into v.
+func readBundleFile(t *testing.T, name string, v any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(suite.root, "config", "monitoring", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, v); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
 }
 
 // kubeStateMetricsNames are the metric names config/monitoring's
 // kube-state-metrics configuration makes: <metricNamePrefix>_<name>.
 func kubeStateMetricsNames(t *testing.T) []string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(suite.root, "config", "monitoring", "kube-state-metrics.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cfg struct {
 		Kind string `json:"kind"`
 		Spec struct {
@@ -74,9 +109,7 @@ func kubeStateMetricsNames(t *testing.T) []string {
 			} `json:"resources"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
-	}
+	readBundleFile(t, "kube-state-metrics.yaml", &cfg)
 	if cfg.Kind != "CustomResourceStateMetrics" {
 		t.Fatalf("kube-state-metrics.yaml is a %q, want CustomResourceStateMetrics", cfg.Kind)
 	}
@@ -108,10 +141,6 @@ var triggerAlerts = map[string]string{
 // alertExprs are the expressions of config/monitoring's alerts, by name.
 func alertExprs(t *testing.T) map[string]string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(suite.root, "config", "monitoring", "prometheusrule.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var rule struct {
 		Spec struct {
 			Groups []struct {
@@ -122,9 +151,7 @@ func alertExprs(t *testing.T) map[string]string {
 			} `json:"groups"`
 		} `json:"spec"`
 	}
-	if err := yaml.Unmarshal(raw, &rule); err != nil {
-		t.Fatal(err)
-	}
+	readBundleFile(t, "prometheusrule.yaml", &rule)
 	exprs := map[string]string{}
 	for _, g := range rule.Spec.Groups {
 		for _, r := range g.Rules {
@@ -140,14 +167,17 @@ var externalMetrics = map[string]string{
 	"apiserver_admission_webhook_fail_open_count":                   "kube-apiserver, after a webhook failed open",
 	"apiserver_admission_webhook_admission_duration_seconds_bucket": "kube-apiserver",
 	"kube_deployment_status_replicas_available":                     "kube-state-metrics",
+	"up": "Prometheus, for each target it scrapes",
 }
 
 // TestMonitoringBundleReadsExportedMetrics: every metric the alerts and the
 // dashboard of config/monitoring read is one the manager exports (or the
 // kube-state-metrics configuration beside them makes, or a named external
 // exporter's), so no alert or panel stays silent because of a wrong name.
-// The manager is scraped with the bundle's own credentials shape: a
-// ServiceAccount token bound to the metrics-reader role.
+// The manager is scraped as the bundle's ServiceMonitor scrapes it: a
+// ServiceAccount token bound to the metrics-reader role, and the endpoint's
+// certificate verified against the CA and for the server name its tlsConfig
+// names.
 func TestMonitoringBundleReadsExportedMetrics(t *testing.T) {
 	names, patterns := metricsUsedByTheBundle(t)
 	ksm := kubeStateMetricsNames(t)
@@ -201,5 +231,104 @@ func TestMonitoringBundleReadsExportedMetrics(t *testing.T) {
 		if !slices.ContainsFunc(ksm, re.MatchString) && !slices.ContainsFunc(slices.Collect(maps.Keys(exported)), re.MatchString) {
 			t.Errorf("the bundle reads {__name__=~%q}, which matches no metric the manager or kube-state-metrics makes", p)
 		}
+	}
+}
+
+// serviceMonitorTLS is the tlsConfig of config/monitoring's ServiceMonitor:
+// the Secret key holding the CA it trusts, and the name it verifies.
+type serviceMonitorTLS struct {
+	CA struct {
+		Secret struct{ Name, Key string } `json:"secret"`
+	} `json:"ca"`
+	ServerName         string `json:"serverName"`
+	InsecureSkipVerify bool   `json:"insecureSkipVerify"`
+}
+
+func readServiceMonitorTLS(t *testing.T) serviceMonitorTLS {
+	t.Helper()
+	var sm struct {
+		Spec struct {
+			Endpoints []struct {
+				TLSConfig serviceMonitorTLS `json:"tlsConfig"`
+			} `json:"endpoints"`
+		} `json:"spec"`
+	}
+	readBundleFile(t, "servicemonitor.yaml", &sm)
+	if len(sm.Spec.Endpoints) != 1 {
+		t.Fatalf("the ServiceMonitor has %d endpoints, want 1", len(sm.Spec.Endpoints))
+	}
+	c := sm.Spec.Endpoints[0].TLSConfig
+	if c.InsecureSkipVerify || c.CA.Secret.Name == "" || c.ServerName == "" {
+		t.Fatalf("the ServiceMonitor does not verify the endpoint: tlsConfig %+v", c)
+	}
+	return c
+}
+
+// trusting returns an HTTP client that verifies the server as c says, with
+// the CA read from the cluster now (a CA renewal replaces it).
+func (c serviceMonitorTLS) trusting(ctx context.Context) (*http.Client, error) {
+	var s corev1.Secret
+	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: systemNamespace, Name: c.CA.Secret.Name}, &s); err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(s.Data[c.CA.Secret.Key]) {
+		return nil, fmt.Errorf("secret %s holds no CA certificate in %s", c.CA.Secret.Name, c.CA.Secret.Key)
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: c.ServerName, MinVersion: tls.VersionTLS12},
+	}}, nil
+}
+
+// metricsScraper reads the manager's metrics endpoint as the ServiceMonitor
+// would (a ServiceAccount token bound to the metrics-reader role, the
+// server's certificate verified as its tlsConfig says); each call returns
+// the metric names in it (histograms under their family name and with their
+// series' suffixes).
+func metricsScraper(ctx context.Context, t *testing.T, ns string) func(context.Context) (map[string]bool, error) {
+	t.Helper()
+	const sa = "bundle-scraper"
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-bundle-" + ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReaderRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
+	}
+	create(t, binding)
+	t.Cleanup(func() { _ = suite.client.Delete(context.Background(), binding) })
+	tok, err := suite.clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verify := readServiceMonitorTLS(t)
+	url := fmt.Sprintf("https://127.0.0.1:%d/metrics", suite.deckhand.MetricsPort)
+	return func(ctx context.Context) (map[string]bool, error) {
+		httpc, err := verify.trusting(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
+		resp, err := httpc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+		}
+		names := map[string]bool{}
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+				names[strings.Fields(f)[0]] = true
+			} else if line != "" && !strings.HasPrefix(line, "#") {
+				names[strings.FieldsFunc(line, func(r rune) bool { return r == '{' || r == ' ' })[0]] = true
+			}
+		}
+		return names, sc.Err()
 	}
 }

@@ -230,7 +230,8 @@ func TestValues(t *testing.T) {
 				r.get(t, k)
 			}
 			dns := nested(t, r.get(t, "Certificate/"+ns+"/deckhand-serving-cert"), "spec", "dnsNames").([]any)
-			if !slices.Equal(dns, []any{"deckhand-webhook-service." + ns + ".svc", "deckhand-webhook-service." + ns + ".svc.cluster.local"}) {
+			if !slices.Equal(dns, []any{"deckhand-webhook-service." + ns + ".svc", "deckhand-webhook-service." + ns + ".svc.cluster.local",
+				"deckhand-controller-manager-metrics-service." + ns + ".svc", "deckhand-controller-manager-metrics-service." + ns + ".svc.cluster.local"}) {
 				t.Errorf("dnsNames %v", dns)
 			}
 			for _, k := range []string{"MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration", "ValidatingWebhookConfiguration/deckhand-validating-webhook-configuration"} {
