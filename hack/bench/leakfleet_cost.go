@@ -182,34 +182,24 @@ func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, 
 // LIST: the API server proxies aggregated requests without counting them)
 // over window. Nothing but the manager lists PodMetrics in this cluster.
 func managerWindow(ctx context.Context, e *env, window time.Duration) (cpu, lists float64, err error) {
-	count := func() (float64, error) {
+	pid := e.mgr.Pid()
+	read := func() (time.Duration, float64, error) {
 		m, err := metricsServerMetrics(ctx, e)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return m.sum("apiserver_request_total", "group", "metrics.k8s.io", "resource", "pods", "verb", "LIST"), nil
+		c, err := processCPU(pid)
+		return c, m.sum("apiserver_request_total", "group", "metrics.k8s.io", "resource", "pods", "verb", "LIST"), err
 	}
-	pid := e.mgr.Pid()
-	c0, err := processCPU(pid)
-	if err != nil {
-		return 0, 0, err
-	}
-	l0, err := count()
+	c0, l0, err := read()
 	if err != nil {
 		return 0, 0, err
 	}
 	if err := sleepUntil(ctx, time.Now().Add(window)); err != nil {
 		return 0, 0, err
 	}
-	c1, err := processCPU(pid)
-	if err != nil {
-		return 0, 0, err
-	}
-	l1, err := count()
-	if err != nil {
-		return 0, 0, err
-	}
-	return (c1 - c0).Seconds(), l1 - l0, nil
+	c1, l1, err := read()
+	return (c1 - c0).Seconds(), l1 - l0, err
 }
 
 // metricsServerMetrics scrapes metrics-server's /metrics as the cluster's

@@ -6,9 +6,11 @@ package main
 // Events.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	toolscache "k8s.io/client-go/tools/cache"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
@@ -149,39 +152,36 @@ func watchFleet(ctx context.Context, e *env, plan fleetPlan) (*fleetObserver, er
 	}
 	go func() {
 		defer close(o.done)
-		tick := time.NewTicker(localcluster.MetricsServerResolution / 2)
-		defer tick.Stop()
-		for {
-			select {
-			case <-o.stop:
-				return
-			case <-tick.C:
-			}
-			list, err := mc.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
-			if err != nil {
-				continue // metrics-server's first scrape is not in yet
-			}
-			o.mu.Lock()
-			o.lists++
-			for _, pm := range list.Items {
-				if _, ok := fleetPolicyOf(pm.Namespace); !ok {
-					continue
-				}
-				for _, c := range pm.Containers {
-					if c.Name != "app" {
-						continue
-					}
-					key := pm.Namespace + "/" + pm.Name
-					s := o.samples[key]
-					if n := len(s); n == 0 || s[n-1].at.Before(pm.Timestamp.Time) {
-						o.samples[key] = append(s, fleetSampleAt{pm.Timestamp.Time, c.Usage.Memory().Value()})
-					}
-				}
-			}
-			o.mu.Unlock()
-		}
+		wait.Until(func() { o.sample(ctx, mc) }, localcluster.MetricsServerResolution/2, o.stop)
 	}()
 	return o, nil
+}
+
+// sample lists every PodMetrics and keeps each fleet pod's working set
+// once per scrape time.
+func (o *fleetObserver) sample(ctx context.Context, mc metricsclient.Interface) {
+	list, err := mc.MetricsV1beta1().PodMetricses("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return // metrics-server's first scrape is not in yet
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lists++
+	for _, pm := range list.Items {
+		if _, ok := fleetPolicyOf(pm.Namespace); !ok {
+			continue
+		}
+		for _, c := range pm.Containers {
+			if c.Name != "app" {
+				continue
+			}
+			key := pm.Namespace + "/" + pm.Name
+			s := o.samples[key]
+			if n := len(s); n == 0 || s[n-1].at.Before(pm.Timestamp.Time) {
+				o.samples[key] = append(s, fleetSampleAt{pm.Timestamp.Time, c.Usage.Memory().Value()})
+			}
+		}
+	}
 }
 
 func (o *fleetObserver) close() {
@@ -215,12 +215,7 @@ func (o *fleetObserver) result(ctx context.Context, e *env, clk fleetClock) (*fl
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	res.Samples = o.lists
-	keys := make([]string, 0, len(o.pods))
-	for k := range o.pods {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(o.pods)) {
 		ns, _, _ := strings.Cut(key, "/")
 		policy, _ := fleetPolicyOf(ns)
 		pod := o.pods[key]
@@ -246,7 +241,7 @@ func (o *fleetObserver) result(ctx context.Context, e *env, clk fleetClock) (*fl
 		pr.Restarts = append(pr.Restarts, rs)
 	}
 	for _, pr := range res.Policies {
-		sort.Slice(pr.Restarts, func(i, j int) bool { return pr.Restarts[i].T < pr.Restarts[j].T })
+		slices.SortFunc(pr.Restarts, func(a, b fleetRestart) int { return cmp.Compare(a.T, b.T) })
 	}
 	return res, nil
 }
