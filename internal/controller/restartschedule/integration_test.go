@@ -109,10 +109,7 @@ func TestIntegrationAnnotationLifecycle(t *testing.T) {
 	if _, err := getRS(c, ns, "plain-deployment"); !apierrors.IsNotFound(err) {
 		t.Fatalf("a RestartSchedule exists for the unannotated Deployment (err %v)", err)
 	}
-	plain := &appsv1.Deployment{}
-	if err := env.Client.Get(c, types.NamespacedName{Namespace: ns, Name: "plain"}, plain); err != nil {
-		t.Fatal(err)
-	}
+	plain := testutil.Get(c, t, env.Client, types.NamespacedName{Namespace: ns, Name: "plain"}, &appsv1.Deployment{})
 	for _, mf := range plain.ManagedFields {
 		if mf.Manager == deckhandv1alpha1.FieldManager {
 			t.Fatalf("Deckhand wrote to a Deployment without the annotation: %+v", mf)
@@ -139,10 +136,7 @@ func newStatefulSet(ns, name string, annotations map[string]string) *appsv1.Stat
 
 func stsRestartedAt(t *testing.T, ns, name string) string {
 	t.Helper()
-	s := &appsv1.StatefulSet{}
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, s); err != nil {
-		t.Fatal(err)
-	}
+	s := testutil.Get(ctx(t), t, env.Client, types.NamespacedName{Namespace: ns, Name: name}, &appsv1.StatefulSet{})
 	return s.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation]
 }
 
@@ -684,10 +678,7 @@ func TestIntegrationStatefulSetAndDaemonSet(t *testing.T) {
 			return h.Workload == workload && h.Result == deckhandv1alpha1.RestartSucceeded
 		})
 	}
-	sts := &appsv1.StatefulSet{}
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "db"}, sts); err != nil {
-		t.Fatal(err)
-	}
+	sts := testutil.Get(ctx(t), t, env.Client, types.NamespacedName{Namespace: ns, Name: "db"}, &appsv1.StatefulSet{})
 	if sts.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] == "" {
 		t.Fatalf("StatefulSet template not restarted: %v", sts.Spec.Template.Annotations)
 	}
@@ -727,10 +718,7 @@ func TestIntegrationPodSetTarget(t *testing.T) {
 	if !strings.Contains(rs.Status.History[0].Message, "PodSet rolled out") {
 		t.Fatalf("history %+v", rs.Status.History[0])
 	}
-	ps := &deckhandv1alpha1.PodSet{}
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: "cache"}, ps); err != nil {
-		t.Fatal(err)
-	}
+	ps := testutil.Get(ctx(t), t, env.Client, types.NamespacedName{Namespace: ns, Name: "cache"}, &deckhandv1alpha1.PodSet{})
 	if got, want := ps.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation], rs.Status.History[0].ScheduledTime.UTC().Format(time.RFC3339); got != want {
 		t.Fatalf("PodSet restarted-at %q, want %q", got, want)
 	}

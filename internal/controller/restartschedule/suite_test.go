@@ -119,10 +119,7 @@ func create(t *testing.T, obj client.Object) {
 
 func getDeploy(t *testing.T, ns, name string) *appsv1.Deployment {
 	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
-		t.Fatal(err)
-	}
+	d := testutil.Get(ctx(t), t, env.Client, types.NamespacedName{Namespace: ns, Name: name}, &appsv1.Deployment{})
 	return d
 }
 

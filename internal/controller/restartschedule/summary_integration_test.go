@@ -11,6 +11,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/controller/restartschedule"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 	"github.com/deckhand-dev/deckhand/test/health"
 )
 
@@ -29,9 +30,7 @@ func TestIntegrationSummary(t *testing.T) {
 	create(t, rs)
 	health.Wait(t, env.Client, rs, 30*time.Second, health.IsReady(restartschedule.ReasonScheduled))
 
-	if err := env.Client.Get(ctx(t), types.NamespacedName{Namespace: ns, Name: rs.Name}, rs); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Get(ctx(t), t, env.Client, types.NamespacedName{Namespace: ns, Name: rs.Name}, rs)
 	rs.Spec.Suspend = true
 	if err := env.Client.Update(ctx(t), rs); err != nil {
 		t.Fatal(err)

@@ -231,10 +231,7 @@ func TestPolicyModeInjectsAsTheWebhook(t *testing.T) {
 			ns := env.Namespace(t)
 			ctx := ctxT(t)
 			if c.nsLabels != nil {
-				nsObj := &corev1.Namespace{}
-				if err := env.Client.Get(ctx, types.NamespacedName{Name: ns}, nsObj); err != nil {
-					t.Fatal(err)
-				}
+				nsObj := testutil.Get(ctx, t, env.Client, types.NamespacedName{Name: ns}, &corev1.Namespace{})
 				if nsObj.Labels == nil {
 					nsObj.Labels = map[string]string{}
 				}

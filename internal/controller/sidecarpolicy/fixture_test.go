@@ -50,10 +50,7 @@ func createSidecarSet(t *testing.T, s *deckhandv1alpha1.SidecarSet) {
 func updateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.SidecarSet)) int64 {
 	t.Helper()
 	ctx := ctxT(t)
-	s := &deckhandv1alpha1.SidecarSet{}
-	if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
-		t.Fatal(err)
-	}
+	s := testutil.Get(ctx, t, env.Client, types.NamespacedName{Name: name}, &deckhandv1alpha1.SidecarSet{})
 	base := s.DeepCopy()
 	mutate(s)
 	if err := env.Client.Patch(ctx, s, client.MergeFrom(base)); err != nil {
@@ -165,10 +162,7 @@ func createWebPod(t *testing.T, ns, name string) *corev1.Pod {
 // getPod returns pod ns/name as the API server has it now.
 func getPod(t *testing.T, ns, name string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
+	p := testutil.Get(ctxT(t), t, env.Client, types.NamespacedName{Namespace: ns, Name: name}, &corev1.Pod{})
 	return p
 }
 

@@ -224,10 +224,7 @@ func TestReadyWithoutAProbePodSaysSo(t *testing.T) {
 	s := policySet("ready-noprobe-"+ns[len(ns)-5:], ns+"-absent", "log:1")
 	createSidecarSet(t, s)
 	waitPolicyReady(t, s.Name)
-	got := &deckhandv1alpha1.SidecarSet{}
-	if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(s), got); err != nil {
-		t.Fatal(err)
-	}
+	got := testutil.Get(ctxT(t), t, env.Client, client.ObjectKeyFromObject(s), &deckhandv1alpha1.SidecarSet{})
 	c := meta.FindStatusCondition(got.Status.Conditions, deckhandv1alpha1.SidecarSetInjectionPolicyReadyCondition)
 	if want := "not checked by a dry-run pod: no existing namespace is selected"; !strings.Contains(c.Message, want) {
 		t.Errorf("InjectionPolicyReady message %q does not contain %q", c.Message, want)

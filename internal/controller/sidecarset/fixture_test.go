@@ -170,9 +170,7 @@ func updateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha1.S
 	t.Helper()
 	s := &deckhandv1alpha1.SidecarSet{}
 	for {
-		if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: name}, s); err != nil {
-			t.Fatal(err)
-		}
+		testutil.Get(ctxT(t), t, env.Client, types.NamespacedName{Name: name}, s)
 		mutate(s)
 		err := env.Client.Update(ctxT(t), s)
 		if err == nil {

@@ -93,6 +93,16 @@ func Create(ctx context.Context, t testing.TB, c client.Client, obj client.Objec
 	}
 }
 
+// Get reads the object at key into obj with c and returns obj, failing t if
+// the API server does not return it.
+func Get[T client.Object](ctx context.Context, t testing.TB, c client.Client, key client.ObjectKey, obj T) T {
+	t.Helper()
+	if err := c.Get(ctx, key, obj); err != nil {
+		t.Fatalf("getting %T %s: %v", obj, key, err)
+	}
+	return obj
+}
+
 // Update reads obj, applies change to it and updates it with c (opts
 // naming the field manager, say), starting again from a fresh read while
 // the update is refused, as it is for a conflict with a controller's write

@@ -53,10 +53,7 @@ func TestInjectionOrderAndInitContainers(t *testing.T) {
 	}
 
 	// The annotations record the SidecarSet and both revision hashes.
-	stored := &deckhandv1alpha1.SidecarSet{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: s.Name}, stored); err != nil {
-		t.Fatal(err)
-	}
+	stored := testutil.Get(ctxT(t), t, env.Client, types.NamespacedName{Name: s.Name}, &deckhandv1alpha1.SidecarSet{})
 	hash, withoutImage := sidecarcontrol.Hashes(&stored.Spec)
 	if got := p.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation]; got != s.Name {
 		t.Errorf("injected annotation = %q, want %q", got, s.Name)
@@ -184,10 +181,7 @@ func TestInjectionNamespaceAndNamespaceSelector(t *testing.T) {
 // (which the pod webhook reads namespace labels from) shows it.
 func labelNamespace(t *testing.T, ns, key, value string) {
 	t.Helper()
-	obj := &corev1.Namespace{}
-	if err := env.Client.Get(ctxT(t), types.NamespacedName{Name: ns}, obj); err != nil {
-		t.Fatal(err)
-	}
+	obj := testutil.Get(ctxT(t), t, env.Client, types.NamespacedName{Name: ns}, &corev1.Namespace{})
 	if obj.Labels == nil {
 		obj.Labels = map[string]string{}
 	}

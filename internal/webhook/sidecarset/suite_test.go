@@ -131,10 +131,7 @@ func tryUpdateSidecarSet(t *testing.T, name string, mutate func(*deckhandv1alpha
 	t.Helper()
 	ctx := ctxT(t)
 	for {
-		s := &deckhandv1alpha1.SidecarSet{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Name: name}, s); err != nil {
-			t.Fatal(err)
-		}
+		s := testutil.Get(ctx, t, env.Client, types.NamespacedName{Name: name}, &deckhandv1alpha1.SidecarSet{})
 		mutate(s)
 		if err := env.Client.Update(ctx, s); !apierrors.IsConflict(err) {
 			return err
