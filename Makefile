@@ -87,7 +87,8 @@ promcheck: ## Build bin/promcheck (hack/promcheck): Prometheus' own parsers, for
 
 .PHONY: bench
 bench: bench-clean-tree k8s-binaries build kruise ## Run every benchmark at full size: docs/benchmarks.md and its raw results in docs/bench-data/ (a clean tree only; see hack/bench).
-	go run ./hack/bench --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --kruise-bin $(KRUISE_BIN) --out $(ROOT)/docs/benchmarks.md
+	go run ./hack/bench --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --kruise-bin $(KRUISE_BIN) --out $(ROOT)/docs/benchmarks.md || status=$$?; \
+	$(MAKE) --no-print-directory bench-charts REPORT=$(ROOT)/docs/benchmarks.md; exit $${status:-0}
 
 # The report in docs/ names the commit it measured, so it is refused on
 # uncommitted changes before anything is built (hack/bench checks again,
@@ -98,7 +99,15 @@ bench-clean-tree:
 
 .PHONY: bench-quick
 bench-quick: k8s-binaries build ## Every benchmark at small sizes (a smoke run), report in bin/benchmarks-quick.md, raw results in bin/bench-data/; a dirty tree is allowed and marked.
-	go run ./hack/bench --quick --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(BIN)/benchmarks-quick.md
+	go run ./hack/bench --quick --deckhand $(BIN)/deckhand --k8s-bin $(K8S_BIN) --out $(BIN)/benchmarks-quick.md || status=$$?; \
+	$(MAKE) --no-print-directory bench-charts REPORT=$(BIN)/benchmarks-quick.md; exit $${status:-0}
+
+# A report whose items failed still has charts of those that ran: the
+# charts are drawn whatever hack/bench's exit status, which is kept.
+REPORT ?= $(ROOT)/docs/benchmarks.md
+.PHONY: bench-charts
+bench-charts: ## Draw the charts of a benchmark report (REPORT, default docs/benchmarks.md) from the raw results it names, into bench-data/charts beside it (hack/benchcharts, gonum.org/v1/plot).
+	cd hack/benchcharts && go run . --report $(REPORT)
 
 .PHONY: kruise
 kruise: ## Build OpenKruise's kruise-manager and its CRDs into bin/kruise (once): the benchmarks' peer (docs/bench-kruise.md).

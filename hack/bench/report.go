@@ -157,6 +157,7 @@ func (r *report) markdown() string {
 		"for a difference a − b, a's smallest less b's largest to a's largest less b's smallest (every pairing of runs the two spreads allow). " +
 		"**met** when the whole range meets the target, **missed** when none of it does, **tie** when the range reaches across the target's bound: the median then says which side it leans to, the runs do not decide. " +
 		"A figure measured once (range —) is met or missed on its value.\n")
+	r.chartsSection(&b)
 	b.WriteString("\n## Method and machine\n\n")
 	fmt.Fprintf(&b, "- Run: %s, %s (%s).\n", r.start.UTC().Format(time.RFC3339), r.end.Sub(r.start).Round(time.Second), mode)
 	fmt.Fprintf(&b, "- Source: `git describe --always --dirty` = `%s`, commit `%s`.", r.src.Describe, r.src.Commit)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestJudge(t *testing.T) {
@@ -70,5 +71,50 @@ func TestReportPrintsVerdicts(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestReportShowsTheChartsOfWhatRan(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dataLink string
+		raw      []string
+		// want are the charts shown, in order; none, no Charts section.
+		want []string
+	}{
+		"admission and scale measured": {
+			dataLink: "bench-data/20261125T085844Z-d8bdb1fe9df6.json", raw: []string{"scale", "admission", "restart"},
+			want: []string{"admission-throughput.svg", "admission-latency.svg", "scale-memory.svg", "scale-latency.svg"},
+		},
+		"nothing with a chart measured":                          {dataLink: "bench-data/x.json", raw: []string{"restart"}},
+		"a report on standard output has no raw results to draw": {raw: []string{"admission"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newReport(&config{k8sBin: t.TempDir()}, provenance{Describe: "d8bdb1f"})
+			r.start = time.Date(2026, 11, 25, 8, 58, 44, 0, time.UTC)
+			r.dataLink = tc.dataLink
+			for _, item := range tc.raw {
+				r.record(item, map[string]any{})
+			}
+			md := r.markdown()
+			if len(tc.want) == 0 {
+				if strings.Contains(md, "## Charts") || strings.Contains(md, "bench-data/charts/") {
+					t.Fatalf("charts shown for a run that has none:\n%s", md)
+				}
+				return
+			}
+			section := md[strings.Index(md, "## Charts"):strings.Index(md, "## Method and machine")]
+			var shown []string
+			for _, line := range strings.Split(section, "\n") {
+				if i := strings.Index(line, "](bench-data/charts/"); strings.HasPrefix(line, "![") && i > 0 {
+					shown = append(shown, strings.TrimSuffix(line[i+len("](bench-data/charts/"):], ")"))
+				}
+			}
+			if strings.Join(shown, " ") != strings.Join(tc.want, " ") {
+				t.Fatalf("charts shown %v, want %v", shown, tc.want)
+			}
+			if got := strings.Count(section, "Run 2026-11-25T08:58:44Z, commit `d8bdb1f`."); got != len(tc.want) {
+				t.Fatalf("%d of %d charts say which run and commit they show:\n%s", got, len(tc.want), section)
+			}
+		})
 	}
 }
