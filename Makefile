@@ -59,6 +59,7 @@ run: k8s-binaries metrics-binaries build ## Start a local control plane, install
 # package's result in the order it was given them.
 .PHONY: test
 test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
+	@echo ">> hack/benchcharts, a module of its own (the benchmark charts; seconds)"; cd hack/benchcharts && go test -count=1 ./...
 	@pkgs=$$(./hack/test-packages.sh all); \
 	echo ">> running $$(echo $$pkgs | wc -w) test packages; the $$(./hack/test-packages.sh integration | wc -l) that start a control plane of their own take minutes each, the longest start first:"; \
 	./hack/test-packages.sh integration | sed 's|^github.com/deckhand-dev/deckhand/|     |'; \
