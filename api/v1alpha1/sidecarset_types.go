@@ -29,6 +29,21 @@ const (
 	SidecarSetSkipInjectionAnnotation = "apps.deckhand.dev/sidecarset-skip-injection"
 )
 
+// The namespace label that opts a namespace out of every SidecarSet.
+const (
+	// SidecarSetInjectionLabel on a namespace, set to
+	// SidecarSetInjectionDisabled, takes the namespace's pods out of every
+	// SidecarSet, mandatory ones included: the namespaceSelector of the pod
+	// webhook (and of the MutatingAdmissionPolicies of Policy mode) leaves
+	// the namespace out, so the API server never calls Deckhand for its pods,
+	// and the SidecarSet controller neither counts nor updates them. Only
+	// who may update the namespace can set it.
+	SidecarSetInjectionLabel = "apps.deckhand.dev/sidecarset-injection"
+	// SidecarSetInjectionDisabled is the value of SidecarSetInjectionLabel
+	// that opts a namespace out.
+	SidecarSetInjectionDisabled = "disabled"
+)
+
 // PodInjectPolicy says where a sidecar goes relative to the pod's own containers.
 // +kubebuilder:validation:Enum=BeforeAppContainer;AfterAppContainer
 type PodInjectPolicy string

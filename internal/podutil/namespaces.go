@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
 // DeckhandNamespace is the namespace config/default installs Deckhand into.
@@ -16,6 +18,16 @@ const DeckhandNamespace = "deckhand-system"
 // whatever state it is in. config/webhook/pod_webhook_namespace_selector.yaml
 // repeats them for the API server; a unit test keeps the two equal.
 var ProtectedNamespaces = []string{metav1.NamespaceSystem, DeckhandNamespace}
+
+// SidecarSetOptOut is the namespaceSelector requirement that leaves out the
+// namespaces labelled out of every SidecarSet
+// (deckhandv1alpha1.SidecarSetInjectionLabel): the pod webhook's, as
+// config/webhook/pod_webhook_namespace_selector.yaml and the chart write
+// it, and the MutatingAdmissionPolicies' of Policy mode.
+func SidecarSetOptOut() metav1.LabelSelectorRequirement {
+	return metav1.LabelSelectorRequirement{Key: deckhandv1alpha1.SidecarSetInjectionLabel, Operator: metav1.LabelSelectorOpNotIn,
+		Values: []string{deckhandv1alpha1.SidecarSetInjectionDisabled}}
+}
 
 // serviceAccountNamespaceFile holds the namespace of a pod's service account.
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -11,7 +11,8 @@ import (
 )
 
 // The kustomize patch that keeps the pod webhooks out of the protected
-// namespaces must name exactly ProtectedNamespaces.
+// namespaces must name exactly ProtectedNamespaces, and leave out the
+// namespaces labelled out of every SidecarSet.
 func TestWebhookNamespaceSelectorMatchesProtectedNamespaces(t *testing.T) {
 	raw, err := os.ReadFile("../../config/webhook/pod_webhook_namespace_selector.yaml")
 	if err != nil {
@@ -26,12 +27,16 @@ func TestWebhookNamespaceSelectorMatchesProtectedNamespaces(t *testing.T) {
 	}
 	for _, w := range cfg.Webhooks {
 		sel := w.NamespaceSelector
-		if sel == nil || len(sel.MatchLabels) != 0 || len(sel.MatchExpressions) != 1 {
-			t.Fatalf("webhook %s: namespaceSelector %+v, want one NotIn expression", w.Name, sel)
+		if sel == nil || len(sel.MatchLabels) != 0 || len(sel.MatchExpressions) != 2 {
+			t.Fatalf("webhook %s: namespaceSelector %+v, want two NotIn expressions", w.Name, sel)
 		}
 		e := sel.MatchExpressions[0]
 		if e.Key != "kubernetes.io/metadata.name" || e.Operator != metav1.LabelSelectorOpNotIn || !slices.Equal(e.Values, ProtectedNamespaces) {
 			t.Errorf("webhook %s: %s %s %v, want kubernetes.io/metadata.name NotIn %v", w.Name, e.Key, e.Operator, e.Values, ProtectedNamespaces)
+		}
+		o := sel.MatchExpressions[1]
+		if want := SidecarSetOptOut(); o.Key != want.Key || o.Operator != want.Operator || !slices.Equal(o.Values, want.Values) {
+			t.Errorf("webhook %s: %s %s %v, want %s %s %v", w.Name, o.Key, o.Operator, o.Values, want.Key, want.Operator, want.Values)
 		}
 	}
 }

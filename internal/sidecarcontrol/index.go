@@ -212,7 +212,7 @@ func (l *Lister) Compiled(s *deckhandv1alpha1.SidecarSet) *Compiled {
 
 // Matches reports whether s selects a pod with podLabels in namespace ns.
 func (l *Lister) Matches(s *deckhandv1alpha1.SidecarSet, ns string, podLabels map[string]string) bool {
-	return !l.protected[ns] && l.Compiled(s).Matches(s, ns, podLabels, l.NamespaceLabels)
+	return !l.IsProtectedNamespace(ns) && l.Compiled(s).Matches(s, ns, podLabels, l.NamespaceLabels)
 }
 
 // Select returns the SidecarSets that inject into a pod with these labels
@@ -245,7 +245,7 @@ func (l *Lister) Select(ns string, labels, annotations map[string]string) (sets 
 
 // MatchesNamespace reports whether s can select pods in namespace ns.
 func (l *Lister) MatchesNamespace(s *deckhandv1alpha1.SidecarSet, ns string) bool {
-	return !l.protected[ns] && l.Compiled(s).MatchesNamespace(s, ns, l.NamespaceLabels)
+	return !l.IsProtectedNamespace(ns) && l.Compiled(s).MatchesNamespace(s, ns, l.NamespaceLabels)
 }
 
 // Get returns the cached SidecarSet called name, or nil.
@@ -305,8 +305,16 @@ func protectedSet(own string, extra []string) map[string]bool {
 }
 
 // IsProtectedNamespace reports whether pods in ns are out of every
-// SidecarSet's reach (Options.ProtectedNamespaces).
-func (l *Lister) IsProtectedNamespace(ns string) bool { return l.protected[ns] }
+// SidecarSet's reach: ns is protected (Options.ProtectedNamespaces), or
+// labelled out of every SidecarSet (SidecarSetInjectionLabel), which the
+// pod webhook's namespaceSelector leaves out too.
+func (l *Lister) IsProtectedNamespace(ns string) bool {
+	if l.protected[ns] {
+		return true
+	}
+	labels, _ := l.NamespaceLabels(ns)
+	return labels[deckhandv1alpha1.SidecarSetInjectionLabel] == deckhandv1alpha1.SidecarSetInjectionDisabled
+}
 
 // RevisionNamespace is the namespace of SidecarSets' ControllerRevisions:
 // the manager's own (Options.Namespace).

@@ -2,6 +2,7 @@ package sidecarcontrol
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -110,9 +111,9 @@ func TestProtectedSet(t *testing.T) {
 	}
 }
 
-// A Lister keeps SidecarSets out of the namespaces its Options protect,
-// whatever their selectors say, and keeps its revisions in the manager's
-// namespace.
+// A Lister keeps SidecarSets out of the namespaces its Options protect and
+// of those labelled out of every SidecarSet, whatever their selectors say,
+// and keeps its revisions in the manager's namespace.
 func TestListerProtectedNamespaces(t *testing.T) {
 	s := &deckhandv1alpha1.SidecarSet{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: deckhandv1alpha1.SidecarSetSpec{
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
@@ -140,6 +141,12 @@ func TestListerProtectedNamespaces(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			for ns, value := range map[string]string{"opted-out": deckhandv1alpha1.SidecarSetInjectionDisabled, "opted-in": "enabled"} {
+				if err := nsIdx.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+					Labels: map[string]string{deckhandv1alpha1.SidecarSetInjectionLabel: value}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			l := NewLister(idx, nsIdx, tc.opts)
 			if got := l.ProtectedNamespaceNames(); !reflect.DeepEqual(got, tc.protected) {
 				t.Errorf("ProtectedNamespaceNames() = %q, want %q", got, tc.protected)
@@ -148,12 +155,12 @@ func TestListerProtectedNamespaces(t *testing.T) {
 				t.Errorf("RevisionNamespace() = %q, want %q", got, tc.revisionsIn)
 			}
 			web := map[string]string{"app": "web"}
-			for _, ns := range tc.protected {
+			for _, ns := range append(slices.Clone(tc.protected), "opted-out") {
 				if !l.IsProtectedNamespace(ns) || l.Matches(s, ns, web) || l.MatchesNamespace(s, ns) {
 					t.Errorf("namespace %s: protected %v, matched %v, namespace matched %v; want protected and no match", ns, l.IsProtectedNamespace(ns), l.Matches(s, ns, web), l.MatchesNamespace(s, ns))
 				}
 			}
-			for _, ns := range tc.reachable {
+			for _, ns := range append(slices.Clone(tc.reachable), "opted-in") {
 				if l.IsProtectedNamespace(ns) || !l.Matches(s, ns, web) || !l.MatchesNamespace(s, ns) {
 					t.Errorf("namespace %s: protected %v, matched %v, namespace matched %v; want a match", ns, l.IsProtectedNamespace(ns), l.Matches(s, ns, web), l.MatchesNamespace(s, ns))
 				}

@@ -10,6 +10,7 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/names"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -132,7 +133,8 @@ func Compile(s *deckhandv1alpha1.SidecarSet, peers []*deckhandv1alpha1.SidecarSe
 
 // namespaceSelector is spec.namespaceSelector with spec.namespace and the
 // protected namespaces as requirements on the label the API server sets on
-// every namespace.
+// every namespace, and without the namespaces labelled out of every
+// SidecarSet.
 func namespaceSelector(s *deckhandv1alpha1.SidecarSet, protected []string) *metav1.LabelSelector {
 	sel := &metav1.LabelSelector{}
 	if s.Spec.NamespaceSelector != nil {
@@ -145,6 +147,7 @@ func namespaceSelector(s *deckhandv1alpha1.SidecarSet, protected []string) *meta
 	if len(protected) > 0 {
 		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: key, Operator: metav1.LabelSelectorOpNotIn, Values: append([]string(nil), protected...)})
 	}
+	sel.MatchExpressions = append(sel.MatchExpressions, podutil.SidecarSetOptOut())
 	return sel
 }
 

@@ -36,7 +36,8 @@ func TestCompile(t *testing.T) {
 		"cluster-wide": {
 			set: scs("log", nil),
 			wantNamespaceSel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}}}},
+				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}},
+				{Key: "apps.deckhand.dev/sidecarset-injection", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}}},
 			wantConditions: nil,
 			wantName:       "deckhand-sidecarset-log",
 		},
@@ -48,14 +49,16 @@ func TestCompile(t *testing.T) {
 			}),
 			wantNamespaceSel: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}, MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{"shop"}},
-				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}}}},
+				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}},
+				{Key: "apps.deckhand.dev/sidecarset-injection", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}}},
 			wantConditions: []string{"injection-not-paused"},
 			wantName:       "deckhand-sidecarset-log",
 		},
 		"a name too long for the prefix": {
 			set: scs(strings.Repeat("a", 250), nil),
 			wantNamespaceSel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}}}},
+				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "deckhand-system"}},
+				{Key: "apps.deckhand.dev/sidecarset-injection", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"disabled"}}}},
 			wantConditions: nil,
 			wantName:       "deckhand-sidecarset-" + strings.Repeat("a", 253-20-17) + "-",
 		},

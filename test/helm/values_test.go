@@ -186,6 +186,12 @@ func TestValues(t *testing.T) {
 			if slices.Contains(args(t, r, ns), "--sidecarset-policy-injection") {
 				t.Errorf("args %v turn policy injection on by default", args(t, r, ns))
 			}
+			// A namespace labelled out of every SidecarSet is out of the pod
+			// webhook's reach.
+			if sel := podWebhook(t, r)["namespaceSelector"].(map[string]any)["matchExpressions"].([]any); len(sel) != 2 ||
+				sel[1].(map[string]any)["key"] != "apps.deckhand.dev/sidecarset-injection" || sel[1].(map[string]any)["operator"] != "NotIn" {
+				t.Errorf("pod webhook namespaceSelector %v: want the protected namespaces and apps.deckhand.dev/sidecarset-injection NotIn [disabled]", sel)
+			}
 			r.get(t, "NetworkPolicy/"+ns+"/deckhand-controller-manager")
 			r.get(t, "ValidatingAdmissionPolicyBinding/deckhand-manager-writes")
 			if want := "request.userInfo.username == 'system:serviceaccount:" + ns + ":deckhand-controller-manager'"; policyUser(t, r) != want {

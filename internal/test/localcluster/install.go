@@ -169,7 +169,7 @@ func (w LocalWebhooks) rewrite(p webhookParts) bool {
 	if *nsSel == nil && coversPods(rules) {
 		*nsSel = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: slices.Clone(podutil.ProtectedNamespaces),
-		}}}
+		}, podutil.SidecarSetOptOut()}}
 	}
 	return true
 }
