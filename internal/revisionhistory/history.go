@@ -2,6 +2,7 @@ package revisionhistory
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -61,6 +62,15 @@ func Resolve(count *int32, nameFor func(count *int32) string,
 		count = &next
 	}
 	return nil, count, fmt.Errorf("no free ControllerRevision name after %d collisions", maxCollisions)
+}
+
+// Find returns the ControllerRevision of revs called name, nil when there is
+// none.
+func Find(revs []*appsv1.ControllerRevision, name string) *appsv1.ControllerRevision {
+	if i := slices.IndexFunc(revs, func(cr *appsv1.ControllerRevision) bool { return cr.Name == name }); i >= 0 {
+		return revs[i]
+	}
+	return nil
 }
 
 // OldestIdle returns up to n of revs (sorted oldest first) whose hash is

@@ -102,3 +102,16 @@ func TestCounter(t *testing.T) {
 		t.Fatalf("Max after Forget = %d, want 3", got)
 	}
 }
+
+func TestFind(t *testing.T) {
+	revs := []*appsv1.ControllerRevision{{ObjectMeta: metav1.ObjectMeta{Name: "web-a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "web-b"}}}
+	if got := Find(revs, "web-b"); got != revs[1] {
+		t.Errorf("Find(web-b) = %v, want the second revision", got)
+	}
+	if got := Find(revs, "web-c"); got != nil {
+		t.Errorf("Find(web-c) = %v, want none", got)
+	}
+	if got := Find(nil, "web-a"); got != nil {
+		t.Errorf("Find in no revisions = %v, want none", got)
+	}
+}

@@ -145,10 +145,8 @@ func (r *Reconciler) syncRevisions(ctx context.Context, s *scope) (ctrl.Result, 
 		return RevisionName(s.ps.Name, hash)
 	}
 	get := func(name string) (*appsv1.ControllerRevision, error) {
-		for _, cr := range revs {
-			if cr.Name == name {
-				return cr, nil
-			}
+		if cr := revisionhistory.Find(revs, name); cr != nil {
+			return cr, nil
 		}
 		return r.createRevision(ctx, s, name, hash, revs)
 	}

@@ -67,10 +67,8 @@ func (r *Reconciler) syncRevisions(ctx context.Context, sc *scope) (ctrl.Result,
 		return revisionhistory.Name(s.Name, sidecarcontrol.RevisionNameHash(hash, count))
 	}
 	get := func(name string) (*appsv1.ControllerRevision, error) {
-		for _, cr := range revs {
-			if cr.Name == name {
-				return cr, nil
-			}
+		if cr := revisionhistory.Find(revs, name); cr != nil {
+			return cr, nil
 		}
 		return r.createRevision(ctx, s, name, hash, want, revs)
 	}
@@ -176,7 +174,7 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, sc *scope, latest *apps
 		limit = int(*s.Spec.RevisionHistoryLimit)
 	}
 	all := revs
-	if !containsRevision(revs, latest.Name) {
+	if revisionhistory.Find(revs, latest.Name) == nil {
 		all = append(append([]*appsv1.ControllerRevision(nil), revs...), latest)
 	}
 	inUse := map[string]bool{sc.compiled.Hash: true, "name/" + latest.Name: true}
@@ -189,15 +187,6 @@ func (r *Reconciler) pruneRevisions(ctx context.Context, sc *scope, latest *apps
 		inUse["name/"+pinned.Name] = true
 	}
 	return revisionhistory.Prune(ctx, r.Client, revisionsToPrune(all, inUse, limit))
-}
-
-func containsRevision(revs []*appsv1.ControllerRevision, name string) bool {
-	for _, cr := range revs {
-		if cr.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // reportPin sets the InjectionRevisionFound condition while a revision is
