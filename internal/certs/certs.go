@@ -193,7 +193,7 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("adding the certificate rotator: %w", err)
 	}
-	if err := addSecretSync(mgr, key, o); err != nil {
+	if err := addSecretSync(mgr, key, append([]string{dnsName}, extra...), o); err != nil {
 		return nil, err
 	}
 	ctrl.Log.WithName("certs").Info("managing webhook certificates", "secret", key.String(), "dnsName", dnsName, "extraDNSNames", extra)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,25 @@ func TestFileCertificate(t *testing.T) {
 	}
 	if !bytes.Equal(served(), leaf(cert2)) {
 		t.Fatal("the renewed certificate is not served")
+	}
+}
+
+func TestMissingDNSNames(t *testing.T) {
+	_, cert, _ := pair(t) // issued for "svc" only
+	cases := map[string]struct {
+		cert []byte
+		want []string
+		miss []string
+	}{
+		"all names":         {cert: cert, want: []string{"svc"}},
+		"a name added":      {cert: cert, want: []string{"svc", "metrics.ns.svc"}, miss: []string{"metrics.ns.svc"}},
+		"not a certificate": {cert: []byte("garbage"), want: []string{"svc", "metrics.ns.svc"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := missingDNSNames(tc.cert, tc.want); !slices.Equal(got, tc.miss) {
+				t.Errorf("missing %v, want %v", got, tc.miss)
+			}
+		})
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -46,7 +49,7 @@ const (
 // outside the cluster; writing the files here makes a rotated certificate
 // served within moments by every replica, with an emptyDir as certificate
 // directory.
-func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, o Options) error {
+func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, dnsNames []string, o Options) error {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -66,7 +69,7 @@ func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, o Options) error 
 		return err
 	}
 	s := &secretSync{
-		cache: c, writer: writer, key: key, dir: o.CertDir,
+		cache: c, writer: writer, key: key, dir: o.CertDir, dnsNames: dnsNames,
 		mutating: o.MutatingWebhookConfigurations, validating: o.ValidatingWebhookConfigurations,
 		interval: o.RotationCheckInterval,
 		trigger:  make(chan struct{}, 1),
@@ -101,6 +104,7 @@ type secretSync struct {
 	writer               client.Client
 	key                  types.NamespacedName
 	dir                  string
+	dnsNames             []string // the serving certificate must be valid for each
 	mutating, validating []string
 	interval             time.Duration
 	trigger              chan struct{}
@@ -152,6 +156,9 @@ func (s *secretSync) sync(ctx context.Context) error {
 	if len(ca) == 0 || len(secret.Data[certFile]) == 0 {
 		return nil // the rotator fills it
 	}
+	if missing := missingDNSNames(secret.Data[certFile], s.dnsNames); len(missing) > 0 {
+		return s.reissue(ctx, secret, missing)
+	}
 	if err := s.inject(ctx, ca); err != nil {
 		return fmt.Errorf("injecting the CA bundle: %w", err)
 	}
@@ -163,6 +170,43 @@ func (s *secretSync) sync(ctx context.Context) error {
 		s.log.Info("webhook certificate files updated", "resourceVersion", secret.ResourceVersion)
 	}
 	return nil
+}
+
+// reissue removes the serving certificate from the Secret, so that the
+// rotator issues one for every name (it renews a certificate only when its
+// first name fails to verify: one issued before a name was added, such as
+// the metrics Service's on an upgrade, would otherwise lack it until it
+// expires). Every replica keeps serving its current files meanwhile.
+func (s *secretSync) reissue(ctx context.Context, secret *corev1.Secret, missing []string) error {
+	s.log.Info("serving certificate lacks names; asking for a new one", "missing", missing)
+	secret = secret.DeepCopy()
+	delete(secret.Data, certFile)
+	delete(secret.Data, keyFile)
+	if err := s.writer.Update(ctx, secret, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("removing a serving certificate that lacks %v: %w", missing, err)
+	}
+	return nil
+}
+
+// missingDNSNames returns the names of want that certPEM is not issued for;
+// none for a certificate that does not parse (the rotator replaces it).
+func missingDNSNames(certPEM []byte, want []string) []string {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	var missing []string
+	for _, name := range want {
+		// As the rotator writes them: every name a DNS name of its own.
+		if !slices.Contains(cert.DNSNames, name) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }
 
 // inject makes every webhook of the configured configurations trust ca

@@ -303,16 +303,32 @@ func pemCerts(t *testing.T, data []byte) []*x509.Certificate {
 	}
 }
 
+// managerExtraDNSNames are the names besides the webhook Service's that the
+// manager under test issues its serving certificate for (--cert-extra-dns-names
+// adds localhost); it replaces a certificate that lacks one.
+var managerExtraDNSNames = []string{
+	"deckhand-webhook-service." + systemNamespace + ".svc.cluster.local",
+	metricsService + "." + systemNamespace + ".svc",
+	metricsService + "." + systemNamespace + ".svc.cluster.local",
+	"localhost",
+}
+
+// servingCertRotator issues certificates as the manager under test does,
+// for the webhook Service and for extra.
+func servingCertRotator(extra ...string) *rotator.CertRotator {
+	return &rotator.CertRotator{
+		CAName: "deckhand-ca", CAOrganization: "deckhand",
+		DNSName:       "deckhand-webhook-service." + systemNamespace + ".svc",
+		ExtraDNSNames: extra,
+		ExtKeyUsages:  &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+}
+
 // installNearExpiryCA writes into the certificate Secret a CA, and a serving
 // certificate it signed, both expiring after d, and returns the CA.
 func installNearExpiryCA(t *testing.T, d time.Duration) []byte {
 	t.Helper()
-	gen := &rotator.CertRotator{
-		CAName: "deckhand-ca", CAOrganization: "deckhand",
-		DNSName:       "deckhand-webhook-service." + systemNamespace + ".svc",
-		ExtraDNSNames: []string{"localhost"},
-		ExtKeyUsages:  &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
+	gen := servingCertRotator(managerExtraDNSNames...)
 	now := time.Now()
 	ca, err := gen.CreateCACert(now.Add(-time.Hour), now.Add(d))
 	if err != nil {

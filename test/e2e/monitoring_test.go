@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -18,11 +21,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -331,4 +336,63 @@ func metricsScraper(ctx context.Context, t *testing.T, ns string) func(context.C
 		}
 		return names, sc.Err()
 	}
+}
+
+// TestMonitoringCertificateGainsTheMetricsName: a serving certificate issued
+// before the metrics Service's name was among its names (as after an
+// upgrade) is replaced by one that has them all, so that the
+// ServiceMonitor's verification does not wait for its expiry; the scrape
+// then verifies.
+func TestMonitoringCertificateGainsTheMetricsName(t *testing.T) {
+	ctx := tctx(t)
+	verify := readServiceMonitorTLS(t)
+	var stale []byte
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s := certificateSecret(t)
+		ca, err := caOf(s)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		cert, key, err := servingCertRotator("localhost").CreateCertPEM(ca, now.Add(-time.Hour), now.Add(time.Hour))
+		if err != nil {
+			return err
+		}
+		s.Data["tls.crt"], s.Data["tls.key"], stale = cert, key, cert
+		return suite.client.Update(ctx, s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var s corev1.Secret
+		if err := suite.client.Get(ctx, types.NamespacedName{Namespace: systemNamespace, Name: certSecret}, &s); err != nil {
+			return false, err
+		}
+		block, _ := pem.Decode(s.Data["tls.crt"])
+		if block == nil || bytes.Equal(s.Data["tls.crt"], stale) {
+			return false, nil
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		return err == nil && slices.Contains(c.DNSNames, verify.ServerName), err
+	}, "the serving certificate is issued again, for the metrics Service's name too")
+	scrape := metricsScraper(ctx, t, namespace(t))
+	testutil.Eventually(t, 30*time.Second, func(ctx context.Context) (bool, error) {
+		_, err := scrape(ctx)
+		return err == nil, err
+	}, "the scrape verifies the reissued certificate")
+}
+
+// caOf is the CA of the certificate Secret, as the rotator signs with it.
+func caOf(s *corev1.Secret) (*rotator.KeyPairArtifacts, error) {
+	certBlock, _ := pem.Decode(s.Data["ca.crt"])
+	keyBlock, _ := pem.Decode(s.Data["ca.key"])
+	if certBlock == nil || keyBlock == nil {
+		return nil, fmt.Errorf("secret %s holds no CA", s.Name)
+	}
+	cert, certErr := x509.ParseCertificate(certBlock.Bytes)
+	key, keyErr := x509.ParsePKCS1PrivateKey(keyBlock.Bytes)
+	if err := errors.Join(certErr, keyErr); err != nil {
+		return nil, err
+	}
+	return &rotator.KeyPairArtifacts{Cert: cert, Key: key, CertPEM: s.Data["ca.crt"], KeyPEM: s.Data["ca.key"]}, nil
 }
