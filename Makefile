@@ -58,7 +58,7 @@ run: k8s-binaries metrics-binaries build ## Start a local control plane, install
 # suite started last would run alone at the end. go test prints each
 # package's result in the order it was given them.
 .PHONY: test
-test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
+test: k8s-binaries metrics-binaries build promcheck helm test-promcheck ## Run every test: unit, integration (apiserver+etcd) and end-to-end (full local cluster).
 	@echo ">> hack/benchcharts, a module of its own (the benchmark charts; seconds)"; cd hack/benchcharts && go test -count=1 ./...
 	@pkgs=$$(./hack/test-packages.sh all); \
 	echo ">> running $$(echo $$pkgs | wc -w) test packages; the $$(./hack/test-packages.sh integration | wc -l) that start a control plane of their own take minutes each, the longest start first:"; \
@@ -74,10 +74,14 @@ test: k8s-binaries metrics-binaries build promcheck helm ## Run every test: unit
 # nothing in -short mode are left out (hack/test-packages.sh short): building
 # their test binaries only to skip took a third of the loop's time.
 .PHONY: test-unit
-test-unit: k8s-binaries helm $(CONTROLLER_GEN) ## Run every test that needs no control plane (go test -short), under 2 minutes warm; kubectl (for its kustomize), helm and controller-gen are built first.
+test-unit: k8s-binaries helm $(CONTROLLER_GEN) test-promcheck ## Run every test that needs no control plane (go test -short), under 2 minutes warm; kubectl (for its kustomize), helm and controller-gen are built first.
 	@pkgs=$$(./hack/test-packages.sh short); \
 	echo ">> running every test that needs no control plane: go test -short, $$(echo $$pkgs | wc -w) packages (those whose every test needs one are left out)"; \
 	DECKHAND_NO_CONTROL_PLANE=1 go test -short -count=1 -timeout $(TEST_TIMEOUT) $(GO_TEST_FLAGS) $$pkgs
+
+.PHONY: test-promcheck
+test-promcheck: ## Run hack/promcheck's tests, a module of its own: the monitoring bundle's checks, each broken once (seconds).
+	cd hack/promcheck && go test -count=1 ./...
 
 .PHONY: promcheck
 promcheck: ## Build bin/promcheck (hack/promcheck): Prometheus' own parsers, for the monitoring bundle's test.
