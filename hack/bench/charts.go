@@ -16,6 +16,7 @@ var reportCharts = []struct{ raw, file, alt, what string }{
 	{"memory-vs-kruise", "memory.svg", "manager memory, Deckhand and OpenKruise", "Item 3: the manager's RSS (with its anonymous and file-backed parts) and live heap on the loaded cluster, Deckhand and OpenKruise, each run and the median."},
 	{"scale", "scale-memory.svg", "manager memory against pods cached", "Item 8: the manager's RSS, heap in use and live heap at each pod count, each stretch labelled with the live heap it added per pod."},
 	{"scale", "scale-latency.svg", "create latency against pods cached", "Item 8: one-client create latency at each pod count through Deckhand's webhook, the minimal injecting one and none: the median of the creates, the bar from their 25th to their 75th percentile."},
+	{"leakfleet", "leak-fleet.svg", "leaking pods' memory over time, each policy", "Item 9: every pod's working set over the simulated days under each policy (none, nightly, need), coloured by its workload's leak, with the limit, the need policy's threshold, the nights' windows and a mark at each restart."},
 }
 
 // chartsSection shows the charts of the items this run measured, each

@@ -49,6 +49,7 @@ var charts = []chart{
 	{"memory.svg", memoryVsKruise},
 	{"scale-memory.svg", scaleMemory},
 	{"scale-latency.svg", scaleLatency},
+	{"leak-fleet.svg", leakFleetMemory},
 }
 
 // admissionVariants are item 1's variants the charts compare, by the name

@@ -98,8 +98,16 @@ var (
 // The charts' size: as wide as a rendered page's text, one plot high.
 const width, height = 16 * vg.Centimeter, 10 * vg.Centimeter
 
+// panelHeight is the height of each plot of a figure of several, the key
+// below them included.
+const panelHeight = 7 * vg.Centimeter
+
 func writeSVG(f figure, path string) error {
-	c := vgsvg.New(width, height)
+	h := height
+	if s, ok := f.(interface{ panels() int }); ok {
+		h = vg.Length(s.panels()) * panelHeight
+	}
+	c := vgsvg.New(width, h)
 	f.Draw(draw.New(c))
 	var b bytes.Buffer
 	if _, err := c.WriteTo(&b); err != nil {

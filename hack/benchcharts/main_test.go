@@ -16,7 +16,8 @@ import (
 )
 
 // fixture is testdata/results.json (hack/bench's raw results, cut down to
-// three runs a variant and five creates a pod count) with edit applied.
+// three runs a variant and five creates a pod count, and a leaking fleet of
+// a few pods over three short days) with edit applied.
 func fixture(t *testing.T, edit func(raw map[string]any)) []byte {
 	t.Helper()
 	data, err := os.ReadFile("testdata/results.json")
@@ -95,6 +96,8 @@ func TestRenderDrawsWhatTheRunMeasured(t *testing.T) {
 		"memory.svg":               {"Manager memory with 10000 pods (item 3), each run", caption, seriesDeckhand, seriesKruise, "RSS", "RSS, anonymous", "RSS, file-backed", "live heap"},
 		"scale-memory.svg":         {caption, "RSS", "heap in use", "live heap", "live heap +1787 B/pod", "10000", "50000"},
 		"scale-latency.svg":        {caption, seriesNone, seriesMinimal, seriesDeckhand},
+		"leak-fleet.svg": {caption, "policy none", "policy nightly", "policy need", "simulated hours", "limit", "need policy's threshold (80%)",
+			"maintenance window", "a restart", "a pod of a flat leak", "a pod of a slow leak", "a pod of a fast leak"},
 	}
 	for name, tc := range map[string]struct {
 		edit func(raw map[string]any)
@@ -114,11 +117,16 @@ func TestRenderDrawsWhatTheRunMeasured(t *testing.T) {
 				"admission-latency.svg":    {seriesNone, seriesMinimal, seriesDeckhand},
 				"scale-memory.svg":         full["scale-memory.svg"],
 				"scale-latency.svg":        full["scale-latency.svg"],
+				"leak-fleet.svg":           full["leak-fleet.svg"],
 			},
 			absent: []string{seriesKruise},
 		},
 		"only the admission item": {
-			edit: func(raw map[string]any) { delete(raw, "memory-vs-kruise"); delete(raw, "scale") },
+			edit: func(raw map[string]any) {
+				for _, item := range []string{"memory-vs-kruise", "scale", "leakfleet"} {
+					delete(raw, item)
+				}
+			},
 			want: map[string][]string{
 				"admission-throughput.svg": full["admission-throughput.svg"],
 				"admission-latency.svg":    full["admission-latency.svg"],

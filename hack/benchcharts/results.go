@@ -26,6 +26,8 @@ type results struct {
 		Memory memoryRuns `json:"memory-vs-kruise"`
 		// Scale is item 8's pod counts, smallest first.
 		Scale []scaleStep `json:"scale"`
+		// LeakFleet is item 9, restart on need against a leaking fleet.
+		LeakFleet *leakFleet `json:"leakfleet"`
 	} `json:"raw"`
 }
 
