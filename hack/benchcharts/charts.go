@@ -47,6 +47,8 @@ var charts = []chart{
 	{"admission-throughput.svg", admissionThroughput},
 	{"admission-latency.svg", admissionLatency},
 	{"memory.svg", memoryVsKruise},
+	{"podset-limited.svg", podSetLimited},
+	{"podset-unlimited.svg", podSetUnlimited},
 	{"scale-memory.svg", scaleMemory},
 	{"scale-latency.svg", scaleLatency},
 	{"leak-fleet.svg", leakFleetMemory},
@@ -112,6 +114,46 @@ func memoryVsKruise(r *results) (figure, error) {
 		c.groups = append(c.groups, g)
 	}
 	return plotFigure(c.plot())
+}
+
+// The workloads of items 2a and 2b as hack/bench names them, in the order
+// drawn.
+const (
+	kindPodSet     = "PodSet (Deckhand)"
+	kindReplicaSet = "ReplicaSet (kube-controller-manager)"
+	kindPlain      = "plain client, 32 workers"
+)
+
+func podSetLimited(r *results) (figure, error) {
+	return plotFigure(podSetChart(r, r.Raw.PodSetLimited, "Scaling 0 -> %d -> 0 pods, client QPS 20/burst 30 (item 2a)"))
+}
+
+func podSetUnlimited(r *results) (figure, error) {
+	return plotFigure(podSetChart(r, r.Raw.PodSetUnlimited, "Scaling 0 -> %d -> 0 pods, client limits off (item 2b)"))
+}
+
+// podSetChart draws the time of each scale-up and scale-down run of each
+// workload measured; title takes the pod count.
+func podSetChart(r *results, runs []podSetRun, title string) (*plot.Plot, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	up := spreadGroup{name: fmt.Sprintf("0 -> %d pods Ready", runs[0].Pods)}
+	down := spreadGroup{name: fmt.Sprintf("%d -> 0 pods gone", runs[0].Pods)}
+	for _, kind := range []string{kindPodSet, kindReplicaSet, kindPlain} {
+		var ups, downs []float64
+		for _, x := range runs {
+			if x.Kind == kind {
+				ups, downs = append(ups, x.UpSeconds), append(downs, x.DownSeconds)
+			}
+		}
+		if len(ups) > 0 {
+			up.bars = append(up.bars, spreadBar{series: kind, runs: ups})
+			down.bars = append(down.bars, spreadBar{series: kind, runs: downs})
+		}
+	}
+	c := spreadChart{title: fmt.Sprintf(title, runs[0].Pods) + ", each run\n" + r.caption(), yLabel: "seconds", groups: []spreadGroup{up, down}}
+	return c.plot()
 }
 
 func scaled(xs []float64, by float64) []float64 {

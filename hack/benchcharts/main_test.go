@@ -96,6 +96,8 @@ func TestRenderDrawsWhatTheRunMeasured(t *testing.T) {
 		"memory.svg":               {"Manager memory with 10000 pods (item 3), each run", caption, seriesDeckhand, seriesKruise, "RSS", "RSS, anonymous", "RSS, file-backed", "live heap"},
 		"scale-memory.svg":         {caption, "RSS", "heap in use", "live heap", "live heap +1787 B/pod", "10000", "50000"},
 		"scale-latency.svg":        {caption, seriesNone, seriesMinimal, seriesDeckhand},
+		"podset-limited.svg":       {caption, kindPodSet, kindReplicaSet, "0 -> 1000 pods Ready", "1000 -> 0 pods gone", "seconds"},
+		"podset-unlimited.svg":     {caption, kindPodSet, kindReplicaSet, kindPlain, "0 -> 1000 pods Ready", "1000 -> 0 pods gone"},
 		"leak-fleet.svg": {caption, "policy none", "policy nightly", "policy need", "simulated hours", "limit", "need policy's threshold (80%)",
 			"maintenance window", "a restart", "a pod of a flat leak", "a pod of a slow leak", "a pod of a fast leak"},
 	}
@@ -107,10 +109,11 @@ func TestRenderDrawsWhatTheRunMeasured(t *testing.T) {
 		absent []string
 	}{
 		"every item measured": {edit: func(map[string]any) {}, want: full},
-		"a quick run: no OpenKruise, no memory item": {
+		"a quick run: no OpenKruise, no memory item, no item 2a": {
 			edit: func(raw map[string]any) {
 				delete(raw["admission"].(map[string]any), "OpenKruise, 1 SidecarSet")
 				delete(raw, "memory-vs-kruise")
+				delete(raw, "podset-a")
 			},
 			want: map[string][]string{
 				"admission-throughput.svg": {seriesNone, seriesMinimal, seriesDeckhand},
@@ -118,12 +121,13 @@ func TestRenderDrawsWhatTheRunMeasured(t *testing.T) {
 				"scale-memory.svg":         full["scale-memory.svg"],
 				"scale-latency.svg":        full["scale-latency.svg"],
 				"leak-fleet.svg":           full["leak-fleet.svg"],
+				"podset-unlimited.svg":     full["podset-unlimited.svg"],
 			},
 			absent: []string{seriesKruise},
 		},
 		"only the admission item": {
 			edit: func(raw map[string]any) {
-				for _, item := range []string{"memory-vs-kruise", "scale", "leakfleet"} {
+				for _, item := range []string{"memory-vs-kruise", "scale", "leakfleet", "podset-a", "podset-b"} {
 					delete(raw, item)
 				}
 			},

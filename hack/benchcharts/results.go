@@ -26,6 +26,10 @@ type results struct {
 		Memory memoryRuns `json:"memory-vs-kruise"`
 		// Scale is item 8's pod counts, smallest first.
 		Scale []scaleStep `json:"scale"`
+		// PodSetLimited and PodSetUnlimited are items 2a and 2b: every
+		// scale-up and scale-down run of each workload.
+		PodSetLimited   []podSetRun `json:"podset-a"`
+		PodSetUnlimited []podSetRun `json:"podset-b"`
 		// LeakFleet is item 9, restart on need against a leaking fleet.
 		LeakFleet *leakFleet `json:"leakfleet"`
 	} `json:"raw"`
@@ -56,6 +60,13 @@ func (m *memoryRuns) UnmarshalJSON(data []byte) error {
 	}
 	*m = flat
 	return nil
+}
+
+type podSetRun struct {
+	Kind        string  `json:"kind"`
+	Pods        int     `json:"pods"`
+	UpSeconds   float64 `json:"upSeconds"`
+	DownSeconds float64 `json:"downSeconds"`
 }
 
 type scaleStep struct {

@@ -46,13 +46,13 @@ func median(xs []float64) float64 {
 // seriesColor gives each workload the same colour in every chart.
 func seriesColor(name string, i int) color.Color {
 	switch name {
-	case seriesDeckhand:
+	case seriesDeckhand, kindPodSet:
 		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
 	case seriesKruise:
 		return color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
-	case seriesMinimal:
+	case seriesMinimal, kindReplicaSet:
 		return color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
-	case seriesNone:
+	case seriesNone, kindPlain:
 		return color.RGBA{R: 0xc7, G: 0xc7, B: 0xc7, A: 0xff}
 	}
 	palette := []color.Color{
