@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -31,6 +33,11 @@ func TestPodFieldsReachThePods(t *testing.T) {
 	ws.Spec.ServiceAccountName = "default"
 	ws.Spec.DrainSeconds = ptr.To[int32](10)
 	ws.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45)
+	ws.Spec.Env = []corev1.EnvVar{{Name: "GREETING", Value: "hello"}}
+	ws.Spec.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+	}
 	testutil.Create(ctx(t), t, env.Client, ws)
 
 	d := waitDeployment(t, ns, "full", "the pod fields", func(d *appsv1.Deployment) bool { return d.Status.ReadyReplicas == 1 })
@@ -42,6 +49,9 @@ func TestPodFieldsReachThePods(t *testing.T) {
 	if !reflect.DeepEqual(c.Command, ws.Spec.Command) || !reflect.DeepEqual(c.Args, ws.Spec.Args) ||
 		len(c.EnvFrom) != 1 || c.EnvFrom[0].Prefix != "CFG_" || c.EnvFrom[0].ConfigMapRef.Name != "site-config" {
 		t.Errorf("command %v, args %v, envFrom %+v", c.Command, c.Args, c.EnvFrom)
+	}
+	if !reflect.DeepEqual(c.Env, ws.Spec.Env) || !equality.Semantic.DeepEqual(c.Resources, ws.Spec.Resources) {
+		t.Errorf("env %+v, resources %+v; want the WebServer's %+v, %+v", c.Env, c.Resources, ws.Spec.Env, ws.Spec.Resources)
 	}
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Sleep == nil || c.Lifecycle.PreStop.Sleep.Seconds != 10 {
 		t.Errorf("lifecycle %+v, want a preStop sleep of 10 s", c.Lifecycle)
