@@ -308,6 +308,15 @@ deploy: $(KUBECTL_DEP) ## Deploy Deckhand (image $(IMG)) to the cluster: the sam
 undeploy: $(KUBECTL_DEP) ## Remove Deckhand from the cluster (CRDs and every Deckhand object included).
 	$(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found --wait=false -f -
 
+# Every tool `make verify` and `make test` need, built side by side: on a
+# cold machine the module downloads and the single-threaded links of one
+# build overlap the compiles of another. `.ci/run` starts with it; each
+# target below still builds what it needs when run alone.
+.PHONY: tools
+tools: ## Build every tool make verify and make test use, side by side (control plane, metrics servers, golangci-lint, controller-gen, crd-ref-docs, helm, promcheck, the manager).
+	@echo ">> building every tool make verify and make test use, four builds at a time"
+	@$(MAKE) --no-print-directory -j4 k8s-binaries metrics-binaries $(CONTROLLER_GEN) $(CRD_REF_DOCS) $(GOLANGCI_LINT) helm promcheck build
+
 .PHONY: k8s-binaries
 k8s-binaries: ## Build kube-apiserver, controller-manager, scheduler, kubectl, etcd, kwok into bin/k8s (once).
 	@./hack/k8s/build.sh
