@@ -4,16 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// 2026-11-24 is a Tuesday.
-func utc(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
 
 func mustCalendar(t *testing.T, tz string, windows []WindowSpec, blackouts ...string) *Calendar {
 	t.Helper()
@@ -24,6 +17,7 @@ func mustCalendar(t *testing.T, tz string, windows []WindowSpec, blackouts ...st
 	return c
 }
 
+// The cases' dates: 2026-11-24 is a Tuesday.
 func TestCalendarAllowed(t *testing.T) {
 	weeknights := []WindowSpec{{Days: []string{"Mon", "Tue", "Wed", "Thu", "Fri"}, Start: "02:00", End: "04:00"}}
 	overnight := []WindowSpec{{Days: []string{"Fri"}, Start: "22:00", End: "02:00"}}
@@ -55,7 +49,7 @@ func TestCalendarAllowed(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := mustCalendar(t, tc.tz, tc.windows, tc.blackouts...)
-			at := utc(tc.at)
+			at := testutil.Time(t, tc.at)
 			if got := c.Allowed(at); got != tc.want {
 				t.Fatalf("Allowed(%s) = %v, want %v", tc.at, got, tc.want)
 			}
@@ -91,11 +85,11 @@ func TestCalendarNextAllowed(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := mustCalendar(t, tc.tz, tc.windows, tc.blackouts...)
-			got, err := c.NextAllowed(utc(tc.from))
+			got, err := c.NextAllowed(testutil.Time(t, tc.from))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := utc(tc.want); !got.Equal(want) {
+			if want := testutil.Time(t, tc.want); !got.Equal(want) {
 				t.Fatalf("NextAllowed(%s) = %s, want %s", tc.from, got.UTC().Format(time.RFC3339), tc.want)
 			}
 		})
@@ -154,11 +148,11 @@ func TestCalendarAdmit(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			v := c.Admit(utc(tc.slot), utc(tc.now), tc.deferRun, tc.deadline)
+			v := c.Admit(testutil.Time(t, tc.slot), testutil.Time(t, tc.now), tc.deferRun, tc.deadline)
 			if v.Run != tc.run {
 				t.Fatalf("Run = %v, want %v (%+v)", v.Run, tc.run, v)
 			}
-			if tc.wait == "" && !v.WaitUntil.IsZero() || tc.wait != "" && !v.WaitUntil.Equal(utc(tc.wait)) {
+			if tc.wait == "" && !v.WaitUntil.IsZero() || tc.wait != "" && !v.WaitUntil.Equal(testutil.Time(t, tc.wait)) {
 				t.Fatalf("WaitUntil = %s, want %q", v.WaitUntil, tc.wait)
 			}
 			if !strings.Contains(v.Reason, tc.why) {
@@ -166,7 +160,7 @@ func TestCalendarAdmit(t *testing.T) {
 			}
 		})
 	}
-	if v := (*Calendar)(nil).Admit(utc("2026-11-24T05:00:00Z"), utc("2026-11-24T05:00:00Z"), false, nil); !v.Run {
+	if v := (*Calendar)(nil).Admit(testutil.Time(t, "2026-11-24T05:00:00Z"), testutil.Time(t, "2026-11-24T05:00:00Z"), false, nil); !v.Run {
 		t.Fatal("a nil calendar must admit every run")
 	}
 }
@@ -202,20 +196,20 @@ func TestNextRun(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			now := utc(tc.now)
+			now := testutil.Time(t, tc.now)
 			s, err := New(tc.schedule, tc.tz, now)
 			if err != nil {
 				t.Fatal(err)
 			}
 			c := mustCalendar(t, tc.tz, tc.windows, tc.blackouts...)
-			slot, start := s.NextRun(utc(tc.earliest), now, c, tc.deferRun, tc.deadline)
+			slot, start := s.NextRun(testutil.Time(t, tc.earliest), now, c, tc.deferRun, tc.deadline)
 			if tc.slot == "" {
 				if !slot.IsZero() || !start.IsZero() {
 					t.Fatalf("NextRun = %s at %s, want none", slot, start)
 				}
 				return
 			}
-			if !slot.Equal(utc(tc.slot)) || !start.Equal(utc(tc.start)) {
+			if !slot.Equal(testutil.Time(t, tc.slot)) || !start.Equal(testutil.Time(t, tc.start)) {
 				t.Fatalf("NextRun = slot %s start %s, want slot %s start %s", slot.UTC().Format(time.RFC3339), start.UTC().Format(time.RFC3339), tc.slot, tc.start)
 			}
 		})
@@ -242,14 +236,14 @@ func TestCalendarNextClosing(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, ok := tc.calendar.NextClosing(utc(tc.from))
+			got, ok := tc.calendar.NextClosing(testutil.Time(t, tc.from))
 			if tc.want == "" {
 				if ok {
 					t.Fatalf("NextClosing(%s) = %s, want none", tc.from, got.UTC().Format(time.RFC3339))
 				}
 				return
 			}
-			if want := utc(tc.want); !ok || !got.Equal(want) {
+			if want := testutil.Time(t, tc.want); !ok || !got.Equal(want) {
 				t.Fatalf("NextClosing(%s) = %s, %v, want %s", tc.from, got.UTC().Format(time.RFC3339), ok, tc.want)
 			}
 		})

@@ -5,16 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func ts(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
+)
 
 var now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -64,10 +57,10 @@ func TestNextAcrossZonesAndDST(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New(%q, %q): %v", tc.spec, tc.tz, err)
 			}
-			at := ts(t, tc.from)
+			at := testutil.Time(t, tc.from)
 			for i, w := range tc.want {
 				at = s.Next(at)
-				if !at.Equal(ts(t, w)) {
+				if !at.Equal(testutil.Time(t, w)) {
 					t.Fatalf("slot %d: got %s, want %s", i, at.Format(time.RFC3339), w)
 				}
 			}
@@ -154,18 +147,18 @@ func TestPlanAt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := s.PlanAt(ts(t, tc.earliest), ts(t, tc.now), tc.deadline)
+			p := s.PlanAt(testutil.Time(t, tc.earliest), testutil.Time(t, tc.now), tc.deadline)
 			if tc.wantSlot == "" {
 				if !p.Slot.IsZero() {
 					t.Fatalf("slot %s due, want none", p.Slot)
 				}
-			} else if !p.Slot.Equal(ts(t, tc.wantSlot)) {
+			} else if !p.Slot.Equal(testutil.Time(t, tc.wantSlot)) {
 				t.Fatalf("slot %s, want %s", p.Slot, tc.wantSlot)
 			}
 			if p.Count != tc.wantCount || p.Missed != tc.missed || p.TooMany != tc.tooMany {
 				t.Fatalf("count=%d missed=%v tooMany=%v, want %d %v %v", p.Count, p.Missed, p.TooMany, tc.wantCount, tc.missed, tc.tooMany)
 			}
-			if !p.Next.Equal(ts(t, tc.wantNext)) {
+			if !p.Next.Equal(testutil.Time(t, tc.wantNext)) {
 				t.Fatalf("next %s, want %s", p.Next, tc.wantNext)
 			}
 		})
@@ -176,7 +169,7 @@ func TestPlanAt(t *testing.T) {
 // the same slot as walking every slot.
 func TestLatestAtOrBeforeMatchesWalk(t *testing.T) {
 	specs := []string{"0 * * * *", "30 6-16/4 * * 1-5", "*/7 9-17 * * 1-5", "0 0 1 * *", "15 3 * * 0", "@every 7m", "@every 25h"}
-	earliest := ts(t, "2026-01-01T00:00:00Z")
+	earliest := testutil.Time(t, "2026-01-01T00:00:00Z")
 	for _, spec := range specs {
 		for _, tz := range []string{"UTC", "America/New_York"} {
 			s, err := New(spec, tz, now)
@@ -184,7 +177,7 @@ func TestLatestAtOrBeforeMatchesWalk(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, n := range []string{"2026-02-03T04:05:06Z", "2026-03-08T07:30:00Z", "2026-11-01T06:10:00Z"} {
-				at := ts(t, n)
+				at := testutil.Time(t, n)
 				walk := time.Time{}
 				for x := s.Next(earliest); !x.After(at); x = s.Next(x) {
 					walk = x

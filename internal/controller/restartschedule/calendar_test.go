@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 func withWindows(windows ...deckhandv1alpha1.RestartWindow) func(*deckhandv1alpha1.RestartSchedule) {
@@ -50,7 +51,7 @@ func wantTime(t *testing.T, what string, got *metav1.Time, want string) {
 		}
 		return
 	}
-	if got == nil || !got.Equal(ptr.To(metav1.NewTime(at(t, want)))) {
+	if got == nil || !got.Equal(ptr.To(metav1.NewTime(testutil.Time(t, want)))) {
 		t.Fatalf("%s = %v, want %s", what, got, want)
 	}
 }
@@ -87,7 +88,7 @@ func TestUnitWindowSkip(t *testing.T) {
 	}
 	rs = h.rs("s")
 	skips := calendarSkips(rs)
-	if len(skips) != 2 || !skips[0].ScheduledTime.Equal(ptr.To(metav1.NewTime(at(t, "2026-01-01T05:00:00Z")))) {
+	if len(skips) != 2 || !skips[0].ScheduledTime.Equal(ptr.To(metav1.NewTime(testutil.Time(t, "2026-01-01T05:00:00Z")))) {
 		t.Fatalf("consecutive skips not folded into the newest: %v", results(rs))
 	}
 	if evs := h.drainEvents(); len(evs) > 1 || (len(evs) == 1 && !strings.Contains(evs[0], "03:00:00Z")) {
@@ -185,7 +186,7 @@ func TestUnitJitter(t *testing.T) {
 	}
 	labels := map[string]string{"tier": "web"}
 	h := newHarness(t, "2026-01-01T00:00:00Z", schedule("s", "0 3 * * *", "2026-01-01T00:00:00Z", sel), deployment("a", labels), deployment("b", labels))
-	slot := at(t, "2026-01-01T03:00:00Z")
+	slot := testutil.Time(t, "2026-01-01T03:00:00Z")
 	da := jitterDelay("0b0e1a4c-uid", "Deployment/a", slot, 10*time.Minute)
 	db := jitterDelay("0b0e1a4c-uid", "Deployment/b", slot, 10*time.Minute)
 	if da == db {

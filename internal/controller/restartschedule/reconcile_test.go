@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 const unitNS = "unit"
@@ -51,18 +52,9 @@ type harness struct {
 	evicted []string
 }
 
-func at(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 func newHarness(t *testing.T, now string, objs ...client.Object) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: clocktesting.NewFakeClock(at(t, now)), events: events.NewFakeRecorder(100)}
+	h := &harness{t: t, clock: clocktesting.NewFakeClock(testutil.Time(t, now)), events: events.NewFakeRecorder(100)}
 	h.c = fake.NewClientBuilder().WithScheme(unitScheme()).
 		WithStatusSubresource(&deckhandv1alpha1.RestartSchedule{}, &appsv1.Deployment{}).
 		WithIndex(&deckhandv1alpha1.RestartSchedule{}, activeWorkloadIndex, activeWorkloads).
@@ -187,7 +179,7 @@ func (h *harness) rollingOut(name string) {
 	}
 }
 
-func (h *harness) set(now string) { h.clock.SetTime(at(h.t, now)) }
+func (h *harness) set(now string) { h.clock.SetTime(testutil.Time(h.t, now)) }
 
 // wantRestartAt reconciles the schedule "s" at now and fails unless the
 // Deployment name then carries the restarted-at value want (what says why).
@@ -238,7 +230,7 @@ func TestUnitCreateWaitsForFirstSlotThenRestartsOnce(t *testing.T) {
 	if want := 7*time.Minute + requeueDelay; res.RequeueAfter != want {
 		t.Fatalf("requeue after %s, want %s (next fire time + 100ms)", res.RequeueAfter, want)
 	}
-	if rs := h.rs("s"); rs.Status.NextScheduleTime == nil || !rs.Status.NextScheduleTime.Equal(ptr.To(metav1.NewTime(at(t, "2026-01-01T10:10:00Z")))) {
+	if rs := h.rs("s"); rs.Status.NextScheduleTime == nil || !rs.Status.NextScheduleTime.Equal(ptr.To(metav1.NewTime(testutil.Time(t, "2026-01-01T10:10:00Z")))) {
 		t.Fatalf("nextScheduleTime %v", rs.Status.NextScheduleTime)
 	}
 
@@ -374,7 +366,7 @@ func TestUnitEditingScheduleNeverFiresRetroactively(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wantRestartAt("2026-01-01T10:33:00Z", "web", "2026-01-01T03:00:00Z", "the edit must not fire retroactively")
-	if n := h.rs("s").Status.NextScheduleTime; n == nil || !n.Time.Equal(at(t, "2026-01-01T10:35:00Z")) {
+	if n := h.rs("s").Status.NextScheduleTime; n == nil || !n.Time.Equal(testutil.Time(t, "2026-01-01T10:35:00Z")) {
 		t.Fatalf("next %v, want 10:35", n)
 	}
 	h.wantRestartAt("2026-01-01T10:35:00.1Z", "web", "2026-01-01T10:35:00Z", "the new schedule's first slot")
@@ -700,7 +692,7 @@ func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	pod := func(name, created string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, UID: types.UID(name), CreationTimestamp: metav1.NewTime(at(t, created)),
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, UID: types.UID(name), CreationTimestamp: metav1.NewTime(testutil.Time(t, created)),
 				Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "h"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-h", UID: "web-h", Controller: ptr.To(true)}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},

@@ -93,6 +93,17 @@ func Create(ctx context.Context, t testing.TB, c client.Client, obj client.Objec
 	}
 }
 
+// Time parses an RFC 3339 time (a fraction of a second allowed), failing t
+// if s is not one.
+func Time(t testing.TB, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("parsing time %q: %v", s, err)
+	}
+	return v
+}
+
 // Get reads the object at key into obj with c and returns obj, failing t if
 // the API server does not return it.
 func Get[T client.Object](ctx context.Context, t testing.TB, c client.Client, key client.ObjectKey, obj T) T {
