@@ -313,6 +313,7 @@ func metricsScraper(ctx context.Context, t *testing.T, ns string) func(context.C
 		if err != nil {
 			return nil, err
 		}
+		defer httpc.CloseIdleConnections()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		req.Header.Set("Authorization", "Bearer "+tok.Status.Token)
 		resp, err := httpc.Do(req)
