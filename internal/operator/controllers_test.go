@@ -18,13 +18,14 @@ import (
 )
 
 func TestParseControllers(t *testing.T) {
+	const every = "sidecarset,podset,webserver,restartschedule"
 	cases := map[string]struct {
 		flag    string
 		want    string
 		wantErr string
 	}{
-		"all":                {flag: "all", want: "sidecarset,podset,webserver,restartschedule"},
-		"star":               {flag: "*", want: "sidecarset,podset,webserver,restartschedule"},
+		"all":                {flag: "all", want: every},
+		"star":               {flag: "*", want: every},
 		"one":                {flag: "restartschedule", want: "restartschedule"},
 		"several, any order": {flag: " RestartSchedule, podset ,", want: "podset,restartschedule"},
 		"unknown":            {flag: "restartschedule,cronjob", wantErr: `--controllers="restartschedule,cronjob": unknown controller "cronjob"`},
@@ -44,9 +45,9 @@ func TestParseControllers(t *testing.T) {
 			}
 		})
 	}
-	var every Controllers
-	if every.String() != "sidecarset,podset,webserver,restartschedule" {
-		t.Errorf("a nil set runs %q, want every kind", every.String())
+	var unset Controllers
+	if unset.String() != every {
+		t.Errorf("a nil set runs %q, want every kind", unset.String())
 	}
 }
 

@@ -3,6 +3,7 @@ package hostile
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 )
 
 // managerRSS is the manager process's resident set size in bytes: what an
@@ -71,4 +74,88 @@ func postWebhook(t *testing.T, path string, body io.Reader, timeout time.Duratio
 	var out bytes.Buffer
 	_, _ = io.Copy(&out, io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, out.Bytes(), nil
+}
+
+// replaceManager stops the suite's manager and starts, in its place (its
+// webhook port, which the installed webhook configurations call), one with
+// args and plain-HTTP metrics; the suite's manager is back when t ends.
+func replaceManager(t *testing.T, name string, args ...string) *localcluster.DeckhandProcess {
+	t.Helper()
+	ensureDeckhand(t)
+	suite.Deckhand.Stop()
+	t.Cleanup(func() {
+		if !suite.Deckhand.Exited() {
+			return
+		}
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := suite.Deckhand.Restart(c); err != nil {
+			t.Errorf("restarting the suite's manager: %v", err)
+		}
+	})
+	return suite.StartReplica(t, localcluster.DeckhandOptions{
+		Name: name, WebhookPort: suite.WebhookPort, Args: append([]string{"--metrics-secure=false"}, args...),
+	})
+}
+
+// scrape returns the text of a /metrics endpoint: the API server's when
+// d is nil, else the manager d's (served over plain HTTP).
+func scrape(t *testing.T, d *localcluster.DeckhandProcess) string {
+	t.Helper()
+	if d == nil {
+		raw, err := suite.Clientset.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx(t, 30*time.Second))
+		if err != nil {
+			t.Fatalf("scraping the API server: %v", err)
+		}
+		return string(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx(t, 30*time.Second), http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(d.MetricsPort)+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scraping the manager: %v", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// metricSum adds up the samples of metric name whose labels include every
+// one of labels (each written as in the exposition: key="value").
+func metricSum(text, name string, labels ...string) float64 {
+	var sum float64
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok {
+			continue
+		}
+		set, value, ok := strings.Cut(rest, "} ")
+		if !ok || !containsAll(set, labels) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// podWatches is the number of pod watches the API server serves, its own
+// informers' included.
+func podWatches(t *testing.T) float64 {
+	return metricSum(scrape(t, nil), "apiserver_longrunning_requests", `resource="pods"`, `verb="WATCH"`)
 }

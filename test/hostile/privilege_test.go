@@ -3,6 +3,8 @@ package hostile
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -186,28 +189,86 @@ func TestManagerWritesPassTheAdmissionPolicy(t *testing.T) {
 		return len(pods) == 2, err
 	}, "the PodSet's two pods exist")
 
+	restartNow(t, ns)
+
+	if lines := suite.Cluster.ManagerRefusals(); len(lines) > 0 {
+		t.Errorf("the manager was refused %d request(s):\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+}
+
+// restartNow creates a Deployment and a RestartSchedule asked to run now on
+// it, and waits until the manager has restarted the Deployment (its restart
+// annotation is set).
+func restartNow(t *testing.T, ns string) {
+	t.Helper()
+	c := ctx(t, 2*time.Minute)
 	d := testutil.Deployment(ns, "restarted", 1, map[string]string{"app": "restarted"}, corev1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10"})
-	if err := suite.Client.Create(c, d); err != nil {
-		t.Fatal(err)
-	}
-	rs := &deckhandv1alpha1.RestartSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "restarted", Namespace: ns,
-			Annotations: map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "now"}},
-		Spec: deckhandv1alpha1.RestartScheduleSpec{
-			Schedule: "0 3 * * *",
-			Target:   deckhandv1alpha1.RestartTarget{TargetRef: &deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "restarted"}},
-		},
-	}
-	if err := suite.Client.Create(c, rs); err != nil {
-		t.Fatal(err)
-	}
+	testutil.Create(c, t, suite.Client, d)
+	rs := restartSchedule(ns, "restarted", "0 3 * * *")
+	rs.Spec.Target.TargetRef.Name = d.Name
+	rs.Annotations = map[string]string{deckhandv1alpha1.RestartScheduleRunNowAnnotation: "now"}
+	testutil.Create(c, t, suite.Client, rs)
 	testutil.Eventually(t, time.Minute, func(ctx context.Context) (bool, error) {
 		var got appsv1.Deployment
 		err := suite.Client.Get(ctx, client.ObjectKeyFromObject(d), &got)
 		return got.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation] != "", err
 	}, "the manager restarted the Deployment (its restart annotation is set)")
+}
 
-	if lines := suite.Cluster.ManagerRefusals(); len(lines) > 0 {
-		t.Errorf("the manager was refused %d request(s):\n%s", len(lines), strings.Join(lines, "\n"))
+// A manager run with --controllers=restartschedule reconciles
+// RestartSchedules and admits them through its webhook, serves no pod
+// webhook, keeps no pod informer, and refuses the kinds it does not run
+// with a message naming the flag, through the webhook configurations of a
+// full installation.
+func TestRestartScheduleOnlyManager(t *testing.T) {
+	d := replaceManager(t, "deckhand-restartschedule-only", "--controllers=restartschedule")
+	ns := testutil.Namespace(t, suite.Client)
+	c := ctx(t, 3*time.Minute)
+
+	// Its RestartSchedule webhook judges schedules...
+	wantInvalid(t, "@every 1s", suite.Client.Create(c, restartSchedule(ns, "fast", "@every 1s")), "spec.schedule")
+	// ...and its controller restarts a Deployment.
+	restartNow(t, ns)
+
+	// The kinds it does not run are refused, saying why.
+	refused := map[string]client.Object{
+		"PodSet":     testutil.PodSet(ns, "ps", 1, map[string]string{"app": "ps"}, app),
+		"SidecarSet": injectedSidecarSet(ns, "disabled", corev1.Container{Name: "proxy", Image: "registry.example/proxy:1"}),
+		"WebServer": &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+			Spec: deckhandv1alpha1.WebServerSpec{Image: "registry.example/web:1"}},
 	}
+	for kind, obj := range refused {
+		err := suite.Client.Create(c, obj)
+		if err == nil || !strings.Contains(err.Error(), "--controllers=restartschedule") {
+			t.Errorf("creating a %s: %v, want a refusal naming --controllers=restartschedule", kind, err)
+		}
+	}
+
+	// No pod webhook: its path is not served, and a pod is admitted as
+	// it is (the pod webhook's failurePolicy is Ignore).
+	code, body, err := postWebhook(t, inject.PodWebhookPath, strings.NewReader("{}"), 10*time.Second)
+	if err != nil || code != http.StatusNotFound {
+		t.Errorf("POST %s: %d %q %v, want 404", inject.PodWebhookPath, code, body, err)
+	}
+	pod := labelledPod(ns, "bare", "disabled")
+	testutil.Create(c, t, suite.Client, pod)
+	if len(pod.Spec.Containers) != 1 {
+		t.Errorf("the pod was admitted with containers %v, want its own only", pod.Spec.Containers)
+	}
+	if n := metricSum(scrape(t, d), "controller_runtime_webhook_requests_total", fmt.Sprintf("webhook=%q", inject.PodWebhookPath)); n != 0 {
+		t.Errorf("the manager counts %v pod webhook requests, want none", n)
+	}
+
+	// No pod informer: a full manager, whose SidecarSet and PodSet
+	// controllers share one pod informer, adds a pod watch to those the
+	// API server serves to the RestartSchedule-only one. This suite runs no
+	// scheduler, controller manager or kubelet to watch pods meanwhile.
+	without := podWatches(t)
+	d.Stop()
+	if err := suite.Deckhand.Restart(ctx(t, 2*time.Minute)); err != nil {
+		t.Fatalf("restarting the suite's manager: %v", err)
+	}
+	testutil.Eventually(t, time.Minute, func(context.Context) (bool, error) {
+		return podWatches(t) > without, nil
+	}, "a full manager adds a pod watch to the %v pod watches served with the RestartSchedule-only manager", without)
 }
