@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/podutil"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
@@ -305,6 +308,18 @@ func listPods(t *testing.T, ns string, labels map[string]string) []corev1.Pod {
 	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
 }
 
+// survivors are the names of the pods of after whose UIDs were in before:
+// the pods that a change which replaces every pod left in place.
+func survivors(before, after map[string]types.UID) []string {
+	var out []string
+	for name, uid := range after {
+		if slices.Contains(slices.Collect(maps.Values(before)), uid) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func containerStatus(p corev1.Pod, name string) (corev1.ContainerStatus, bool) {
 	for _, s := range p.Status.ContainerStatuses {
 		if s.Name == name {
@@ -319,6 +334,37 @@ func get(t *testing.T, obj client.Object, ns, name string) {
 	if err := suite.client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitFor waits until the object ns/name, read into obj, satisfies cond.
+func waitFor(t *testing.T, timeout time.Duration, obj client.Object, ns, name, what string, cond func() bool) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		if err := suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+			return false, err
+		}
+		return cond(), nil
+	}, "%T %s %s", obj, name, what)
+}
+
+// waitDeleted waits until every object of objs (read by name in ns) is
+// gone.
+func waitDeleted(t *testing.T, timeout time.Duration, ns, what string, objs ...client.Object) {
+	t.Helper()
+	testutil.Eventually(t, timeout, func(ctx context.Context) (bool, error) {
+		for _, obj := range objs {
+			if err := suite.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: obj.GetName()}, obj); !apierrors.IsNotFound(err) {
+				return false, err
+			}
+		}
+		return true, nil
+	}, "%s", what)
+}
+
+// kubectl runs kubectl as the cluster admin of `make run`.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	return testutil.Kubectl(t, suite.k8sBin, suite.kubeconfig, args...)
 }
 
 func TestSidecarSetWalkthrough(t *testing.T) {
@@ -544,10 +590,8 @@ func TestPodSetWalkthrough(t *testing.T) {
 
 	w.runUntil(t, `"path":"/spec/template/spec/containers/0/image"`)
 	beforeImage := podUIDs(t, ns, web)
-	for podName, uid := range beforeImage {
-		if slices.Contains(slices.Collect(maps.Values(beforeEnv)), uid) {
-			t.Errorf("pod %s survived an env change, which needs a new pod", podName)
-		}
+	for _, podName := range survivors(beforeEnv, beforeImage) {
+		t.Errorf("pod %s survived an env change, which needs a new pod", podName)
 	}
 
 	w.runUntil(t, `{"spec":{"paused":true}}`)
@@ -644,8 +688,20 @@ func TestWebServerWalkthrough(t *testing.T) {
 	const ns, name = "webserver-demo", "webapp"
 	w := startWalkthrough(t, "docs/webserver.md", namespace(ns), namespace("webserver-restricted"))
 
-	w.runUntil(t, "kubectl delete namespace")
+	// spec.ingress: an Ingress of the WebServer's own, with TLS from the
+	// Secret, and the external address in status.url.
+	w.runUntil(t, "kind: Gateway")
 	var ws deckhandv1alpha1.WebServer
+	get(t, &ws, ns, name)
+	var ing networkingv1.Ingress
+	get(t, &ing, ns, name)
+	if !metav1.IsControlledBy(&ing, &ws) || len(ing.Spec.Rules) != 1 || ing.Spec.Rules[0].Host != "webapp.example.com" ||
+		len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "webapp-tls" || ws.Status.URL != "https://webapp.example.com/" {
+		t.Errorf("Ingress %s: owners %v, rules %+v, tls %+v; WebServer status.url %q; want the WebServer's Ingress for webapp.example.com with TLS from webapp-tls, and https://webapp.example.com/",
+			name, ing.OwnerReferences, ing.Spec.Rules, ing.Spec.TLS, ws.Status.URL)
+	}
+
+	w.runUntil(t, "kubectl delete namespace")
 	get(t, &ws, ns, name)
 	if ws.Spec.Image != "nginx:1.28" || ws.Spec.Port != 8080 || ws.Spec.Replicas == nil || *ws.Spec.Replicas != 3 {
 		t.Errorf("WebServer spec: %+v; want the walkthrough's edit (nginx:1.28, port 8080, 3 replicas)", ws.Spec)
@@ -691,10 +747,8 @@ func TestRestartScheduleWalkthrough(t *testing.T) {
 		t.Errorf("Deployment's %s = %q; want the run's slot %q", deckhandv1alpha1.RestartedAtAnnotation, restartedAt, want)
 	}
 	// A restart replaces every pod.
-	for podName, uid := range podUIDs(t, ns, web) {
-		if slices.Contains(slices.Collect(maps.Values(before)), uid) {
-			t.Errorf("pod %s was not replaced by the restart", podName)
-		}
+	for _, podName := range survivors(before, podUIDs(t, ns, web)) {
+		t.Errorf("pod %s was not replaced by the restart", podName)
 	}
 
 	// The blackout: every scheduled slot skipped, the overridden run-now
@@ -807,4 +861,167 @@ func (l walkthroughLeak) expectReplaced(t *testing.T, name string, trigger deckh
 	if len(after) != 2 {
 		t.Errorf("%d pods of %s after the eviction, want the flat one and the replacement: %v", len(after), l.app, after)
 	}
+}
+
+// tutorialTimeout bounds a wait of the tutorials' checks but the restart's.
+const tutorialTimeout = 90 * time.Second
+
+// tutorialFile is the path of an example object of the operator tutorials
+// Deckhand's kinds come from, kept in testdata/tutorials as the tutorial
+// writes it (each file says which tutorial, and what was adapted).
+func tutorialFile(name string) string { return filepath.Join("testdata", "tutorials", name) }
+
+// TestTutorialExamples applies the example object of each of the four
+// operator tutorials Deckhand's kinds come from with kubectl, in one
+// namespace, on `make run`'s cluster where the manager runs as its
+// ServiceAccount, and checks what the tutorial says happens to it (see
+// docs/tutorials.md). The four are applied together and checked at once,
+// the restart (which waits for a minute's slot) started first.
+func TestTutorialExamples(t *testing.T) {
+	failOnRefusals(t)
+	ns := testutil.Namespace(t, suite.client)
+	// The SidecarSet is cluster-scoped: the namespace's deletion leaves it.
+	t.Cleanup(func() { kubectl(t, "delete", "scs", "tutorial-sidecarset", "--ignore-not-found") })
+
+	kubectl(t, "apply", "-n", ns, "-f", tutorialFile("deployment.yaml"), "-f", tutorialFile("sidecarset.yaml"),
+		"-f", tutorialFile("webserver.yaml"), "-f", tutorialFile("podset.yaml"))
+
+	t.Run("RestartSchedule", func(t *testing.T) { t.Parallel(); checkTutorialRestart(t, ns) })
+	t.Run("PodSet", func(t *testing.T) { t.Parallel(); checkTutorialPodSet(t, ns) })
+	t.Run("WebServer", func(t *testing.T) { t.Parallel(); checkTutorialWebServer(t, ns) })
+	t.Run("SidecarSet", func(t *testing.T) { t.Parallel(); checkTutorialSidecarSet(t, ns) })
+}
+
+// The ERU tutorial: the annotated Deployment gets a RestartSchedule of its
+// own; the cron expression set on it restarts the Deployment on schedule,
+// through a pod-template annotation, as a rolling update.
+func checkTutorialRestart(t *testing.T, ns string) {
+	const name = "eru-demo-deployment"
+	app := map[string]string{"app": "eru-demo"}
+	var rs deckhandv1alpha1.RestartSchedule
+	waitFor(t, tutorialTimeout, &rs, ns, name, "generated", func() bool { return true })
+	var deploy appsv1.Deployment
+	get(t, &deploy, ns, "eru-demo")
+	if rs.Labels[deckhandv1alpha1.RestartScheduleGeneratedLabel] != "true" || !metav1.IsControlledBy(&rs, &deploy) ||
+		rs.Spec.Target.TargetRef == nil || *rs.Spec.Target.TargetRef != (deckhandv1alpha1.RestartWorkloadReference{Kind: "Deployment", Name: "eru-demo"}) ||
+		rs.Spec.Schedule != "0 3 * * *" {
+		t.Fatalf("RestartSchedule %s: labels %v, owners %v, targetRef %v, schedule %q; want generated for and controlled by Deployment eru-demo, on the default 0 3 * * *",
+			name, rs.Labels, rs.OwnerReferences, rs.Spec.Target.TargetRef, rs.Spec.Schedule)
+	}
+	waitFor(t, tutorialTimeout, &deploy, ns, "eru-demo", "rolled out", func() bool {
+		return deploy.Status.ObservedGeneration == deploy.Generation && deploy.Status.UpdatedReplicas == 2 && deploy.Status.ReadyReplicas == 2 && deploy.Status.Replicas == 2
+	})
+	before := podUIDs(t, ns, app)
+
+	// The tutorial's "this custom resource can be given a cron expression": every
+	// minute, so that the test sees a slot.
+	kubectl(t, "patch", "-n", ns, "rsched", name, "--type=merge", "-p", `{"spec":{"schedule":"* * * * *"}}`)
+	waitFor(t, 3*time.Minute, &rs, ns, name, "has a Succeeded run", func() bool {
+		return len(rs.Status.History) > 0 && rs.Status.History[0].Result == deckhandv1alpha1.RestartSucceeded
+	})
+	run := rs.Status.History[0]
+	get(t, &deploy, ns, "eru-demo")
+	if got, want := deploy.Spec.Template.Annotations[deckhandv1alpha1.RestartedAtAnnotation], run.ScheduledTime.UTC().Format(time.RFC3339); run.Workload != "Deployment/eru-demo" || got != want {
+		t.Errorf("run %+v, Deployment's %s = %q; want Deployment/eru-demo restarted at the run's slot %q", run, deckhandv1alpha1.RestartedAtAnnotation, got, want)
+	}
+	after := podUIDs(t, ns, app)
+	for _, pod := range survivors(before, after) {
+		t.Errorf("pod %s was not replaced by the restart", pod)
+	}
+	if len(after) != 2 {
+		t.Errorf("%d pods after the restart, want the Deployment's 2: %v", len(after), after)
+	}
+}
+
+// The PodSet tutorial: the PodSet of replicas alone runs 3 pods it owns, names them in
+// status.podNames, and its deletion deletes them.
+func checkTutorialPodSet(t *testing.T, ns string) {
+	const name = "example-podset"
+	var ps deckhandv1alpha1.PodSet
+	waitFor(t, tutorialTimeout, &ps, ns, name, "with 3 ready replicas", func() bool {
+		return ps.Status.ObservedGeneration == ps.Generation && ps.Status.Replicas == 3 && ps.Status.ReadyReplicas == 3
+	})
+	var names []string
+	var owned []client.Object
+	for _, p := range listPods(t, ns, ps.Spec.Selector.MatchLabels) {
+		names = append(names, p.Name)
+		owned = append(owned, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name}})
+		if !metav1.IsControlledBy(&p, &ps) || !podutil.IsPodReady(&p) || !strings.HasPrefix(p.Name, name+"-") {
+			t.Errorf("pod %s: owners %v, ready %v; want a Ready pod named after and controlled by PodSet %s", p.Name, p.OwnerReferences, podutil.IsPodReady(&p), name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) != 3 || !slices.Equal(names, ps.Status.PodNames) {
+		t.Errorf("pods %v, status.podNames %v; want the same 3", names, ps.Status.PodNames)
+	}
+
+	kubectl(t, "delete", "-n", ns, "podset", name)
+	waitDeleted(t, tutorialTimeout, ns, "the PodSet's pods are deleted with it", owned...)
+}
+
+// "Kubernetes Operator Demystified": the WebServer gets a Deployment of its
+// image, port and replicas and a Service of its port, is listed by `kubectl
+// get mws` and described by `kubectl describe mws`, and its deletion deletes
+// both.
+func checkTutorialWebServer(t *testing.T, ns string) {
+	const name = "webapp"
+	kubectl(t, "wait", "-n", ns, "mws/"+name, "--for=condition=Available", fmt.Sprintf("--timeout=%s", tutorialTimeout))
+	var ws deckhandv1alpha1.WebServer
+	get(t, &ws, ns, name)
+	var deploy appsv1.Deployment
+	waitFor(t, tutorialTimeout, &deploy, ns, name, "with 2 ready replicas", func() bool { return deploy.Status.ReadyReplicas == 2 })
+	c := deploy.Spec.Template.Spec.Containers
+	if !metav1.IsControlledBy(&deploy, &ws) || deploy.Spec.Replicas == nil || *deploy.Spec.Replicas != 2 ||
+		len(c) != 1 || c[0].Image != "nginx" || len(c[0].Ports) != 1 || c[0].Ports[0].ContainerPort != 80 {
+		t.Errorf("Deployment %s: owners %v, replicas %v, containers %+v; want it controlled by the WebServer, 2 replicas of nginx on port 80",
+			name, deploy.OwnerReferences, deploy.Spec.Replicas, c)
+	}
+	var svc corev1.Service
+	get(t, &svc, ns, name)
+	if !metav1.IsControlledBy(&svc, &ws) || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 {
+		t.Errorf("Service %s: owners %v, ports %+v; want it controlled by the WebServer, port 80", name, svc.OwnerReferences, svc.Spec.Ports)
+	}
+
+	for _, shortName := range []string{"mws", "myweb"} {
+		if out := kubectl(t, "get", "-n", ns, shortName); !strings.Contains(out, name+" ") {
+			t.Errorf("kubectl get %s does not list %s:\n%s", shortName, name, out)
+		}
+	}
+	describe := kubectl(t, "describe", "-n", ns, "mws", name)
+	for _, field := range []string{`Image:\s+nginx\n`, `Port:\s+80\n`, `Replicas:\s+2\n`} {
+		if !regexp.MustCompile(field).MatchString(describe) {
+			t.Errorf("kubectl describe mws %s has no line %q:\n%s", name, field, describe)
+		}
+	}
+
+	kubectl(t, "delete", "-n", ns, "mws", name)
+	waitDeleted(t, tutorialTimeout, ns, "the Deployment and the Service are deleted with the WebServer", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}})
+}
+
+// The SidecarSet lecture: the SidecarSet is stored with its defaults (the
+// webhook's imagePullPolicy, the schema's RollingUpdate and
+// BeforeAppContainer), the webhook injects its sidecar into a pod it selects
+// created afterwards, and the controller counts the pod as matched, updated
+// and ready.
+func checkTutorialSidecarSet(t *testing.T, ns string) {
+	const name = "tutorial-sidecarset"
+	var scs deckhandv1alpha1.SidecarSet
+	waitFor(t, tutorialTimeout, &scs, "", name, "observed", func() bool { return scs.Status.ObservedGeneration == scs.Generation })
+	if s := scs.Spec; s.UpdateStrategy.Type != deckhandv1alpha1.RollingUpdateSidecarSetStrategy || len(s.Containers) != 1 ||
+		s.Containers[0].ImagePullPolicy != corev1.PullIfNotPresent || s.Containers[0].PodInjectPolicy != deckhandv1alpha1.BeforeAppContainer {
+		t.Errorf("stored SidecarSet spec %+v; want the defaults RollingUpdate, IfNotPresent, BeforeAppContainer", s)
+	}
+
+	kubectl(t, "apply", "-n", ns, "-f", tutorialFile("pod.yaml"))
+	var pod corev1.Pod
+	get(t, &pod, ns, "tutorial-sidecar-pod")
+	if got := fmt.Sprint(containerNames(pod)); got != "[sidecar1 app]" || pod.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation] != name {
+		t.Errorf("pod tutorial-sidecar-pod: containers %s, injection record %q; want sidecar1 injected before app by %s",
+			got, pod.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation], name)
+	}
+	waitFor(t, tutorialTimeout, &scs, "", name, "counting the pod", func() bool {
+		s := scs.Status
+		return s.MatchedPods == 1 && s.UpdatedPods == 1 && s.ReadyPods == 1
+	})
 }
