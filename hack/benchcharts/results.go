@@ -69,14 +69,28 @@ type podSetRun struct {
 	DownSeconds float64 `json:"downSeconds"`
 }
 
+// scaleStep is one pod count of item 8: what each of its two charts
+// draws.
 type scaleStep struct {
-	Pods           int       `json:"pods"`
-	RSSBytes       float64   `json:"rssBytes"`
-	LiveHeapBytes  float64   `json:"liveHeapBytes"`
-	HeapInuseBytes float64   `json:"heapInuseBytes"`
-	DeckhandMs     []float64 `json:"oneClientCreateMs"`
-	NoWebhookMs    []float64 `json:"oneClientCreateNoWebhookMs"`
-	MinimalMs      []float64 `json:"oneClientCreateMinimalWebhookMs"`
+	Pods int `json:"pods"`
+	managerMemory
+	createLatencies
+}
+
+// managerMemory is the manager's memory at one pod count, bytes.
+type managerMemory struct {
+	RSSBytes       float64 `json:"rssBytes"`
+	LiveHeapBytes  float64 `json:"liveHeapBytes"`
+	HeapInuseBytes float64 `json:"heapInuseBytes"`
+}
+
+// createLatencies are one pod count's one-client creates, milliseconds
+// each: through Deckhand's webhook, through none, through the minimal
+// injecting one.
+type createLatencies struct {
+	DeckhandMs  []float64 `json:"oneClientCreateMs"`
+	NoWebhookMs []float64 `json:"oneClientCreateNoWebhookMs"`
+	MinimalMs   []float64 `json:"oneClientCreateMinimalWebhookMs"`
 }
 
 func readResults(path string) (*results, error) {
