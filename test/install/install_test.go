@@ -376,6 +376,44 @@ func TestPolicyInjectionComponent(t *testing.T) {
 	}
 }
 
+// TestKindComponents: leaving the other kinds' components out of
+// config/default, as docs/operations.md says for a manager run with
+// --controllers=restartschedule, leaves out their roles and bindings and
+// nothing else: no role of the manager's is left on SidecarSets, WebServers,
+// Namespaces or Services, and the RestartSchedule role is still bound.
+func TestKindComponents(t *testing.T) {
+	out := renderEdited(t, "default", func(data []byte) []byte {
+		for _, kind := range []string{"sidecarset", "podset", "webserver"} {
+			line := []byte("- ../components/" + kind + "-controller\n")
+			if !bytes.Contains(data, line) {
+				t.Fatalf("config/default/kustomization.yaml has no line %q to remove", line)
+			}
+			data = bytes.Replace(data, line, nil, 1)
+		}
+		return data
+	})
+	ms := parse(t, out)
+	for _, m := range ms {
+		if m.meta.Kind != "ClusterRole" || !strings.HasPrefix(m.obj.Name, "deckhand-manager-") {
+			continue
+		}
+		for _, r := range decode[rbacv1.ClusterRole](t, m).Rules {
+			for _, res := range r.Resources {
+				switch res {
+				case "sidecarsets", "webservers", "namespaces", "services", "podsets/status":
+					t.Errorf("ClusterRole %s grants %v on %s without their kinds", m.obj.Name, r.Verbs, res)
+				}
+			}
+		}
+	}
+	if _, ok := find(ms, "ClusterRoleBinding", "deckhand-manager-restartschedule-rolebinding"); !ok {
+		t.Error("no ClusterRoleBinding deckhand-manager-restartschedule-rolebinding")
+	}
+	if len(ms) != len(installer(t))-6 {
+		t.Errorf("leaving three kinds out removes %d objects, want 6 (their roles and bindings)", len(installer(t))-len(ms))
+	}
+}
+
 // aggregatedRoles are the only roles the install aggregates into the
 // built-in ones, and into which: the namespaced kinds' editor and viewer.
 var aggregatedRoles = map[string][]string{
