@@ -65,10 +65,14 @@ func fastest(n int, try func()) time.Duration {
 
 // TestResourcesPolicyExpressionUnderBudget: an expression that would
 // iterate millions of times is refused at its field before it runs, in
-// under 100 ms and without the manager's memory moving, whether it comes
+// in well under a second and without the manager's memory moving, whether it comes
 // through the API server (a dry-run create) or straight to the webhook
 // port without a client certificate. A documented expression is accepted.
+// The time bound is a second: before the budget the same expression took
+// 4 to 6 s, refused it takes milliseconds on a quiet machine, and 180 ms
+// was seen with four suites and other builds sharing two cores.
 func TestResourcesPolicyExpressionUnderBudget(t *testing.T) {
+	const refusalBound = time.Second
 	ensureDeckhand(t)
 	expr := nestedMapsExpr()
 	t.Logf("expression of %d characters", len(expr))
@@ -109,7 +113,7 @@ func TestResourcesPolicyExpressionUnderBudget(t *testing.T) {
 	default:
 		t.Logf("through the API server, refused in %v: %v", took, apiErr)
 	}
-	if took > 100*time.Millisecond {
+	if took > refusalBound {
 		t.Errorf("the dry-run create took %v", took)
 	}
 
@@ -128,7 +132,7 @@ func TestResourcesPolicyExpressionUnderBudget(t *testing.T) {
 	} else {
 		t.Logf("straight to the webhook port, refused in %v: %s", took, resp.Result.Message)
 	}
-	if took > 100*time.Millisecond {
+	if took > refusalBound {
 		t.Errorf("the webhook took %v", took)
 	}
 
