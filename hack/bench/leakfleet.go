@@ -211,7 +211,9 @@ func fleetSchedule(p fleetPlan, c fleetClock, policy fleetPolicy) *deckhandv1alp
 // start of simulated day 0 and run for plan.Days simulated days.
 func benchLeakFleet(ctx context.Context, cfg *config, r *report) error {
 	plan := newFleetPlan(cfg)
-	opts := localcluster.Full(1)
+	// About 100 pods a fake node: metrics-server scrapes each node in one
+	// request, which fails as a whole when it times out.
+	opts := localcluster.Full(max(1, len(plan.Workloads)*plan.Replicas*len(fleetPolicies)/100))
 	opts.Metrics = true
 	opts.ClientQPS, opts.ClientBurst = 1000, 2000
 	e, err := startEnv(ctx, cfg, "leakfleet", opts, nil)

@@ -29,7 +29,16 @@ type fleetSummary struct {
 	Latencies []time.Duration
 	Held      int
 	Predicted int
+	// MaxGap is the longest time between two samples of one pod, or from
+	// a pod's creation to its first; Stale the pods with a gap longer than
+	// the manager's MetricsStaleAfter (3 min), during which a memory
+	// trigger acts on nothing for them.
+	MaxGap float64
+	Stale  int
 }
+
+// fleetStaleAfter is the manager's default MetricsStaleAfter.
+const fleetStaleAfter = 3 * time.Minute
 
 // analyzeFleet sums up each policy of res.
 func analyzeFleet(res *fleetResult) map[fleetPolicy]fleetSummary {
@@ -57,6 +66,12 @@ func analyzeFleet(res *fleetResult) map[fleetPolicy]fleetSummary {
 				if m.Bytes >= plan.Limit {
 					s.AtLimit++
 					break
+				}
+			}
+			if gap := sampleGap(p, res.Windows); gap > 0 {
+				s.MaxGap = max(s.MaxGap, gap)
+				if gap > fleetStaleAfter.Seconds() {
+					s.Stale++
 				}
 			}
 		}
@@ -96,6 +111,27 @@ func analyzeFleet(res *fleetResult) map[fleetPolicy]fleetSummary {
 	return out
 }
 
+// sampleGap is the longest time without a sample in p's life within the
+// days run: between two samples, from its creation (or day 0) to the first,
+// from the last to its deletion (or the end).
+func sampleGap(p *fleetPod, windows [][2]float64) float64 {
+	if len(windows) == 0 {
+		return 0
+	}
+	from, end := max(p.Created, 0), windows[len(windows)-1][1]
+	if p.Deleted != nil {
+		end = min(end, *p.Deleted)
+	}
+	gap := 0.0
+	for _, m := range p.Memory {
+		if m.T > end {
+			break
+		}
+		gap, from = max(gap, m.T-from), m.T
+	}
+	return max(gap, end-from)
+}
+
 // reportLeakFleet writes the three-policy table and judges the need
 // policy's targets.
 func reportLeakFleet(r *report, res *fleetResult) {
@@ -128,7 +164,7 @@ func reportLeakFleet(r *report, res *fleetResult) {
 		"*Healthy*: a pod of a flat workload. *Detection latency*: from a pod's first sample at or over the threshold to its restart, " +
 		"for the pods no closed window held (a pod that crossed outside the windows and was replaced in the next one is counted as held, not timed). " +
 		"Restarts outside the windows are listed with the RestartSchedule's Event.\n\n")
-	b.WriteString("| policy | pods that reached their limit | restarts | healthy pods restarted | restarts outside windows (not urgent) | restarted before reaching the threshold | crossed the threshold, held by a closed window | detection latency p50 / max |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| policy | pods that reached their limit | restarts | healthy pods restarted | restarts outside windows (not urgent) | restarted before reaching the threshold | crossed the threshold, held by a closed window | detection latency p50 / max | pods without a sample for over 3 min (longest gap) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, p := range fleetPolicies {
 		s := sum[p]
 		lat := "—"
@@ -136,7 +172,7 @@ func reportLeakFleet(r *report, res *fleetResult) {
 			lat = fmt.Sprintf("%s / %s (%s / %s), n=%d", secs(percentile(s.Latencies, 50)), secs(percentile(s.Latencies, 100)),
 				hours(percentile(s.Latencies, 50)), hours(percentile(s.Latencies, 100)), len(s.Latencies))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d (%d) | %d | %d | %s |\n", p, s.AtLimit, s.Restarts, s.Healthy, len(s.Outside), s.OutsideNotUrgent, s.Predicted, s.Held, lat)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d (%d) | %d | %d | %s | %d (%.0f s) |\n", p, s.AtLimit, s.Restarts, s.Healthy, len(s.Outside), s.OutsideNotUrgent, s.Predicted, s.Held, lat, s.Stale, s.MaxGap)
 	}
 	need, nightly := sum[policyNeed], sum[policyNightly]
 	if len(need.Outside) > 0 {
@@ -145,6 +181,7 @@ func reportLeakFleet(r *report, res *fleetResult) {
 			fmt.Fprintf(&b, "- t=%.0f s (simulated day %d, %s), %s, %s: %s\n", x.T, int(x.T/plan.Day.Seconds()), simTimeOfDay(plan, x.T), x.Pod, x.Reason, x.Message)
 		}
 	}
+	fmt.Fprintf(&b, "\nThe need policy's schedule found data missing (its MetricsUnavailable condition turning True; `deckhand_restartschedule_trigger_data_missing_total` by reason): %v.\n", res.DataMissing)
 	fmt.Fprintf(&b, "\nRaw: `leakfleet` in the raw results: the plan, the windows, and per policy every pod's working-set series (`memory`: `t` seconds since day 0, `bytes`) and every restart (`t`, `pod`, `reason`); %d PodMetrics lists.\n", res.Samples)
 	r.section("9. Restart on need: a leaking fleet, three policies", b.String())
 

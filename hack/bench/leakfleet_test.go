@@ -94,3 +94,23 @@ func TestAnalyzeFleet(t *testing.T) {
 		t.Errorf("analyzeFleet = %+v", got)
 	}
 }
+
+func TestSampleGap(t *testing.T) {
+	windows := [][2]float64{{300, 360}}
+	deleted := 200.0
+	for name, tc := range map[string]struct {
+		pod  fleetPod
+		want float64
+	}{
+		"between two samples":        {fleetPod{Created: 0, Memory: []fleetSample{{T: 10}, {T: 200}, {T: 350}}}, 190},
+		"creation to first sample":   {fleetPod{Created: 20, Memory: []fleetSample{{T: 120}, {T: 150}, {T: 350}}}, 200},
+		"before day 0 counts from 0": {fleetPod{Created: -50, Memory: []fleetSample{{T: 40}, {T: 80}, {T: 120}, {T: 160}, {T: 200}, {T: 240}, {T: 280}, {T: 320}, {T: 355}}}, 40},
+		"last sample to the end":     {fleetPod{Created: 0, Memory: []fleetSample{{T: 10}, {T: 100}}}, 260},
+		"last sample to deletion":    {fleetPod{Created: 0, Deleted: &deleted, Memory: []fleetSample{{T: 10}, {T: 100}}}, 100},
+		"no sample":                  {fleetPod{Created: 100}, 260},
+	} {
+		if got := sampleGap(&tc.pod, windows); got != tc.want {
+			t.Errorf("%s: sampleGap = %v, want %v", name, got, tc.want)
+		}
+	}
+}

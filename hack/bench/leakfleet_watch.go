@@ -75,8 +75,11 @@ type fleetResult struct {
 	Windows  [][2]float64         `json:"windowsSeconds"`
 	Policies []*fleetPolicyResult `json:"policies"`
 	Samples  int                  `json:"podMetricsLists"`
-	byPolicy map[fleetPolicy]*fleetPolicyResult
-	clock    fleetClock
+	// DataMissing is the manager's trigger_data_missing_total by reason
+	// at the end: only the need policy has a memory trigger.
+	DataMissing map[string]float64 `json:"triggerDataMissingTotal"`
+	byPolicy    map[fleetPolicy]*fleetPolicyResult
+	clock       fleetClock
 }
 
 // fleetObserver records the fleet's pods and samples while the item runs.
@@ -202,8 +205,13 @@ func (o *fleetObserver) result(ctx context.Context, e *env, clk fleetClock) (*fl
 	if err != nil {
 		return nil, err
 	}
+	m, err := e.managerMetrics(ctx)
+	if err != nil {
+		return nil, err
+	}
 	since := func(t time.Time) float64 { return t.Sub(clk.start).Seconds() }
-	res := &fleetResult{Plan: clk.plan, Start: clk.start.UTC(), clock: clk, byPolicy: map[fleetPolicy]*fleetPolicyResult{}}
+	res := &fleetResult{Plan: clk.plan, Start: clk.start.UTC(), clock: clk, byPolicy: map[fleetPolicy]*fleetPolicyResult{},
+		DataMissing: m.sumBy("deckhand_restartschedule_trigger_data_missing_total", "reason")}
 	for _, w := range clk.windows() {
 		res.Windows = append(res.Windows, [2]float64{since(w[0]), since(w[1])})
 	}
