@@ -8,7 +8,7 @@ package main
 import (
 	"cmp"
 	"context"
-	"fmt"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -146,7 +146,7 @@ func watchFleet(ctx context.Context, e *env, plan fleetPlan) (*fleetObserver, er
 	o.factory.Start(o.stop)
 	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		o.close()
-		return nil, fmt.Errorf("pod informer did not sync")
+		return nil, errors.New("pod informer did not sync")
 	}
 	mc, err := metricsclient.NewForConfig(e.cluster.Config)
 	if err != nil {
