@@ -168,7 +168,7 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		extra = append(extra, metrics, metrics+".cluster.local")
 	}
 	extra = append(extra, o.ExtraDNSNames...)
-	if err := rotator.AddRotator(mgr, &rotator.CertRotator{
+	issuer := &rotator.CertRotator{
 		SecretKey:      key,
 		CertDir:        o.CertDir,
 		CAName:         "deckhand-ca",
@@ -190,10 +190,11 @@ func Setup(mgr ctrl.Manager, o Options) (<-chan struct{}, error) {
 		LookaheadInterval:      o.RotationLookahead,
 		RotationCheckFrequency: o.RotationCheckInterval,
 		EnableReadinessCheck:   true,
-	}); err != nil {
+	}
+	if err := rotator.AddRotator(mgr, issuer); err != nil {
 		return nil, fmt.Errorf("adding the certificate rotator: %w", err)
 	}
-	if err := addSecretSync(mgr, key, append([]string{dnsName}, extra...), o); err != nil {
+	if err := addSecretSync(mgr, key, issuer, o); err != nil {
 		return nil, err
 	}
 	ctrl.Log.WithName("certs").Info("managing webhook certificates", "secret", key.String(), "dnsName", dnsName, "extraDNSNames", extra)

@@ -240,3 +240,38 @@ func TestMissingDNSNames(t *testing.T) {
 		})
 	}
 }
+
+func TestParseCA(t *testing.T) {
+	gen := &rotator.CertRotator{CAName: "ca", DNSName: "svc", ExtraDNSNames: []string{"metrics.ns.svc"}, ExtKeyUsages: &[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	now := time.Now()
+	ca, err := gen.CreateCACert(now, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := ParseCA(map[string][]byte{caFile: ca.CertPEM, caKeyFile: ca.KeyPEM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What it signs chains to the CA, for every name.
+	cert, _, err := gen.CreateCertPEM(parsed, now, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := missingDNSNames(cert, []string{"svc", "metrics.ns.svc"}); len(missing) > 0 {
+		t.Errorf("the certificate lacks %v", missing)
+	}
+	block, _ := pem.Decode(cert)
+	leaf, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "metrics.ns.svc", Roots: roots}); err != nil {
+		t.Errorf("the certificate does not chain to the CA: %v", err)
+	}
+
+	if _, err := ParseCA(map[string][]byte{caFile: ca.CertPEM}); err == nil {
+		t.Error("a Secret without the CA key was parsed")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,6 +34,8 @@ const (
 	certFile = "tls.crt"
 	keyFile  = "tls.key"
 	caFile   = "ca.crt"
+	// caKeyFile is only in the Secret, never written to the directory.
+	caKeyFile = "ca.key"
 )
 
 // addSecretSync injects the Secret's CA into Deckhand's webhook
@@ -49,7 +53,7 @@ const (
 // outside the cluster; writing the files here makes a rotated certificate
 // served within moments by every replica, with an emptyDir as certificate
 // directory.
-func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, dnsNames []string, o Options) error {
+func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, issuer *rotator.CertRotator, o Options) error {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -69,7 +73,7 @@ func addSecretSync(mgr ctrl.Manager, key types.NamespacedName, dnsNames []string
 		return err
 	}
 	s := &secretSync{
-		cache: c, writer: writer, key: key, dir: o.CertDir, dnsNames: dnsNames,
+		cache: c, writer: writer, key: key, dir: o.CertDir, issuer: issuer,
 		mutating: o.MutatingWebhookConfigurations, validating: o.ValidatingWebhookConfigurations,
 		interval: o.RotationCheckInterval,
 		trigger:  make(chan struct{}, 1),
@@ -104,7 +108,7 @@ type secretSync struct {
 	writer               client.Client
 	key                  types.NamespacedName
 	dir                  string
-	dnsNames             []string // the serving certificate must be valid for each
+	issuer               *rotator.CertRotator
 	mutating, validating []string
 	interval             time.Duration
 	trigger              chan struct{}
@@ -156,7 +160,7 @@ func (s *secretSync) sync(ctx context.Context) error {
 	if len(ca) == 0 || len(secret.Data[certFile]) == 0 {
 		return nil // the rotator fills it
 	}
-	if missing := missingDNSNames(secret.Data[certFile], s.dnsNames); len(missing) > 0 {
+	if missing := missingDNSNames(secret.Data[certFile], append([]string{s.issuer.DNSName}, s.issuer.ExtraDNSNames...)); len(missing) > 0 {
 		return s.reissue(ctx, secret, missing)
 	}
 	if err := s.inject(ctx, ca); err != nil {
@@ -172,20 +176,45 @@ func (s *secretSync) sync(ctx context.Context) error {
 	return nil
 }
 
-// reissue removes the serving certificate from the Secret, so that the
-// rotator issues one for every name (it renews a certificate only when its
-// first name fails to verify: one issued before a name was added, such as
-// the metrics Service's on an upgrade, would otherwise lack it until it
-// expires). Every replica keeps serving its current files meanwhile.
+// reissue replaces a serving certificate that lacks some of the names the
+// rotator issues for with one it signs with the Secret's CA, as the rotator
+// would. The rotator renews a certificate only when its first name fails to
+// verify: one issued before a name was added (the metrics Service's, on an
+// upgrade) would otherwise lack it until it expires. A replica of an older
+// version, still running, finds the new certificate valid and keeps it.
 func (s *secretSync) reissue(ctx context.Context, secret *corev1.Secret, missing []string) error {
-	s.log.Info("serving certificate lacks names; asking for a new one", "missing", missing)
-	secret = secret.DeepCopy()
-	delete(secret.Data, certFile)
-	delete(secret.Data, keyFile)
-	if err := s.writer.Update(ctx, secret, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
-		return fmt.Errorf("removing a serving certificate that lacks %v: %w", missing, err)
+	ca, err := ParseCA(secret.Data)
+	if err != nil {
+		return err
 	}
+	now := time.Now()
+	cert, key, err := s.issuer.CreateCertPEM(ca, now.Add(-time.Hour), now.Add(s.issuer.ServerCertDuration))
+	if err != nil {
+		return fmt.Errorf("issuing a serving certificate: %w", err)
+	}
+	secret = secret.DeepCopy()
+	secret.Data[certFile], secret.Data[keyFile] = cert, key
+	if err := s.writer.Update(ctx, secret, client.FieldOwner(deckhandv1alpha1.FieldManager)); err != nil {
+		return fmt.Errorf("replacing a serving certificate that lacks %v: %w", missing, err)
+	}
+	s.log.Info("serving certificate issued again: the previous one lacked names", "missing", missing)
 	return nil
+}
+
+// ParseCA returns the CA of a certificate Secret's data (ca.crt, and ca.key
+// in PKCS #1 as the rotator writes it), ready to sign with.
+func ParseCA(data map[string][]byte) (*rotator.KeyPairArtifacts, error) {
+	certBlock, _ := pem.Decode(data[caFile])
+	keyBlock, _ := pem.Decode(data[caKeyFile])
+	if certBlock == nil || keyBlock == nil {
+		return nil, errors.New("the Secret holds no CA certificate and key")
+	}
+	cert, certErr := x509.ParseCertificate(certBlock.Bytes)
+	key, keyErr := x509.ParsePKCS1PrivateKey(keyBlock.Bytes)
+	if err := errors.Join(certErr, keyErr); err != nil {
+		return nil, fmt.Errorf("parsing the Secret's CA: %w", err)
+	}
+	return &rotator.KeyPairArtifacts{Cert: cert, Key: key, CertPEM: data[caFile], KeyPEM: data[caKeyFile]}, nil
 }
 
 // missingDNSNames returns the names of want that certPEM is not issued for;

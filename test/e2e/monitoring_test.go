@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -21,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -32,6 +30,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/certs"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
@@ -350,7 +349,7 @@ func TestMonitoringCertificateGainsTheMetricsName(t *testing.T) {
 	var stale []byte
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s := certificateSecret(t)
-		ca, err := caOf(s)
+		ca, err := certs.ParseCA(s.Data)
 		if err != nil {
 			return err
 		}
@@ -381,19 +380,4 @@ func TestMonitoringCertificateGainsTheMetricsName(t *testing.T) {
 		_, err := scrape(ctx)
 		return err == nil, err
 	}, "the scrape verifies the reissued certificate")
-}
-
-// caOf is the CA of the certificate Secret, as the rotator signs with it.
-func caOf(s *corev1.Secret) (*rotator.KeyPairArtifacts, error) {
-	certBlock, _ := pem.Decode(s.Data["ca.crt"])
-	keyBlock, _ := pem.Decode(s.Data["ca.key"])
-	if certBlock == nil || keyBlock == nil {
-		return nil, fmt.Errorf("secret %s holds no CA", s.Name)
-	}
-	cert, certErr := x509.ParseCertificate(certBlock.Bytes)
-	key, keyErr := x509.ParsePKCS1PrivateKey(keyBlock.Bytes)
-	if err := errors.Join(certErr, keyErr); err != nil {
-		return nil, err
-	}
-	return &rotator.KeyPairArtifacts{Cert: cert, Key: key, CertPEM: s.Data["ca.crt"], KeyPEM: s.Data["ca.key"]}, nil
 }
