@@ -17,6 +17,20 @@ import (
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 )
 
+// MetricsUnavailable reasons.
+const (
+	// ReasonMetricsAPIUnavailable: the resource metrics API could not be
+	// listed (absent, or failing).
+	ReasonMetricsAPIUnavailable = "MetricsAPIUnavailable"
+	// ReasonStaleMetrics: a pod has no sample, or only an old one.
+	ReasonStaleMetrics = "StaleMetrics"
+	// ReasonNoMemoryLimit: percentOfLimit on a container without a memory
+	// limit.
+	ReasonNoMemoryLimit = "NoMemoryLimit"
+	// ReasonMetricsAvailable: the MetricsUnavailable condition is False.
+	ReasonMetricsAvailable = "MetricsAvailable"
+)
+
 // usesMemory reports whether a memory trigger is set.
 func usesMemory(triggers []deckhandv1alpha1.RestartNeedTrigger) bool {
 	for _, t := range triggers {
@@ -98,20 +112,6 @@ func setMetricsUnavailable(s *scope, set func(typ string, status metav1.Conditio
 	}
 	set(deckhandv1alpha1.RestartScheduleMetricsUnavailableCondition, metav1.ConditionTrue, reasons[0], msg)
 }
-
-// MetricsUnavailable reasons.
-const (
-	// ReasonMetricsAPIUnavailable: the resource metrics API could not be
-	// listed (absent, or failing).
-	ReasonMetricsAPIUnavailable = "MetricsAPIUnavailable"
-	// ReasonStaleMetrics: a pod has no sample, or only an old one.
-	ReasonStaleMetrics = "StaleMetrics"
-	// ReasonNoMemoryLimit: percentOfLimit on a container without a memory
-	// limit.
-	ReasonNoMemoryLimit = "NoMemoryLimit"
-	// ReasonMetricsAvailable: the MetricsUnavailable condition is False.
-	ReasonMetricsAvailable = "MetricsAvailable"
-)
 
 // evaluateMemory judges the containers of pod p against memory trigger
 // number trigger. A container is a candidate when its latest sample is
