@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,10 @@ func runningSpecImages(p *corev1.Pod) bool {
 // Ready and run the images their spec asks for (a pod whose images were
 // just patched is about to restart). It also keeps the most pods at once
 // with terminating ones included.
+//
+// For a failure to explain itself it keeps a timeline of the changes a
+// rollout is judged by (podLine) and, at the moment the fewest pods were
+// available, that timeline and every pod's state.
 type budgetWatch struct {
 	mu           sync.Mutex
 	pods         map[types.UID]*corev1.Pod
@@ -75,11 +80,20 @@ type budgetWatch struct {
 	available    int
 	total        int
 	stop         func()
+	start        time.Time
+	lines        map[types.UID]string
+	timeline     []string
+	// worst is the timeline and the pods' states when the fewest pods
+	// were available.
+	worst []string
 }
+
+// timelineLength is how many of the latest changes the timeline keeps.
+const timelineLength = 120
 
 func watchBudgets(t *testing.T, ns string) *budgetWatch {
 	t.Helper()
-	bw := &budgetWatch{pods: map[types.UID]*corev1.Pod{}, minAvailable: 1 << 30}
+	bw := &budgetWatch{pods: map[types.UID]*corev1.Pod{}, minAvailable: 1 << 30, start: time.Now(), lines: map[types.UID]string{}}
 	seed := func(p *corev1.Pod) { bw.pods[p.UID] = p }
 	bw.stop = testutil.WatchPods(t, env.Clientset, ns, seed, func(ev watch.EventType, p *corev1.Pod) {
 		bw.mu.Lock()
@@ -89,6 +103,7 @@ func watchBudgets(t *testing.T, ns string) *budgetWatch {
 		} else {
 			bw.pods[p.UID] = p
 		}
+		bw.record(ev, p)
 		bw.observe()
 	})
 	bw.mu.Lock()
@@ -110,7 +125,66 @@ func (bw *budgetWatch) observe() {
 	}
 	bw.maxActive = max(bw.maxActive, bw.active)
 	bw.maxTotal = max(bw.maxTotal, bw.total)
+	if bw.available < bw.minAvailable {
+		bw.worst = append(slices.Clone(bw.timeline), fmt.Sprintf("%d of %d pods available; each pod:", bw.available, bw.active))
+		for _, name := range slices.Sorted(maps.Keys(bw.byName())) {
+			bw.worst = append(bw.worst, "  "+podLine(bw.byName()[name]))
+		}
+	}
 	bw.minAvailable = min(bw.minAvailable, bw.available)
+}
+
+func (bw *budgetWatch) byName() map[string]*corev1.Pod {
+	out := make(map[string]*corev1.Pod, len(bw.pods))
+	for _, p := range bw.pods {
+		out[p.Name] = p
+	}
+	return out
+}
+
+// record adds to the timeline an event that changed what podLine shows of
+// its pod, stamped with when the watch saw it.
+func (bw *budgetWatch) record(ev watch.EventType, p *corev1.Pod) {
+	line := podLine(p)
+	if ev != watch.Deleted && bw.lines[p.UID] == line {
+		return
+	}
+	bw.lines[p.UID] = line
+	bw.timeline = append(bw.timeline, fmt.Sprintf("+%6dms %-8s %s", time.Since(bw.start).Milliseconds(), ev, line))
+	if len(bw.timeline) > timelineLength {
+		bw.timeline = bw.timeline[len(bw.timeline)-timelineLength:]
+	}
+}
+
+// podLine is what a rollout's budget is judged by, of one pod: its
+// in-place update gate, its Ready condition (each with status, reason and
+// lastTransitionTime), the images its spec asks for and those its status
+// reports, and whether it is being deleted.
+func podLine(p *corev1.Pod) string {
+	cond := func(c *corev1.PodCondition) string {
+		if c == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s/%s@%s", c.Status, c.Reason, c.LastTransitionTime.UTC().Format("15:04:05"))
+	}
+	var ready *corev1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == corev1.PodReady {
+			ready = &p.Status.Conditions[i]
+		}
+	}
+	var spec, status []string
+	for _, c := range p.Spec.Containers {
+		spec = append(spec, c.Image)
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		status = append(status, fmt.Sprintf("%s(ready %t)", cs.Image, cs.Ready))
+	}
+	deleting := ""
+	if p.DeletionTimestamp != nil {
+		deleting = " deleting"
+	}
+	return fmt.Sprintf("%s gate %s ready %s spec %v status %v%s", p.Name, cond(inplacegate.Condition(p)), cond(ready), spec, status, deleting)
 }
 
 // TestRollingUpdate rolls 20 pods with maxUnavailable 2 / maxSurge 0, first
@@ -208,7 +282,8 @@ func checkRollout(t *testing.T, what string, bw *budgetWatch, replicas, maxUnava
 	unavailable := replicas - bw.minAvailable
 	t.Logf("%s rollout: at most %d pods, at most %d unavailable", what, bw.maxTotal, unavailable)
 	if unavailable > maxUnavailable {
-		t.Errorf("%s rollout: %d pods unavailable at once, want at most %d", what, unavailable, maxUnavailable)
+		t.Errorf("%s rollout: %d pods unavailable at once, want at most %d; the watch's timeline up to then:\n%s",
+			what, unavailable, maxUnavailable, strings.Join(bw.worst, "\n"))
 	}
 	if bw.maxTotal > replicas+maxSurge {
 		t.Errorf("%s rollout: %d pods at once, want at most %d", what, bw.maxTotal, replicas+maxSurge)
