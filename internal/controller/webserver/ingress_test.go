@@ -37,6 +37,12 @@ func TestIngress(t *testing.T) {
 		ing.Annotations["cert-manager.io/cluster-issuer"] != "letsencrypt" || ing.OwnerReferences[0].UID != ws.UID {
 		t.Errorf("Ingress %+v, annotations %v", ing.Spec, ing.Annotations)
 	}
+	// A hand edit of what Deckhand owns is undone, as on the Deployment.
+	editByHand(t, ing, `{"spec":{"rules":[{"host":"evil.example.com"}],"tls":null}}`)
+	waitFor(t, "Ingress", ns, "shop", "the rule and TLS restored after a hand edit", func(i *networkingv1.Ingress) bool {
+		r := i.Spec.Rules
+		return len(r) == 1 && r[0].Host == "shop.example.com" && r[0].HTTP != nil && len(i.Spec.TLS) == 1 && i.Spec.TLS[0].SecretName == "shop-tls"
+	})
 
 	update(t, ns, "shop", func(ws *deckhandv1alpha1.WebServer) { ws.Spec.Ingress = nil })
 	waitWebServer(t, ns, "shop", "the in-cluster URL again", func(ws *deckhandv1alpha1.WebServer) bool {

@@ -46,6 +46,11 @@ func TestGatewayRoute(t *testing.T) {
 		*rule.BackendRefs[0].Port != 80 || route.OwnerReferences[0].UID != ws.UID {
 		t.Errorf("HTTPRoute %+v", route.Spec)
 	}
+	// A hand edit of what Deckhand owns is undone, as on the Deployment.
+	editByHand(t, route, `{"spec":{"hostnames":["evil.example.com"]}}`)
+	route = waitFor(t, "HTTPRoute", ns, "shop", "the hostname restored after a hand edit", func(r *gatewayv1.HTTPRoute) bool {
+		return len(r.Spec.Hostnames) == 1 && r.Spec.Hostnames[0] == "shop.example.com"
+	})
 	if err := env.Client.Get(ctx(t), key(ns, "shop"), &networkingv1.Ingress{}); !apierrors.IsNotFound(err) {
 		t.Errorf("an Ingress beside the route: %v", err)
 	}

@@ -199,6 +199,13 @@ func mergePatch(t *testing.T, obj client.Object, patch string, opts ...client.Pa
 	}
 }
 
+// editByHand merge-patches obj as `kubectl edit` does, under a field
+// manager of its own.
+func editByHand(t *testing.T, obj client.Object, patch string) {
+	t.Helper()
+	mergePatch(t, obj, patch, client.FieldOwner("kubectl-edit"))
+}
+
 // kubectl runs the real kubectl against the test cluster.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()

@@ -240,7 +240,7 @@ func TestDriftAndForeignFields(t *testing.T) {
 	depApplies := applies.count("Deployment", ns, "web")
 	mergePatch(t, dep, `{"metadata":{"labels":{"example.com/noise":"1"}}}`, client.FieldOwner("someone"))
 	// Sync point: a hand edit of a field Deckhand owns on the Service.
-	mergePatch(t, svcRef, `{"spec":{"selector":{"app.kubernetes.io/instance":"other"}}}`, client.FieldOwner("kubectl-edit"))
+	editByHand(t, svcRef, `{"spec":{"selector":{"app.kubernetes.io/instance":"other"}}}`)
 	waitService(t, ns, "web", "selector restored", func(s *corev1.Service) bool {
 		return s.Spec.Selector["app.kubernetes.io/instance"] == "web"
 	})
