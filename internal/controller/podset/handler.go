@@ -81,6 +81,7 @@ func (h *podEventHandler) Update(ctx context.Context, e event.TypedUpdateEvent[c
 	}
 	if curOwned {
 		h.exp.UpdateObserved(curReq.String(), podKey(cur), cur.Labels[deckhandv1alpha1.PodSetRevisionLabel])
+		h.exp.UpdateObserved(curReq.String(), gateKey(cur), gateStatus(cur))
 		q.Add(curReq)
 		return
 	}
@@ -106,6 +107,7 @@ func (h *podEventHandler) deleted(p *corev1.Pod, q queue) {
 	}
 	h.exp.DeletionObserved(req.String(), podKey(p))
 	h.exp.UpdateAbandoned(req.String(), podKey(p))
+	h.exp.UpdateAbandoned(req.String(), gateKey(p))
 	q.Add(req)
 }
 

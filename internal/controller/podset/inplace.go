@@ -256,6 +256,12 @@ func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev
 	for _, p := range pods {
 		ok, closeFirst, wait := inplacegate.MayRestart(p, grace, now)
 		if closeFirst {
+			// A closed gate makes the pod unavailable: until the cache
+			// shows it, a sync would count the pod available and spend
+			// the unavailability budget a second time, on another pod
+			// (the deletion order shifts as the pods age).
+			r.Expectations.ExpectUpdates(s.key, map[string]string{gateKey(p): string(corev1.ConditionFalse)})
+			s.wrote = true
 			closed, err := inplacegate.Close(ctx, r.PodWriter, p, gateOwner(s.ps), now)
 			podOps.WithLabelValues("inplace_gate", result(err)).Inc()
 			if err == nil {
@@ -263,6 +269,8 @@ func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev
 				s.replacePod(p, closed)
 				p = closed
 			} else {
+				r.Expectations.UpdateAbandoned(s.key, gateKey(p))
+				r.distrustOnUnknownOutcome(s, err)
 				// Not restarted with its gate open; the next sync tries
 				// again, on the newer pod a conflict says there is.
 				ok, wait = false, time.Second
@@ -278,6 +286,19 @@ func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev
 		s.gates.hold(p, wait)
 	}
 	return ready, errors.Join(errs...)
+}
+
+// gateKey is the expectation key of pod's in-place update gate, apart from
+// its image patch's (podKey); the value observed is the gate condition's
+// status (gateStatus).
+func gateKey(pod *corev1.Pod) string { return podKey(pod) + "/gate" }
+
+// gateStatus is the status of pod's gate condition, empty when it has none.
+func gateStatus(pod *corev1.Pod) string {
+	if c := inplacegate.Condition(pod); c != nil {
+		return string(c.Status)
+	}
+	return ""
 }
 
 // gateOwner is how ps names itself on the gates it closes.
