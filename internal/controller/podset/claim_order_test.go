@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
 )
@@ -152,9 +153,7 @@ func TestGateClosesWaitForTheCache(t *testing.T) {
 	}
 
 	// The cache catches up: the pods' watch events reach the handler.
-	h := &podEventHandler{client: live, exp: r.Expectations}
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
+	h, q := &podEventHandler{client: live, exp: r.Expectations}, eventQueue(t)
 	for _, name := range []string{"web-x1", "web-x2"} {
 		var old, cur corev1.Pod
 		key := client.ObjectKey{Namespace: s.ps.Namespace, Name: name}
@@ -174,4 +173,25 @@ func TestGateClosesWaitForTheCache(t *testing.T) {
 	if got := closed(); len(got) != 2 {
 		t.Fatalf("a sync on a cache that shows two gates closed closed the gates of %v, want only those two", got)
 	}
+}
+
+// TestDeletedPodAbandonsItsGateClose: a pod deleted before the cache showed
+// its gate closed holds no sync back.
+func TestDeletedPodAbandonsItsGateClose(t *testing.T) {
+	s := webScope(1)
+	p := scopePod(s, "web-x", "r0")
+	exp := expectations.New()
+	exp.ExpectUpdates(s.key, map[string]string{gateKey(p): string(corev1.ConditionFalse)})
+	h := &podEventHandler{exp: exp}
+	h.Delete(context.Background(), event.TypedDeleteEvent[client.Object]{Object: p}, eventQueue(t))
+	if !exp.Satisfied(s.key) {
+		t.Fatalf("the pod is gone, expectations still pending: %v", exp.PendingUpdates(s.key))
+	}
+}
+
+// eventQueue is a controller's work queue, shut down when t ends.
+func eventQueue(t *testing.T) queue {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(q.ShutDown)
+	return q
 }
