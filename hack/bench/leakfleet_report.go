@@ -146,7 +146,7 @@ func reportLeakFleet(r *report, res *fleetResult) {
 		}
 	}
 	fmt.Fprintf(&b, "A cluster of its own with metrics-server (scraping every %s; the manager reuses a namespace's PodMetrics list for %s). "+
-		"The same fleet in three namespaces, one per policy, created together: %d Deployments of %d pods each on the kwok node, container `app` limited to %d MiB, "+
+		"The same fleet in three namespaces, one per policy, created together: %d Deployments of %d pods each on kwok nodes (one per 100 pods), container `app` limited to %d MiB, "+
 		"its working set simulated from the pod's annotations as %d MiB + a leak per second times the pod's age. "+
 		"Leak rates (fixed seed %d): a third of the workloads flat; a third slow, a new pod reaching its limit in 48 to 120 simulated hours (uniform; drawn: %s); "+
 		"the rest fast, 14 to 40 hours (drawn: %s), those under 24 hours too fast for a nightly restart.\n\n",
