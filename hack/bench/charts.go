@@ -36,6 +36,6 @@ func (r *report) chartsSection(b *strings.Builder) {
 	if len(shown) == 0 {
 		return
 	}
-	b.WriteString("\n## Charts\n\nDrawn by `hack/benchcharts` (gonum.org/v1/plot) from this run's raw results, the last step of `make bench`; the sections below have the numbers. Its test `TestCommittedChartsMatchTheReport` fails when a committed chart is not what these raw results draw.\n\n")
+	b.WriteString("\n## Charts\n\nDrawn by `hack/benchcharts` (gonum.org/v1/plot) from this run's raw results, the last step of `make bench`; the sections below have the numbers. Its test `TestCommittedChartsMatchTheReports` fails when a committed chart is not what these raw results draw.\n\n")
 	b.WriteString(strings.Join(shown, "\n"))
 }
