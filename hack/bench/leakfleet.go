@@ -83,6 +83,9 @@ type workloadLeak struct {
 // hour is the real duration of a simulated hour.
 func (p fleetPlan) hour() time.Duration { return p.Day / 24 }
 
+// podsAtOnce is the need policy's action.maxConcurrent.
+func (p fleetPlan) podsAtOnce() int32 { return int32((p.Replicas + 3) / 4) }
+
 // simHours is d of real time in simulated hours.
 func (p fleetPlan) simHours(d time.Duration) float64 { return float64(d) / float64(p.hour()) }
 
@@ -197,7 +200,11 @@ func fleetSchedule(p fleetPlan, c fleetClock, policy fleetPolicy) *deckhandv1alp
 	case policyNeed:
 		rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{
 			Container: "app", PercentOfLimit: ptr.To(p.Threshold), For: &metav1.Duration{Duration: p.For}}}}
-		rs.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1,
+		// As many pods at a time as a Deployment's default rolling update
+		// replaces (25%, rounded up): with one at a time, the pods of a
+		// workload that cross together wait a turn each, which in the
+		// compressed clock is over a simulated hour.
+		rs.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: p.podsAtOnce(),
 			MinPodAge: &metav1.Duration{Duration: p.MinPodAge}, Cooldown: &metav1.Duration{}}
 		rs.Spec.Urgency = &deckhandv1alpha1.RestartUrgency{PredictedLimitWithin: metav1.Duration{Duration: p.Urgent}}
 	default:

@@ -155,10 +155,10 @@ func reportLeakFleet(r *report, res *fleetResult) {
 	fmt.Fprintf(&b, "Time compressed: a simulated day is %s of real time (a simulated hour %s), %d days run. Each night's window is the last %s of its day "+
 		"(simulated %s to 24:00; RestartSchedule windows are whole minutes). Policies: *none*; *nightly*, a RestartSchedule of every Deployment "+
 		"whose cron fires at each window's opening (%d workloads at a time, each rolling as its Deployment's default strategy says); "+
-		"*need*, a memory trigger at %d%% of the limit `for` %s (%s), scope Pod, `maxConcurrent: 1`, `minPodAge` %s (%s), the same windows, "+
+		"*need*, a memory trigger at %d%% of the limit `for` %s (%s), scope Pod, `maxConcurrent: %d`, `minPodAge` %s (%s), the same windows, "+
 		"`urgency.predictedLimitWithin` %s (%s).\n\n",
 		plan.Day, plan.hour(), plan.Days, plan.Window, fmt.Sprintf("%02d:00", 24-int(plan.simHours(plan.Window))), max(1, len(plan.Workloads)/4),
-		plan.Threshold, plan.For, hours(plan.For), plan.MinPodAge, hours(plan.MinPodAge), plan.Urgent, hours(plan.Urgent))
+		plan.Threshold, plan.For, hours(plan.For), plan.podsAtOnce(), plan.MinPodAge, hours(plan.MinPodAge), plan.Urgent, hours(plan.Urgent))
 	b.WriteString("Measured by the bench alone: a pod informer (a restart is a pod of the fleet seen terminating or gone during the days run) and a list of every PodMetrics each 5 s, " +
 		"each pod's sample kept once per scrape. A pod *reached its limit* when a sample was at or over it: the kwok node kills nothing, so such a pod runs on over its limit where a real node would have OOM-killed it. " +
 		"*Healthy*: a pod of a flat workload. *Detection latency*: from a pod's first sample at or over the threshold to its restart, " +
