@@ -2,6 +2,7 @@
 // results it names, into the bench-data/charts folder beside the report:
 //
 //	benchcharts --report docs/benchmarks.md
+//	benchcharts --data docs/bench-data/20261127T203849Z-a9b35ce119a9.json
 //
 // `make bench` and `make bench-quick` run it last. hack/bench's report links
 // each chart the run's raw results hold data for.
@@ -27,8 +28,13 @@ const chartsDir = "bench-data/charts"
 
 func main() {
 	report := flag.String("report", "docs/benchmarks.md", "the report whose raw results to draw; the charts go to bench-data/charts beside it")
+	data := flag.String("data", "", "raw results to draw instead of a report's (a run of single items written to docs/bench-data); the charts go to charts/ beside them")
 	flag.Parse()
-	written, err := render(*report)
+	source := *report
+	if *data != "" {
+		source = *data
+	}
+	written, err := render(source)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchcharts:", err)
 		os.Exit(1)
@@ -38,23 +44,36 @@ func main() {
 	}
 }
 
-// render draws every chart the report's raw results have data for and
-// returns the files written.
-func render(report string) ([]string, error) {
-	md, err := os.ReadFile(report)
+// render draws every chart that the raw results of source have data for,
+// into the charts folder beside them, and returns the files written. source
+// is a report (.md), which names its raw results, or raw results (.json).
+func render(source string) ([]string, error) {
+	data, err := resultsOf(source)
 	if err != nil {
 		return nil, err
+	}
+	r, err := readResults(data)
+	if err != nil {
+		return nil, err
+	}
+	return renderTo(r, filepath.Join(filepath.Dir(data), "charts"))
+}
+
+// resultsOf is the raw results file of source: source itself, or the one a
+// report names, relative to the report.
+func resultsOf(source string) (string, error) {
+	if filepath.Ext(source) == ".json" {
+		return source, nil
+	}
+	md, err := os.ReadFile(source)
+	if err != nil {
+		return "", err
 	}
 	rel, err := dataOf(md)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", report, err)
+		return "", fmt.Errorf("%s: %w", source, err)
 	}
-	dir := filepath.Dir(report)
-	r, err := readResults(filepath.Join(dir, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, err
-	}
-	return renderTo(r, filepath.Join(dir, filepath.FromSlash(chartsDir)))
+	return filepath.Join(filepath.Dir(source), filepath.FromSlash(rel)), nil
 }
 
 // renderTo draws every chart r has data for into the folder out.

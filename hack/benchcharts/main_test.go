@@ -248,26 +248,22 @@ func tickLabels(lo, hi float64) []string {
 // chartLink is an image link to a chart in the docs.
 var chartLink = regexp.MustCompile(`\(((?:\.\./)*bench-data/charts/[^)\s]+\.svg)\)`)
 
-// chartReports are the reports in docs/ whose charts are committed in
-// docs/bench-data/charts: the full run's, and the runs of single items whose
-// charts it does not draw.
-var chartReports = []string{"benchmarks.md"}
+// chartSources are what the charts committed in docs/bench-data/charts are
+// drawn from, relative to docs/: the full run's report, and the raw results
+// of runs of single items whose charts that report does not draw.
+var chartSources = []string{"benchmarks.md", "bench-data/20261127T203849Z-a9b35ce119a9.json"}
 
-// The committed charts are what the committed reports' raw results draw,
-// and every chart the docs show is one of them.
-func TestCommittedChartsMatchTheReports(t *testing.T) {
+// The committed charts are what their sources draw, no two sources draw
+// the same chart, and every chart the docs show is one of them.
+func TestCommittedChartsMatchTheirSources(t *testing.T) {
 	docs := filepath.Join("..", "..", "docs")
 	drawn := map[string]string{}
-	for _, report := range chartReports {
-		md, err := os.ReadFile(filepath.Join(docs, report))
+	for _, source := range chartSources {
+		data, err := resultsOf(filepath.Join(docs, filepath.FromSlash(source)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel, err := dataOf(md)
-		if err != nil {
-			t.Fatalf("%s: %v", report, err)
-		}
-		r, err := readResults(filepath.Join(docs, filepath.FromSlash(rel)))
+		r, err := readResults(data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,19 +274,19 @@ func TestCommittedChartsMatchTheReports(t *testing.T) {
 		for _, w := range written {
 			file := filepath.Base(w)
 			if other, ok := drawn[file]; ok {
-				t.Errorf("%s and %s both draw %s", other, report, file)
+				t.Errorf("%s and %s both draw %s", other, source, file)
 			}
-			drawn[file] = report
+			drawn[file] = source
 			want, err := os.ReadFile(w)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err := os.ReadFile(filepath.Join(docs, filepath.FromSlash(chartsDir), file))
 			if err != nil {
-				t.Fatalf("%s is not committed (make bench-charts REPORT=docs/%s): %v", file, report, err)
+				t.Fatalf("%s is not committed (in hack/benchcharts: go run . --report or --data ../../docs/%s): %v", file, source, err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("docs/%s/%s differs from what %s draws: draw it again (make bench-charts REPORT=docs/%s)", chartsDir, file, rel, report)
+				t.Errorf("docs/%s/%s differs from what docs/%s draws: draw it again (in hack/benchcharts: go run . --report or --data ../../docs/%s)", chartsDir, file, source, source)
 			}
 		}
 	}
@@ -307,7 +303,7 @@ func TestCommittedChartsMatchTheReports(t *testing.T) {
 		for _, m := range chartLink.FindAllStringSubmatch(string(text), -1) {
 			linked++
 			if file := strings.TrimPrefix(m[1], "bench-data/charts/"); drawn[file] == "" {
-				t.Errorf("%s shows %s, which no report's raw results draw", filepath.Base(page), m[1])
+				t.Errorf("%s shows %s, which none of chartSources draws", filepath.Base(page), m[1])
 			}
 		}
 	}
