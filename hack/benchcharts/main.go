@@ -48,15 +48,21 @@ func main() {
 // into the charts folder beside them, and returns the files written. source
 // is a report (.md), which names its raw results, or raw results (.json).
 func render(source string) ([]string, error) {
-	data, err := resultsOf(source)
-	if err != nil {
-		return nil, err
-	}
-	r, err := readResults(data)
+	r, data, err := loadResults(source)
 	if err != nil {
 		return nil, err
 	}
 	return renderTo(r, filepath.Join(filepath.Dir(data), "charts"))
+}
+
+// loadResults reads the raw results of source and says which file they are.
+func loadResults(source string) (*results, string, error) {
+	data, err := resultsOf(source)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := readResults(data)
+	return r, data, err
 }
 
 // resultsOf is the raw results file of source: source itself, or the one a

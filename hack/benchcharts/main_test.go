@@ -259,11 +259,7 @@ func TestCommittedChartsMatchTheirSources(t *testing.T) {
 	docs := filepath.Join("..", "..", "docs")
 	drawn := map[string]string{}
 	for _, source := range chartSources {
-		data, err := resultsOf(filepath.Join(docs, filepath.FromSlash(source)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := readResults(data)
+		r, _, err := loadResults(filepath.Join(docs, filepath.FromSlash(source)))
 		if err != nil {
 			t.Fatal(err)
 		}
