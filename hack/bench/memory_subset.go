@@ -54,7 +54,7 @@ func measureSubset(ctx context.Context, cfg *config, e *env, r *report, b *strin
 		return spreadOf(xs)
 	}
 	mibText := func(x float64) string { return fmt.Sprintf("%.1f MiB", x) }
-	fmt.Fprintf(b, "\nA manager that runs RestartSchedules only (`--controllers=%s`: no pod informer, no pod webhook, no SidecarSet, PodSet or WebServer informers) on the same loaded cluster, "+
+	fmt.Fprintf(b, "\nA manager that runs RestartSchedules only (`--controllers=%s`: no pod informer, no pod webhook, no SidecarSet or WebServer informers; it still caches the Deployments and PodSets it may restart) on the same loaded cluster, "+
 		"measured as above, alternating with the full manager (%d runs each, the loaded row above the full side's first):\n\n", subsetControllers, subsetRunsPerSide)
 	b.WriteString("| manager | pods | RSS, median (min–max) | live heap, median (min–max) |\n|---|---|---|---|\n")
 	for _, x := range []struct {
