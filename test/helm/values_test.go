@@ -568,8 +568,9 @@ func TestValues(t *testing.T) {
 				t.Errorf("pod webhook namespaceSelector %v lacks the value's matchLabels", sel)
 			}
 			exprs := sel["matchExpressions"].([]any)
-			if len(exprs) != 2 || exprs[0].(map[string]any)["operator"] != "NotIn" || exprs[1].(map[string]any)["key"] != "tier" {
-				t.Errorf("pod webhook matchExpressions %v, want the exclusion of kube-system and %s, then the value's", exprs, ns)
+			if len(exprs) != 3 || exprs[0].(map[string]any)["operator"] != "NotIn" ||
+				exprs[1].(map[string]any)["key"] != "apps.deckhand.dev/sidecarset-injection" || exprs[2].(map[string]any)["key"] != "tier" {
+				t.Errorf("pod webhook matchExpressions %v, want the exclusion of kube-system and %s, the opt-out label's, then the value's", exprs, ns)
 			}
 		},
 	}, {
