@@ -73,6 +73,15 @@ func Condition(pod *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
+// Status is the status of pod's gate condition, empty when it has none:
+// the value a controller that closed the gate waits to see in its cache.
+func Status(pod *corev1.Pod) corev1.ConditionStatus {
+	if c := Condition(pod); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
 // MayRestart decides whether an in-place update may restart pod's
 // containers now. A pod without the gate may at once. A gated pod may once
 // its gate has been False for grace (the time the endpoints take to drop

@@ -21,6 +21,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/expectations"
 	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podcache"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // podClient is a fake API server holding pods, indexed by controller as
@@ -127,20 +128,7 @@ func TestGateClosesWaitForTheCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	closed := func() []string {
-		t.Helper()
-		var list corev1.PodList
-		if err := live.List(ctx, &list); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for i := range list.Items {
-			if inplacegate.Closed(&list.Items[i]) {
-				out = append(out, list.Items[i].Name)
-			}
-		}
-		return out
-	}
+	closed := func() []string { return testutil.ClosedGates(ctx, t, live) }
 
 	sync()
 	if got := closed(); len(got) != 2 || got[0] != "web-x1" || got[1] != "web-x2" {

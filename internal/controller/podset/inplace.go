@@ -294,12 +294,7 @@ func (r *Reconciler) holdForRestart(ctx context.Context, s *scope, pods []*corev
 func gateKey(pod *corev1.Pod) string { return podKey(pod) + "/gate" }
 
 // gateStatus is the status of pod's gate condition, empty when it has none.
-func gateStatus(pod *corev1.Pod) string {
-	if c := inplacegate.Condition(pod); c != nil {
-		return string(c.Status)
-	}
-	return ""
-}
+func gateStatus(pod *corev1.Pod) string { return string(inplacegate.Status(pod)) }
 
 // gateOwner is how ps names itself on the gates it closes.
 func gateOwner(ps *deckhandv1alpha1.PodSet) string { return "PodSet " + ps.Name }

@@ -42,7 +42,8 @@ func (r *Reconciler) observePods(ctx context.Context, sc *scope) (ctrl.Result, e
 	if len(pending) > 0 || len(sc.observed.lagging) > 0 {
 		for _, st := range sc.pods {
 			_, updating := pending[string(st.pod.UID)]
-			if updating || sc.observed.lagging[st.pod.UID] {
+			_, closing := pending[gateKey(st.pod)]
+			if updating || closing || sc.observed.lagging[st.pod.UID] {
 				st.pending = true
 				sc.pending++
 			}
@@ -75,7 +76,9 @@ func reachable(l *sidecarcontrol.Lister, s *deckhandv1alpha1.SidecarSet, c *side
 
 // observeUpdates lowers the SidecarSet's update expectations by what the
 // cached pods show (a pod that is gone or no longer active will never show
-// it) and returns the UIDs of the pods still expected at a new revision.
+// it) and returns those still pending: a pod's UID while it is expected at
+// a new revision, its gateKey while its in-place update gate is expected
+// closed.
 func (r *Reconciler) observeUpdates(name string, pods []*podState) map[string]string {
 	updates := r.memory.updates
 	want := updates.PendingUpdates(name)
@@ -83,13 +86,15 @@ func (r *Reconciler) observeUpdates(name string, pods []*podState) map[string]st
 		return nil
 	}
 	for _, p := range pods {
-		key := string(p.pod.UID)
-		if _, ok := want[key]; !ok {
-			continue
+		if key := string(p.pod.UID); want[key] != "" {
+			delete(want, key)
+			hash, _ := p.record.Revisions(name)
+			updates.UpdateObserved(name, key, hash)
 		}
-		delete(want, key)
-		hash, _ := p.record.Revisions(name)
-		updates.UpdateObserved(name, key, hash)
+		if key := gateKey(p.pod); want[key] != "" {
+			delete(want, key)
+			updates.UpdateObserved(name, key, string(inplacegate.Status(p.pod)))
+		}
 	}
 	for key := range want {
 		updates.UpdateAbandoned(name, key)

@@ -1,18 +1,30 @@
 package sidecarset
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/expectations"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
+	"github.com/deckhand-dev/deckhand/internal/podcache"
+	"github.com/deckhand-dev/deckhand/internal/reconcileutil"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 )
 
@@ -170,4 +182,84 @@ func initPod(s *deckhandv1alpha1.SidecarSet) *corev1.Pod {
 	}
 	recordInjection(p, s.Name, hash, withoutImage, "setup", "agent", "proxy")
 	return p
+}
+
+// inPlaceRollout is a SidecarSet s rolling proxy:2 out in place, at most
+// two pods unavailable, pods labelled first=yes first; a fake API server
+// (live) holding gated, Ready pods injected at proxy:1 (initPod); and a
+// Reconciler writing to it, whose cache the test chooses.
+type inPlaceRollout struct {
+	set  *deckhandv1alpha1.SidecarSet
+	live client.Client
+	r    *Reconciler
+}
+
+func newInPlaceRollout(now time.Time, podNames ...string) inPlaceRollout {
+	old := initSet()
+	s := old.DeepCopy()
+	s.UID, s.Generation = "set-uid", 2
+	s.Spec.Containers[0].Image = "proxy:2"
+	s.Spec.UpdateStrategy.MaxUnavailable = ptr.To(intstr.FromInt32(2))
+	s.Spec.UpdateStrategy.PriorityStrategy = &deckhandv1alpha1.UpdatePriorityStrategy{WeightPriority: []deckhandv1alpha1.UpdatePriorityWeightTerm{
+		{Weight: 100, MatchSelector: metav1.LabelSelector{MatchLabels: map[string]string{"first": "yes"}}},
+	}}
+	var pods []client.Object
+	for _, name := range podNames {
+		p := initPod(old)
+		p.Name, p.UID, p.Labels = name, types.UID("uid-"+name), map[string]string{"app": "a"}
+		inplacegate.Add(&p.Spec)
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: inplacegate.ConditionType, Status: corev1.ConditionTrue})
+		pods = append(pods, p)
+	}
+	live := podClient(pods...)
+	r := &Reconciler{Client: live, APIReader: live, Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(now),
+		Lister: sidecarcontrol.NewLister(toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, sidecarcontrol.Indexers()), nil, sidecarcontrol.Options{})}
+	r.memory.updates = expectations.New()
+	return inPlaceRollout{set: s, live: live, r: r}
+}
+
+// pass is one rollout pass of f's Reconciler at now, reading pods from
+// cache: it observes the pods, computes the status and updates pods.
+func (f inPlaceRollout) pass(ctx context.Context, t *testing.T, cache client.Reader, now time.Time) {
+	t.Helper()
+	f.r.Pods = podcache.ListerFromReader(cache)
+	sc := &scope{set: f.set, compiled: f.r.Lister.Compiled(f.set), now: now, memory: f.r.memory.of(f.set), held: map[types.UID]bool{}}
+	if _, err := reconcileutil.Run(ctx, sc, reconcileutil.StopOnError(f.r.observePods, f.r.computeStatus, f.r.updatePods)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// label sets label key to value on the pods called names in f's API server.
+func (f inPlaceRollout) label(ctx context.Context, t *testing.T, key, value string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		p := &corev1.Pod{}
+		if err := f.live.Get(ctx, client.ObjectKey{Namespace: "ns", Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Labels[key] = value
+		if err := f.live.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// podClient is a fake API server holding pods.
+func podClient(pods ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithStatusSubresource(&corev1.Pod{}).WithObjects(pods...).Build()
+}
+
+// snapshot is a fake API server holding the pods c holds now: a cache that
+// shows none of c's later writes.
+func snapshot(ctx context.Context, t *testing.T, c client.Client) client.Client {
+	t.Helper()
+	var list corev1.PodList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	pods := make([]client.Object, 0, len(list.Items))
+	for i := range list.Items {
+		pods = append(pods, &list.Items[i])
+	}
+	return podClient(pods...)
 }

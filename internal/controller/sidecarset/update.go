@@ -98,11 +98,17 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 	grace := inplacegate.GracePeriod(sc.set.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
 	ok, closeFirst, wait := inplacegate.MayRestart(p.pod, grace, sc.now)
 	if closeFirst {
+		// A closed gate makes the pod unavailable: until the cache shows
+		// it, a pass would count the pod available and spend
+		// maxUnavailable a second time, on another pod (the order of the
+		// rollout may have changed since).
+		r.memory.updates.ExpectUpdates(sc.set.Name, map[string]string{gateKey(p.pod): string(corev1.ConditionFalse)})
 		closed, err := inplacegate.Close(ctx, r.Client, p.pod, gateOwner(sc.set.Name), sc.now)
 		if err == nil {
 			// The image patch locks on the pod's resourceVersion.
 			p.pod = closed
 		} else {
+			r.memory.updates.UpdateAbandoned(sc.set.Name, gateKey(p.pod))
 			// Not restarted with its gate open; the next pass tries again.
 			ok, wait = false, time.Second
 			if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -119,6 +125,11 @@ func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState,
 	out.retryAfter(wait)
 	return true
 }
+
+// gateKey is the update expectation key of pod's in-place update gate,
+// apart from its revision's (the pod's UID); the value observed is the gate
+// condition's status (inplacegate.Status).
+func gateKey(pod *corev1.Pod) string { return string(pod.UID) + "/gate" }
 
 // gateOwner is how SidecarSet name names itself on the gates it closes.
 func gateOwner(name string) string { return "SidecarSet " + name }

@@ -3,6 +3,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/inplacegate"
 	"github.com/deckhand-dev/deckhand/internal/podutil"
 )
 
@@ -113,4 +115,22 @@ func LargePod() *corev1.Pod {
 		{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	return p
+}
+
+// ClosedGates lists, sorted, the names of the pods c holds whose in-place
+// update gate is closed (inplacegate.Closed).
+func ClosedGates(ctx context.Context, t testing.TB, c client.Reader) []string {
+	t.Helper()
+	var list corev1.PodList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for i := range list.Items {
+		if inplacegate.Closed(&list.Items[i]) {
+			out = append(out, list.Items[i].Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
