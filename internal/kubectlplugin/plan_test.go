@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,11 +110,17 @@ func TestPlanPodSet(t *testing.T) {
 	if err := e.Client.Status().Update(ctx, ps); err != nil {
 		t.Fatal(err)
 	}
+	// The controller updates the pod Ready for the shorter time first
+	// (upstream's deletion order, on a log2 scale of the time, then by
+	// UID): a minute against two hours decides it; two pods made Ready a
+	// moment apart would tie, and their UIDs would pick.
+	readySince := map[string]time.Duration{"web-a": time.Minute, "web-b": 2 * time.Hour}
 	for _, name := range []string{"web-a", "web-b"} {
 		p := newPod(ctx, t, ns, name, map[string]string{"app": "web", deckhandv1alpha1.PodSetRevisionLabel: revision},
 			map[string]string{deckhandv1alpha1.PodSetInPlaceHashAnnotation: podset.InPlaceHash(&ps.Spec.Template)}, ps)
 		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-readySince[name]))}}
 		if err := e.Client.Status().Update(ctx, p); err != nil {
 			t.Fatal(err)
 		}
