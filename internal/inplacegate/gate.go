@@ -21,8 +21,8 @@ import (
 const ConditionType corev1.PodConditionType = "apps.deckhand.dev/in-place-update-ready"
 
 // DefaultGracePeriodSeconds is how long an in-place update waits between
-// writing the gate False and patching the images when the update strategy
-// does not say. The EndpointSlice controller took 31 to 253 ms to mark a
+// the pod's turning not Ready under its closed gate and patching the
+// images (MayRestart) when the update strategy does not say. The EndpointSlice controller took 31 to 253 ms to mark a
 // gated pod's endpoint not ready on the local cluster, on two cores shared
 // with other suites (the e2e tests TestInPlaceUpdateLeavesEndpointsFirst and
 // TestSidecarInPlaceUpdateLeavesEndpointsFirst log the figure of each run;
@@ -65,8 +65,12 @@ func hasGate(spec *corev1.PodSpec) bool {
 
 // Condition returns pod's gate condition, nil if it has none.
 func Condition(pod *corev1.Pod) *corev1.PodCondition {
+	return condition(pod, ConditionType)
+}
+
+func condition(pod *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
 	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == ConditionType {
+		if pod.Status.Conditions[i].Type == t {
 			return &pod.Status.Conditions[i]
 		}
 	}
@@ -83,13 +87,21 @@ func Status(pod *corev1.Pod) corev1.ConditionStatus {
 }
 
 // MayRestart decides whether an in-place update may restart pod's
-// containers now. A pod without the gate may at once. A gated pod may once
-// its gate has been False for grace (the time the endpoints take to drop
-// it); until then it says how long is left. close tells that the gate is
-// not False yet and must be written first: then, a pod that is not Ready
-// anyway (out of its endpoints already) may restart as soon as it is
-// written, and a Ready one waits the grace period. Everything it reads is
-// on the pod, so a manager that restarts in the middle decides the same.
+// containers now. A pod without the gate may at once. close tells that the
+// gate is not False yet and must be written first: then a pod that is not
+// Ready anyway (out of its endpoints already) may restart as soon as it is
+// written, and a Ready one waits. A pod whose gate is False may restart
+// once the kubelet has turned its Ready condition False (the
+// EndpointSlice controller takes a pod out on that, not on the gate write,
+// and a loaded kubelet writes it later) and the grace period has passed
+// since, counted from Ready's lastTransitionTime or from the gate's,
+// whichever is later (the time the endpoints and the proxies take to drop
+// the pod). Until then it says how long is left; while the pod is still
+// Ready, the grace period or readyPoll, the longer, as a fallback to the
+// pod's own update event. A kubelet that never reports the pod not Ready
+// keeps it waiting: the update never restarts a pod that may still be
+// serving. Everything it reads is on the pod, so a manager that restarts
+// in the middle decides the same.
 func MayRestart(pod *corev1.Pod, grace time.Duration, now time.Time) (ok, close bool, wait time.Duration) {
 	if !Gated(pod) {
 		return true, false, 0
@@ -101,22 +113,34 @@ func MayRestart(pod *corev1.Pod, grace time.Duration, now time.Time) (ok, close 
 		}
 		return false, true, grace
 	}
-	if wait = closedSince(c).Add(grace).Sub(now); wait > 0 {
+	if podutil.IsPodReady(pod) {
+		return false, false, max(grace, readyPoll)
+	}
+	since := closedSince(c.LastTransitionTime)
+	if r := condition(pod, corev1.PodReady); r != nil {
+		if out := closedSince(r.LastTransitionTime); out.After(since) {
+			since = out
+		}
+	}
+	if wait = since.Add(grace).Sub(now); wait > 0 {
 		return false, false, wait
 	}
 	return true, false, 0
 }
 
-// closedSince is when the gate closed, as late as its condition allows:
-// the API server stores lastTransitionTime to the second, so a time with
-// no fraction stands for any instant of that second, and the grace period
-// counts from its end, never shorter than asked.
-func closedSince(c *corev1.PodCondition) time.Time {
-	t := c.LastTransitionTime.Time
+// readyPoll is how soon a pod whose gate is closed and that is still Ready
+// is looked at again, at the least.
+const readyPoll = time.Second
+
+// closedSince is when a condition that changed at t changed, as late as t
+// allows: the API server stores lastTransitionTime to the second, so a
+// time with no fraction stands for any instant of that second, and the
+// grace period counts from its end, never shorter than asked.
+func closedSince(t metav1.Time) time.Time {
 	if t.Nanosecond() == 0 {
 		return t.Add(time.Second)
 	}
-	return t
+	return t.Time
 }
 
 // Closed reports whether pod's gate condition is False: an in-place update

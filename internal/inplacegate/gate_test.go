@@ -21,6 +21,12 @@ func TestMayRestart(t *testing.T) {
 	gate := func(status corev1.ConditionStatus, ago time.Duration) corev1.PodCondition {
 		return corev1.PodCondition{Type: ConditionType, Status: status, LastTransitionTime: metav1.NewTime(now.Add(-ago))}
 	}
+	// notReady is a pod not Ready for ago, with conds.
+	notReady := func(ago time.Duration, conds ...corev1.PodCondition) *corev1.Pod {
+		p := gatedPod(conds...)
+		p.Status.Conditions[0].Status, p.Status.Conditions[0].LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(now.Add(-ago))
+		return p
+	}
 	cases := map[string]struct {
 		pod         *corev1.Pod
 		ok, close   bool
@@ -30,20 +36,32 @@ func TestMayRestart(t *testing.T) {
 		"no gate: a pod created before it": {pod: &corev1.Pod{}, ok: true, open: true},
 		"gate without condition":           {pod: gatedPod(), close: true, wait: grace, gates: true},
 		"gate True":                        {pod: gatedPod(gate(corev1.ConditionTrue, time.Hour)), close: true, wait: grace, open: true, gates: true},
-		"gate True, pod not Ready: out of its endpoints already": {pod: func() *corev1.Pod {
-			p := gatedPod(gate(corev1.ConditionTrue, time.Hour))
-			p.Status.Conditions[0].Status = corev1.ConditionFalse
-			return p
-		}(), ok: true, close: true, open: true, gates: true},
-		// A lastTransitionTime stored to the second stands for any instant
+		"gate True, pod not Ready: out of its endpoints already": {pod: notReady(time.Hour, gate(corev1.ConditionTrue, time.Hour)),
+			ok: true, close: true, open: true, gates: true},
+		// The kubelet has not taken the pod out of its endpoints yet,
+		// however long ago the gate closed.
+		"gate False this second, pod still Ready": {pod: gatedPod(gate(corev1.ConditionFalse, 0)), wait: grace, gates: true},
+		"gate False long ago, pod still Ready":    {pod: gatedPod(gate(corev1.ConditionFalse, time.Hour)), wait: grace, gates: true},
+		// The grace period counts from the later of the two transitions. A
+		// lastTransitionTime stored to the second stands for any instant
 		// of it: the grace period counts from its end.
-		"gate False this second":                 {pod: gatedPod(gate(corev1.ConditionFalse, 0)), wait: grace + time.Second, gates: true},
-		"gate False for 2s":                      {pod: gatedPod(gate(corev1.ConditionFalse, 2*time.Second)), wait: 4 * time.Second, gates: true},
-		"gate False for the grace period":        {pod: gatedPod(gate(corev1.ConditionFalse, grace)), wait: time.Second, gates: true},
-		"gate False for the grace period and 1s": {pod: gatedPod(gate(corev1.ConditionFalse, grace+time.Second)), ok: true, gates: true},
-		"gate False 1.5s ago, in memory":         {pod: gatedPod(gate(corev1.ConditionFalse, 1500*time.Millisecond)), wait: 3500 * time.Millisecond, gates: true},
-		"gate False 5.5s ago, in memory":         {pod: gatedPod(gate(corev1.ConditionFalse, 5500*time.Millisecond)), ok: true, gates: true},
-		"gate False long ago":                    {pod: gatedPod(gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+		"gate False long ago, not Ready this second":                 {pod: notReady(0, gate(corev1.ConditionFalse, time.Hour)), wait: grace + time.Second, gates: true},
+		"gate False long ago, not Ready for 2s":                      {pod: notReady(2*time.Second, gate(corev1.ConditionFalse, time.Hour)), wait: 4 * time.Second, gates: true},
+		"gate False long ago, not Ready 1.5s, in memory":             {pod: notReady(1500*time.Millisecond, gate(corev1.ConditionFalse, time.Hour)), wait: 3500 * time.Millisecond, gates: true},
+		"gate False long ago, not Ready for the grace period and 1s": {pod: notReady(grace+time.Second, gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+		"gate False long ago, not Ready 5.5s, in memory":             {pod: notReady(5500*time.Millisecond, gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+		// A pod not Ready before its gate closed: from the gate's write.
+		"not Ready long ago, gate False this second":                 {pod: notReady(time.Hour, gate(corev1.ConditionFalse, 0)), wait: grace + time.Second, gates: true},
+		"not Ready long ago, gate False for 2s":                      {pod: notReady(time.Hour, gate(corev1.ConditionFalse, 2*time.Second)), wait: 4 * time.Second, gates: true},
+		"not Ready long ago, gate False for the grace period":        {pod: notReady(time.Hour, gate(corev1.ConditionFalse, grace)), wait: time.Second, gates: true},
+		"not Ready long ago, gate False for the grace period and 1s": {pod: notReady(time.Hour, gate(corev1.ConditionFalse, grace+time.Second)), ok: true, gates: true},
+		"not Ready long ago, gate False 1.5s ago, in memory":         {pod: notReady(time.Hour, gate(corev1.ConditionFalse, 1500*time.Millisecond)), wait: 3500 * time.Millisecond, gates: true},
+		"not Ready long ago, gate False long ago":                    {pod: notReady(time.Hour, gate(corev1.ConditionFalse, time.Hour)), ok: true, gates: true},
+		"gate False long ago, no Ready condition": {pod: func() *corev1.Pod {
+			p := gatedPod(gate(corev1.ConditionFalse, time.Hour))
+			p.Status.Conditions = p.Status.Conditions[1:]
+			return p
+		}(), ok: true, gates: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

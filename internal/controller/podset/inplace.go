@@ -243,9 +243,10 @@ func (g *gateSync) hold(p *corev1.Pod, wait time.Duration) {
 }
 
 // holdForRestart returns the pods among pods an in-place update may
-// restart now (inplacegate.MayRestart): those without the gate, and those
-// whose gate has been False for the grace period, and those not Ready (out
-// of their endpoints already) once their gate is written False. Of the
+// restart now (inplacegate.MayRestart): those without the gate, those
+// whose gate is False and that have been not Ready for the grace period
+// since, and those not Ready (out of their endpoints already) once their
+// gate is written False. Of the
 // others it writes the gate False where it is not yet, and asks for the
 // sync to run again when their grace period ends. Everything it decides on is on the pod, so
 // a manager that restarts in between carries on where this one stopped.

@@ -90,9 +90,9 @@ func (r *Reconciler) updatePods(ctx context.Context, sc *scope) (ctrl.Result, er
 
 // holdForRestart reports whether pod p must wait before its sidecars are
 // restarted (inplacegate.MayRestart): its in-place update gate, which it
-// writes False if it is not yet, has not been closed for the grace period
-// (a pod that is not Ready, out of its endpoints already, waits only for
-// that write). Everything it decides on is on the pod, so a manager that restarts in
+// writes False if it is not yet, has not kept the pod not Ready for the
+// grace period (a pod that is not Ready, out of its endpoints already,
+// waits only for that write). Everything it decides on is on the pod, so a manager that restarts in
 // between carries on where this one stopped.
 func (r *Reconciler) holdForRestart(ctx context.Context, sc *scope, p *podState, out *outcome) bool {
 	grace := inplacegate.GracePeriod(sc.set.Spec.UpdateStrategy.InPlaceUpdateGracePeriodSeconds)
