@@ -32,8 +32,9 @@ type memory struct {
 	sets map[string]*setMemory
 
 	// updates are the pods updated in place and not yet seen at their new
-	// revision in the cache, by SidecarSet name and pod UID
-	// (Reconciler.Expectations).
+	// revision in the cache, by SidecarSet name and pod UID, and the pods
+	// whose in-place update gate was closed and is not yet seen closed, by
+	// gateKey (Reconciler.Expectations).
 	updates *expectations.Expectations
 	// revisionNumbers are the revision numbers this process gave.
 	revisionNumbers revisionhistory.Counter
