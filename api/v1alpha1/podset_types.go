@@ -146,9 +146,10 @@ type PodSetUpdateStrategy struct {
 	// InPlaceUpdateGracePeriodSeconds is how long an in-place update keeps
 	// a pod out of its Services' endpoints before it patches the images:
 	// the PodSet writes the pod's readiness gate
-	// apps.deckhand.dev/in-place-update-ready False, waits this long, then
-	// restarts the containers, and writes the gate True once they are ready
-	// again. Defaults to 1; at most 300. A pod created before the gate
+	// apps.deckhand.dev/in-place-update-ready False, waits until the pod is
+	// no longer Ready (the kubelet has taken it out of its endpoints) and
+	// then this long, restarts the containers, and writes the gate True once
+	// they are ready again. Defaults to 1; at most 300. A pod created before the gate
 	// existed (without it in spec.readinessGates) is updated at once.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=300
