@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +62,8 @@ type options struct {
 	webhookHost          string
 	webhookPort          int
 	webhookCertDir       string
-	enableHTTP2          bool
+	webhookHTTP2         bool
+	metricsHTTP2         bool
 	tls                  func(*tls.Config)
 	kubeAPIQPS           float64
 	kubeAPIBurst         int
@@ -103,8 +103,15 @@ func main() {
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
 		"Directory holding tls.crt and tls.key for the webhook server; reloaded when they change.")
-	flag.BoolVar(&o.enableHTTP2, "enable-http2", false,
-		"Serve HTTP/2 on the webhook and metrics servers. Off by default because of the HTTP/2 rapid-reset exposure (CVE-2023-44487).")
+	// NOTE: over HTTP/1.1 a server cannot close a kept-alive connection
+	// without a race: a call the API server sends on it as it closes fails,
+	// and admission calls are POSTs, which it does not retry. Over HTTP/2 a
+	// stopping replica first sends GOAWAY, and the API server resends the
+	// calls it had not yet had answered on a new connection.
+	flag.BoolVar(&o.webhookHTTP2, "webhook-http2", true,
+		"Offer HTTP/2 on the webhook server, so that a stopping replica tells the API server to take its calls elsewhere (GOAWAY) before it closes its connections. false serves HTTP/1.1 only, where a call racing the close of a kept-alive connection fails.")
+	flag.BoolVar(&o.metricsHTTP2, "metrics-http2", false,
+		"Offer HTTP/2 on the metrics server (a scrape gains nothing from it).")
 	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0,
 		"Client-side rate limit (queries per second) of the whole manager process: one token bucket shared by every client, cache and controller (leader election has a bucket of its own of the same size). 0 keeps controller-runtime's default: no client-side limit, the API server's priority and fairness applies.")
 	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0,
@@ -205,10 +212,14 @@ func main() {
 }
 
 func run(o options) error {
-	var tlsOpts []func(*tls.Config)
-	tlsOpts = append(tlsOpts, o.tls)
-	if !o.enableHTTP2 {
-		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	http1Only := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+	webhookTLS := []func(*tls.Config){o.tls}
+	if !o.webhookHTTP2 {
+		webhookTLS = append(webhookTLS, http1Only)
+	}
+	metricsTLS := []func(*tls.Config){o.tls}
+	if !o.metricsHTTP2 {
+		metricsTLS = append(metricsTLS, http1Only)
 	}
 
 	// The metrics endpoint serves the webhook's certificate, so that a
@@ -217,7 +228,7 @@ func run(o options) error {
 	metricsOpts := metricsserver.Options{
 		BindAddress:   o.metricsAddr,
 		SecureServing: o.secureMetrics,
-		TLSOpts: append(slices.Clone(tlsOpts), func(c *tls.Config) {
+		TLSOpts: append(metricsTLS, func(c *tls.Config) {
 			c.GetCertificate = serving.GetCertificate
 		}),
 	}
@@ -231,7 +242,7 @@ func run(o options) error {
 		Host:    o.webhookHost,
 		Port:    o.webhookPort,
 		CertDir: o.webhookCertDir,
-		TLSOpts: tlsOpts,
+		TLSOpts: webhookTLS,
 	})
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,

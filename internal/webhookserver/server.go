@@ -77,9 +77,13 @@ func New(o webhook.Options) *Server {
 }
 
 // Start serves until ctx ends, then shuts down, letting requests in flight
-// finish for up to a minute.
+// finish for up to a minute. It offers HTTP/2 and HTTP/1.1 unless a TLS
+// option sets NextProtos: over HTTP/2 the shutdown tells the client first
+// (GOAWAY), and the client sends the calls the server did not take on a new
+// connection; an HTTP/1.1 connection kept alive is closed under the feet of
+// a call that may be on its way.
 func (s *Server) Start(ctx context.Context) error {
-	cfg := &tls.Config{NextProtos: []string{"h2"}}
+	cfg := &tls.Config{NextProtos: []string{"h2", "http/1.1"}}
 	for _, op := range s.opts.TLSOpts {
 		op(cfg)
 	}
@@ -99,8 +103,12 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Calls still in flight when ctx ends are answered in full: their
+	// context ends only once the shutdown has given up on them.
+	calls, endCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer endCalls()
 	srv := &http.Server{
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		BaseContext:       func(net.Listener) context.Context { return calls },
 		Handler:           s.closeWhenDraining(LimitBody(s.opts.WebhookMux, MaxBodyBytes)),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
@@ -112,11 +120,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			log.Error(err, "shutting down the webhook server")
-		}
+		shutdown(srv)
 	}()
 	log.Info("serving webhooks", "host", s.opts.Host, "port", s.opts.Port, "minTLSVersion", tls.VersionName(cfg.MinVersion))
 	s.started.Store(true)
@@ -127,10 +131,44 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Drain makes every answer from now on close its connection. A connection
-// kept alive would carry the API server's next calls to this replica even
-// after the Service has dropped it, up to the moment it stops; a new
-// connection goes through the Service to a replica that stays.
+// goAwayRepeat is how often a shutdown sends GOAWAY again, to the HTTP/2
+// connections whose TLS handshake ended after it began.
+const goAwayRepeat = 100 * time.Millisecond
+
+// shutdown stops srv, letting calls in flight finish for up to a minute.
+// http.Server.Shutdown sends GOAWAY to the HTTP/2 connections it knows of
+// when it begins; a connection accepted before that whose handshake ends
+// after joins HTTP/2 too late to get it, would be waited for until the
+// minute is over, and then closed with no word to the client. Each further
+// call of Shutdown sends GOAWAY to every HTTP/2 connection again, so it is
+// called until the first returns.
+func shutdown(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- srv.Shutdown(ctx) }()
+	again, stop := context.WithCancel(context.Background())
+	stop() // the repeats only send GOAWAY and close idle connections
+	tick := time.NewTicker(goAwayRepeat)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-result:
+			if err != nil {
+				log.Error(err, "shutting down the webhook server")
+			}
+			return
+		case <-tick.C:
+			_ = srv.Shutdown(again)
+		}
+	}
+}
+
+// Drain makes every answer from now on close its connection (over HTTP/2:
+// send GOAWAY, after which the client opens a new connection for its next
+// call). A connection kept alive would carry the API server's next calls to
+// this replica even after the Service has dropped it, up to the moment it
+// stops; a new connection goes through the Service to a replica that stays.
 func (s *Server) Drain() { s.draining.Store(true) }
 
 func (s *Server) closeWhenDraining(next http.Handler) http.Handler {

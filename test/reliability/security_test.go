@@ -30,12 +30,14 @@ func dialTLS(port int, cfg *tls.Config) (*tls.Conn, error) {
 	return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cfg)
 }
 
-// TestTLSMinimumAndNoHTTP2: the webhook and metrics servers refuse TLS 1.1
-// and, by default, do not negotiate HTTP/2 (the rapid-reset exposure,
-// CVE-2023-44487).
-func TestTLSMinimumAndNoHTTP2(t *testing.T) {
+// TestTLSMinimumAndHTTP2: the webhook and metrics servers refuse TLS 1.1.
+// By default the webhook server offers HTTP/2 (a stopping replica sends
+// GOAWAY, so that no call is lost on a connection it closes) and HTTP/1.1,
+// and the metrics server HTTP/1.1 only.
+func TestTLSMinimumAndHTTP2(t *testing.T) {
 	ensureDeckhand(t)
 	for name, port := range map[string]int{"webhook": suite.port, "metrics": suite.deckhand.MetricsPort} {
+		wantH2 := name == "webhook"
 		// The metrics server may start a moment after /readyz answers.
 		if err := localcluster.WaitTLS(testutil.Context(t, time.Minute), port, time.Minute); err != nil {
 			t.Fatalf("%s server not serving TLS on %d: %v", name, port, err)
@@ -49,17 +51,19 @@ func TestTLSMinimumAndNoHTTP2(t *testing.T) {
 			t.Errorf("%s server refused TLS 1.2: %v", name, err)
 			continue
 		}
-		if p := c.ConnectionState().NegotiatedProtocol; p == "h2" {
-			t.Errorf("%s server negotiated HTTP/2", name)
+		if got := c.ConnectionState().NegotiatedProtocol == "h2"; got != wantH2 {
+			t.Errorf("%s server negotiated %q with a client offering h2 and http/1.1, want HTTP/2 %t", name, c.ConnectionState().NegotiatedProtocol, wantH2)
 		}
 		c.Close()
-		c, err = dialTLS(port, &tls.Config{NextProtos: []string{"h2"}})
-		if err == nil {
-			if p := c.ConnectionState().NegotiatedProtocol; p == "h2" {
-				t.Errorf("%s server negotiated HTTP/2 with an h2-only client", name)
-			}
-			c.Close()
+		c, err = dialTLS(port, &tls.Config{NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Errorf("%s server refused an HTTP/1.1-only client: %v", name, err)
+			continue
 		}
+		if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+			t.Errorf("%s server negotiated %q with an HTTP/1.1-only client", name, p)
+		}
+		c.Close()
 	}
 }
 
