@@ -112,6 +112,10 @@ func main() {
 		"Offer HTTP/2 on the webhook server, so that a stopping replica tells the API server to take its calls elsewhere (GOAWAY) before it closes its connections. false serves HTTP/1.1 only, where a call racing the close of a kept-alive connection fails.")
 	flag.BoolVar(&o.metricsHTTP2, "metrics-http2", false,
 		"Offer HTTP/2 on the metrics server (a scrape gains nothing from it).")
+	// Kept so that an install which turned HTTP/2 off (or on) with the one
+	// flag of earlier releases still starts, and gets what it asked for.
+	legacyHTTP2 := flag.Bool("enable-http2", false,
+		"Deprecated: sets --webhook-http2 and --metrics-http2 where they are not given.")
 	flag.Float64Var(&o.kubeAPIQPS, "kube-api-qps", 0,
 		"Client-side rate limit (queries per second) of the whole manager process: one token bucket shared by every client, cache and controller (leader election has a bucket of its own of the same size). 0 keeps controller-runtime's default: no client-side limit, the API server's priority and fairness applies.")
 	flag.IntVar(&o.kubeAPIBurst, "kube-api-burst", 0,
@@ -178,6 +182,12 @@ func main() {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["enable-http2"] {
+		fmt.Fprintln(os.Stderr, "--enable-http2 is deprecated: use --webhook-http2 and --metrics-http2")
+	}
+	o.webhookHTTP2, o.metricsHTTP2 = resolveHTTP2(given, *legacyHTTP2, o.webhookHTTP2, o.metricsHTTP2)
 	var err error
 	if o.tls, err = webhookserver.TLSConfig(*tlsMinVersion, splitList(*tlsCipherSuites)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -209,6 +219,21 @@ func main() {
 		setupLog.Error(err, "manager exited with an error")
 		os.Exit(1)
 	}
+}
+
+// resolveHTTP2 applies the deprecated --enable-http2 (legacy) to the
+// webhook and metrics servers whose own flag was not given.
+func resolveHTTP2(given map[string]bool, legacy, webhook, metrics bool) (bool, bool) {
+	if !given["enable-http2"] {
+		return webhook, metrics
+	}
+	if !given["webhook-http2"] {
+		webhook = legacy
+	}
+	if !given["metrics-http2"] {
+		metrics = legacy
+	}
+	return webhook, metrics
 }
 
 func run(o options) error {
