@@ -178,6 +178,9 @@ func whyNoMatch(s *deckhandv1alpha1.SidecarSet, c *sidecarcontrol.Compiled, pod 
 	switch {
 	case s.DeletionTimestamp != nil:
 		return "the SidecarSet is being deleted"
+	case lister.NamespaceOptsOut(ns):
+		return fmt.Sprintf("namespace %s opts out of every SidecarSet (label %s=%s)", ns,
+			deckhandv1alpha1.SidecarSetInjectionLabel, deckhandv1alpha1.SidecarSetInjectionDisabled)
 	case lister.IsProtectedNamespace(ns):
 		return fmt.Sprintf("namespace %s is protected: no SidecarSet reaches its pods", ns)
 	case s.Spec.Namespace != "" && s.Spec.Namespace != ns:

@@ -109,6 +109,10 @@ func TestExplainSidecarSets(t *testing.T) {
 			why: "the labels of namespace shop could not be read"},
 		{name: "protected namespace", pod: testPod(func(p *corev1.Pod) { p.Namespace = metav1.NamespaceSystem }), sets: []deckhandv1alpha1.SidecarSet{log},
 			target: "log", why: "namespace kube-system is protected"},
+		{name: "namespace opted out", pod: testPod(), sets: []deckhandv1alpha1.SidecarSet{log}, target: "log",
+			namespace: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{
+				deckhandv1alpha1.SidecarSetInjectionLabel: deckhandv1alpha1.SidecarSetInjectionDisabled}}},
+			why: "namespace shop opts out of every SidecarSet (label apps.deckhand.dev/sidecarset-injection=disabled)"},
 		{name: "SidecarSet being deleted", pod: testPod(), target: "log",
 			sets: []deckhandv1alpha1.SidecarSet{testSidecarSet("log", func(s *deckhandv1alpha1.SidecarSet) { s.DeletionTimestamp = &podCreated })},
 			why:  "being deleted"},

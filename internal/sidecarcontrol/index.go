@@ -309,9 +309,12 @@ func protectedSet(own string, extra []string) map[string]bool {
 // labelled out of every SidecarSet (SidecarSetInjectionLabel), which the
 // pod webhook's namespaceSelector leaves out too.
 func (l *Lister) IsProtectedNamespace(ns string) bool {
-	if l.protected[ns] {
-		return true
-	}
+	return l.protected[ns] || l.NamespaceOptsOut(ns)
+}
+
+// NamespaceOptsOut reports whether ns is labelled out of every SidecarSet
+// (SidecarSetInjectionLabel: disabled).
+func (l *Lister) NamespaceOptsOut(ns string) bool {
 	labels, _ := l.NamespaceLabels(ns)
 	return labels[deckhandv1alpha1.SidecarSetInjectionLabel] == deckhandv1alpha1.SidecarSetInjectionDisabled
 }
