@@ -89,7 +89,10 @@ func benchTriggerCost(ctx context.Context, cfg *config, r *report) error {
 
 func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, error) {
 	st := &triggerCostStep{Pods: n, Nodes: max(1, n/500), For: time.Duration(cfg.size(120, 30)) * time.Second}
-	e, err := startEnv(ctx, cfg, fmt.Sprintf("triggercost-%d", n), localcluster.Options{FakeNodes: st.Nodes, Metrics: true}, nil)
+	// Without Prometheus: its DCGM scrapes would take whole nodes' pods out
+	// of PodMetrics (localcluster.Options.ResourceMetricsOnly).
+	opts := localcluster.Options{FakeNodes: st.Nodes, Metrics: true, ResourceMetricsOnly: true}
+	e, err := startEnv(ctx, cfg, fmt.Sprintf("triggercost-%d", n), opts, nil)
 	if err != nil {
 		return nil, err
 	}

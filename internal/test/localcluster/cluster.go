@@ -37,6 +37,17 @@ type Options struct {
 	// serves metrics.k8s.io through the API server's aggregation layer
 	// (`kubectl top pods`), and Prometheus scrapes the DCGM exporters.
 	Metrics bool
+	// ResourceMetricsOnly, with Metrics, leaves out the DCGM exporters and
+	// Prometheus, so that metrics-server alone reads kwok.
+	//
+	// Note: kwok (v0.8.0) keeps one registry per fake node for all of the
+	// node's metric paths, and serving one path unregisters the series of
+	// the others first. A DCGM scrape that overlaps metrics-server's scrape
+	// of the same node takes that node's pods out of PodMetrics for a
+	// resolution; Prometheus scrapes every node every second, so with many
+	// pods a node most PodMetrics go missing (at 20 nodes of 500 pods, all
+	// but one or two nodes' pods).
+	ResourceMetricsOnly bool
 	// EtcdFsync keeps etcd's disk syncs. Off by default: the data is
 	// throw-away, and fsync latency (about 20 ms a write on these machines)
 	// would otherwise dominate every test and benchmark.
@@ -166,6 +177,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if opts.Metrics && opts.FakeNodes == 0 {
 		return nil, errors.New("Options.Metrics needs fake nodes (Options.FakeNodes)")
 	}
+	if opts.ResourceMetricsOnly && !opts.Metrics {
+		return nil, errors.New("Options.ResourceMetricsOnly needs Options.Metrics")
+	}
 	c = &Cluster{opts: opts, dir: opts.Dir, procs: map[string]*process{}, specs: map[string]procSpec{}}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "deckhand-cluster-"); err != nil {
@@ -205,8 +219,10 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		if err := c.startMetricsServer(ctx); err != nil {
 			return c, err
 		}
-		if err := c.startPrometheus(ctx); err != nil {
-			return c, err
+		if !opts.ResourceMetricsOnly {
+			if err := c.startPrometheus(ctx); err != nil {
+				return c, err
+			}
 		}
 	}
 	return c, nil
@@ -224,7 +240,10 @@ func requiredBinaries(opts Options) []string {
 		bins = append(bins, "kwok", "kwok-stages.yaml")
 	}
 	if opts.Metrics {
-		bins = append(bins, "metrics-server", "prometheus")
+		bins = append(bins, "metrics-server")
+		if !opts.ResourceMetricsOnly {
+			bins = append(bins, "prometheus")
+		}
 	}
 	return bins
 }

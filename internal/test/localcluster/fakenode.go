@@ -99,7 +99,7 @@ func (c *Cluster) writeKwokStages() (string, error) {
 		data = append(append(append(data, "\n---\n"...), own...), '\n')
 	}
 	if c.opts.Metrics {
-		data = append(append(append(data, "\n---\n"...), kwokMetricsConfig()...), '\n')
+		data = append(append(append(data, "\n---\n"...), kwokMetricsConfig(!c.opts.ResourceMetricsOnly)...), '\n')
 	}
 	path := filepath.Join(c.dir, "kwok-stages.yaml")
 	return path, os.WriteFile(path, data, 0o600)

@@ -73,9 +73,9 @@ func ResourceMetricsPath(node string) string {
 // kwokMetricsConfig returns the kwok objects (kwok.x-k8s.io/v1alpha1) that
 // simulate usage from the annotations above: a ClusterResourceUsage for
 // every pod, a Metric serving it as the kubelet's /metrics/resource does
-// (the metric names and labels metrics-server decodes), and a Metric
-// serving DCGMFramebufferUsedMetric.
-func kwokMetricsConfig() string {
+// (the metric names and labels metrics-server decodes), and, with dcgm, a
+// Metric serving DCGMFramebufferUsedMetric.
+func kwokMetricsConfig(dcgm bool) string {
 	// annotation returns a CEL expression: the annotation's value converted
 	// by conv when the pod has it, otherwise absent.
 	annotation := func(name, conv, absent string) string {
@@ -139,6 +139,9 @@ spec:
 		{"node_memory_working_set_bytes", "gauge", "node", "", `node.Usage("memory")`},
 	} {
 		fmt.Fprintf(&b, "  - name: %s\n    help: %s\n    kind: %s\n    dimension: %s\n%s    value: %q\n", m.name, m.name, m.kind, m.dimension, m.labels, m.value)
+	}
+	if !dcgm {
+		return b.String()
 	}
 	fmt.Fprintf(&b, `---
 apiVersion: kwok.x-k8s.io/v1alpha1

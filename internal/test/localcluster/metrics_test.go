@@ -220,3 +220,25 @@ func pollFor(t *testing.T, ctx context.Context, timeout time.Duration, what stri
 		t.Fatalf("waiting %s for %s: %v", timeout, what, err)
 	}
 }
+
+// TestKwokMetricsConfigDCGM: the DCGM exporter's Metric is served unless
+// the cluster serves resource metrics only.
+func TestKwokMetricsConfigDCGM(t *testing.T) {
+	for name, tc := range map[string]struct {
+		dcgm bool
+		want bool
+	}{
+		"with the DCGM exporter": {dcgm: true, want: true},
+		"resource metrics only":  {dcgm: false, want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := kwokMetricsConfig(tc.dcgm)
+			if got := strings.Contains(cfg, kwokDCGMPath); got != tc.want {
+				t.Errorf("DCGM path %s served: %v, want %v", kwokDCGMPath, got, tc.want)
+			}
+			if !strings.Contains(cfg, kwokResourceMetricsPath) {
+				t.Errorf("resource metrics path %s not served", kwokResourceMetricsPath)
+			}
+		})
+	}
+}
