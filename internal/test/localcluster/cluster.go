@@ -38,15 +38,9 @@ type Options struct {
 	// (`kubectl top pods`), and Prometheus scrapes the DCGM exporters.
 	Metrics bool
 	// ResourceMetricsOnly, with Metrics, leaves out the DCGM exporters and
-	// Prometheus, so that metrics-server alone reads kwok.
-	//
-	// Note: kwok (v0.8.0) keeps one registry per fake node for all of the
-	// node's metric paths, and serving one path unregisters the series of
-	// the others first. A DCGM scrape that overlaps metrics-server's scrape
-	// of the same node takes that node's pods out of PodMetrics for a
-	// resolution; Prometheus scrapes every node every second, so with many
-	// pods a node most PodMetrics go missing (at 20 nodes of 500 pods, all
-	// but one or two nodes' pods).
+	// Prometheus, so that metrics-server alone reads kwok: at tens of
+	// thousands of pods, Prometheus's scrapes every second take kwok most
+	// of the machine's CPU.
 	ResourceMetricsOnly bool
 	// EtcdFsync keeps etcd's disk syncs. Off by default: the data is
 	// throw-away, and fsync latency (about 20 ms a write on these machines)

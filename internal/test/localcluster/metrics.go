@@ -57,12 +57,16 @@ const (
 // node, {nodeName} standing for the node's name.
 const kwokResourceMetricsPath = "/metrics/nodes/{nodeName}/metrics/resource"
 
-// kwokDCGMPath is kwok's DCGM exporter endpoint of a fake node.
-const kwokDCGMPath = "/metrics/nodes/{nodeName}/metrics/dcgm"
-
-// kwokDCGMMetricName names the kwok Metric of the DCGM exporter, the label
-// kwok's Prometheus discovery gives its targets (metrics_name).
-const kwokDCGMMetricName = "dcgm-exporter"
+// kwokNodeMetricName names the one kwok Metric of a fake node: its
+// kubelet's resource metrics and its DCGM exporter's series on one path,
+// the label kwok's Prometheus discovery gives its targets (metrics_name).
+//
+// Note: kwok (v0.8.0) keeps one registry per fake node for all of the
+// node's metric paths, and serving one path unregisters the series of the
+// others first; two paths scraped at once (metrics-server and Prometheus)
+// took whole nodes' pods out of each other's answers. On one path both
+// scrapers ask for the same series.
+const kwokNodeMetricName = "kubelet-resource-metrics"
 
 // ResourceMetricsPath is the path of kwok's resource metrics of the fake
 // node named node, the value of its ResourceMetricsPathAnnotation.
@@ -72,9 +76,10 @@ func ResourceMetricsPath(node string) string {
 
 // kwokMetricsConfig returns the kwok objects (kwok.x-k8s.io/v1alpha1) that
 // simulate usage from the annotations above: a ClusterResourceUsage for
-// every pod, a Metric serving it as the kubelet's /metrics/resource does
-// (the metric names and labels metrics-server decodes), and, with dcgm, a
-// Metric serving DCGMFramebufferUsedMetric.
+// every pod, and a Metric serving it as the kubelet's /metrics/resource
+// does (the metric names and labels metrics-server decodes) with, when dcgm,
+// DCGMFramebufferUsedMetric beside them (metrics-server skips series it
+// does not know).
 func kwokMetricsConfig(dcgm bool) string {
 	// annotation returns a CEL expression: the annotation's value converted
 	// by conv when the pod has it, otherwise absent.
@@ -105,11 +110,11 @@ spec:
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Metric
 metadata:
-  name: kubelet-resource-metrics
+  name: %s
 spec:
   path: %q
   metrics:
-`, memory, kwokResourceMetricsPath)
+`, memory, kwokNodeMetricName, kwokResourceMetricsPath)
 	containerLabels := `    labels:
     - name: container
       value: container.name
@@ -140,18 +145,8 @@ spec:
 	} {
 		fmt.Fprintf(&b, "  - name: %s\n    help: %s\n    kind: %s\n    dimension: %s\n%s    value: %q\n", m.name, m.name, m.kind, m.dimension, m.labels, m.value)
 	}
-	if !dcgm {
-		return b.String()
-	}
-	fmt.Fprintf(&b, `---
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Metric
-metadata:
-  name: %s
-spec:
-  path: %q
-  metrics:
-  - name: %s
+	if dcgm {
+		fmt.Fprintf(&b, `  - name: %s
     help: Framebuffer memory used (in MiB).
     kind: gauge
     dimension: pod
@@ -165,7 +160,8 @@ spec:
     - name: container
       value: pod.spec.containers[0].name
     value: %q
-`, kwokDCGMMetricName, kwokDCGMPath, DCGMFramebufferUsedMetric, gpu)
+`, DCGMFramebufferUsedMetric, gpu)
+	}
 	return b.String()
 }
 

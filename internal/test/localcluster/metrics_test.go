@@ -221,8 +221,11 @@ func pollFor(t *testing.T, ctx context.Context, timeout time.Duration, what stri
 	}
 }
 
-// TestKwokMetricsConfigDCGM: the DCGM exporter's Metric is served unless
-// the cluster serves resource metrics only.
+// TestKwokMetricsConfigDCGM: the DCGM exporter's series are served unless
+// the cluster serves resource metrics only, and always on the one path of
+// the node's resource metrics: kwok unregisters a node's series of one path
+// when it serves another, so two paths would take each other's pods out of
+// their answers.
 func TestKwokMetricsConfigDCGM(t *testing.T) {
 	for name, tc := range map[string]struct {
 		dcgm bool
@@ -233,8 +236,11 @@ func TestKwokMetricsConfigDCGM(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := kwokMetricsConfig(tc.dcgm)
-			if got := strings.Contains(cfg, kwokDCGMPath); got != tc.want {
-				t.Errorf("DCGM path %s served: %v, want %v", kwokDCGMPath, got, tc.want)
+			if got := strings.Contains(cfg, DCGMFramebufferUsedMetric); got != tc.want {
+				t.Errorf("DCGM series %s served: %v, want %v", DCGMFramebufferUsedMetric, got, tc.want)
+			}
+			if n := strings.Count(cfg, "kind: Metric\n"); n != 1 {
+				t.Errorf("%d kwok Metrics, want 1 (one path a node):\n%s", n, cfg)
 			}
 			if !strings.Contains(cfg, kwokResourceMetricsPath) {
 				t.Errorf("resource metrics path %s not served", kwokResourceMetricsPath)

@@ -15,13 +15,15 @@ import (
 )
 
 // PrometheusScrapeInterval is how often Prometheus scrapes the fake nodes'
-// DCGM exporters: a query's answer is at most this old.
+// metrics (their DCGM exporters' series): a query's answer is at most this
+// old.
 const PrometheusScrapeInterval = time.Second
 
-// prometheusConfig scrapes every fake node's DCGM exporter that kwok serves,
-// found through kwok's Prometheus HTTP service discovery (one target a node
-// and kwok Metric; only the DCGM Metric's are kept). Both speak TLS with
-// the API server's serving certificate.
+// prometheusConfig scrapes every fake node's metrics that kwok serves (the
+// DCGM exporter's series among them), found through kwok's Prometheus HTTP
+// service discovery (one target a node and kwok Metric; only the node
+// Metric's are kept). Both speak TLS with the API server's serving
+// certificate.
 const prometheusConfig = `global:
   scrape_interval: %[1]s
   evaluation_interval: %[1]s
@@ -49,7 +51,7 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 		return err
 	}
 	discovery := fmt.Sprintf("https://127.0.0.1:%d/discovery/prometheus", c.kwokPort)
-	conf := fmt.Sprintf(prometheusConfig, promDuration(PrometheusScrapeInterval), filepath.Join(c.dir, "pki", "ca.crt"), discovery, kwokDCGMMetricName)
+	conf := fmt.Sprintf(prometheusConfig, promDuration(PrometheusScrapeInterval), filepath.Join(c.dir, "pki", "ca.crt"), discovery, kwokNodeMetricName)
 	confPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return err
