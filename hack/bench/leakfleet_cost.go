@@ -89,8 +89,9 @@ func benchTriggerCost(ctx context.Context, cfg *config, r *report) error {
 
 func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, error) {
 	st := &triggerCostStep{Pods: n, Nodes: max(1, n/500), For: time.Duration(cfg.size(120, 30)) * time.Second}
-	// Without Prometheus: its DCGM scrapes would take whole nodes' pods out
-	// of PodMetrics (localcluster.Options.ResourceMetricsOnly).
+	// Without Prometheus: only resource metrics are measured here, and its
+	// scrapes every second would take kwok CPU the manager's figures need
+	// (localcluster.Options.ResourceMetricsOnly).
 	opts := localcluster.Options{FakeNodes: st.Nodes, Metrics: true, ResourceMetricsOnly: true}
 	e, err := startEnv(ctx, cfg, fmt.Sprintf("triggercost-%d", n), opts, nil)
 	if err != nil {
