@@ -151,13 +151,21 @@ func (c fleetClock) windows() [][2]time.Time {
 }
 
 // spec is the windows as RestartSchedule windows and the nightly cron
-// (each window's first minute), in UTC.
+// (each window's first minute of the days run), in UTC. The windows go on
+// one night past the run, as a real nightly window does: a calendar that
+// ended with the run would tell the last night's predictions that no
+// window follows for a real day, and replace in that night every pod that
+// leaks at all.
 func (c fleetClock) spec() (windows []deckhandv1alpha1.RestartWindow, cron string) {
 	var minutes []string
-	for _, w := range c.windows() {
+	nights := c.windows()
+	closes := c.end().Add(c.plan.Day)
+	for i, w := range append(nights, [2]time.Time{closes.Add(-c.plan.Window), closes}) {
 		o, cl := w[0].UTC(), w[1].UTC()
 		windows = append(windows, deckhandv1alpha1.RestartWindow{Start: o.Format("15:04"), End: cl.Format("15:04")})
-		minutes = append(minutes, strconv.Itoa(o.Minute()))
+		if i < len(nights) {
+			minutes = append(minutes, strconv.Itoa(o.Minute()))
+		}
 	}
 	return windows, strings.Join(minutes, ",") + " * * * *"
 }

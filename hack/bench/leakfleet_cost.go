@@ -151,6 +151,8 @@ func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, 
 				Container: "app", PercentOfLimit: ptr.To[int32](90), For: &metav1.Duration{Duration: st.For}}}},
 		},
 	}
+	// The base the trigger's allocations are read against (pprof -base).
+	e.saveProfile(ctx, cfg, "allocs", fmt.Sprintf("heap-triggercost-off-%d-allocs", n))
 	if err := e.c.Create(ctx, rs); err != nil {
 		return nil, err
 	}
@@ -158,10 +160,18 @@ func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, 
 		return nil, err
 	}
 	on := &managerFigures{}
-	probe := memoryProbe{pid: e.mgr.Pid(), forceGC: e.forceGC, metrics: e.managerMetrics}
+	// Profiles as item 3 takes them, and where the trigger's allocations
+	// come from: what RSS holds beyond the live heap was allocated.
+	profile := fmt.Sprintf("heap-triggercost-on-%d", n)
+	probe := memoryProbe{pid: e.mgr.Pid(), forceGC: e.forceGC, metrics: e.managerMetrics,
+		afterRSS: func(ctx context.Context) {
+			e.saveProfile(ctx, cfg, "heap", profile+"-last-gc")
+			e.saveProfile(ctx, cfg, "allocs", profile+"-allocs")
+		}}
 	if err := sampleMemory(ctx, cfg, probe, on); err != nil {
 		return nil, err
 	}
+	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
 	st.On.RSSBytes, st.On.HeapAlloc, st.On.Window = on.rss, on.heapAlloc, window
 	if st.On.CPUSeconds, st.On.PodMetricList, err = managerWindow(ctx, e, window); err != nil {
 		return nil, err

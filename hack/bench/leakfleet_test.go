@@ -12,7 +12,9 @@ func TestFleetClockWindows(t *testing.T) {
 	plan := fleetPlan{Day: 6 * time.Minute, Days: 2, Window: time.Minute}
 	clk := fleetClock{start: time.Date(2026, 11, 27, 20, 57, 0, 0, time.UTC), plan: plan}
 	windows, cron := clk.spec()
-	want := []deckhandv1alpha1.RestartWindow{{Start: "21:02", End: "21:03"}, {Start: "21:08", End: "21:09"}}
+	// The nights of the two days run, and the next: the calendar goes on
+	// after the run as a daily one would; the cron fires in the run only.
+	want := []deckhandv1alpha1.RestartWindow{{Start: "21:02", End: "21:03"}, {Start: "21:08", End: "21:09"}, {Start: "21:14", End: "21:15"}}
 	if !reflect.DeepEqual(windows, want) || cron != "2,8 * * * *" {
 		t.Errorf("spec() = %v, %q; want %v, %q", windows, cron, want, "2,8 * * * *")
 	}
