@@ -61,21 +61,12 @@ func (r *Reconciler) readUsage(ctx context.Context, s *scope, in *needInput) err
 		in.metricsMissing = "no resource metrics client"
 		return nil
 	}
-	items, err := r.PodMetrics.PodMetrics(ctx, s.rs.Namespace)
+	usage, err := r.PodMetrics.WorkingSets(ctx, s.rs.Namespace)
 	if err != nil {
 		in.metricsMissing = "listing metrics.k8s.io PodMetrics: " + err.Error()
 		return nil
 	}
-	in.usage = make(map[string]podUsage, len(items))
-	for _, pm := range items {
-		u := podUsage{at: pm.Timestamp.Time, workingSet: make(map[string]int64, len(pm.Containers))}
-		for _, c := range pm.Containers {
-			if q, ok := c.Usage[corev1.ResourceMemory]; ok {
-				u.workingSet[c.Name] = q.Value()
-			}
-		}
-		in.usage[pm.Name] = u
-	}
+	in.usage = usage
 	return nil
 }
 
@@ -134,8 +125,8 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m
 	case !ok:
 		// Too young to have been sampled yet.
 		return nil
-	case in.now.Sub(u.at) > in.staleAfter:
-		miss(ReasonStaleMetrics, "%s: the latest sample is %s old", p.Name, in.now.Sub(u.at).Truncate(time.Second))
+	case in.now.Sub(u.At) > in.staleAfter:
+		miss(ReasonStaleMetrics, "%s: the latest sample is %s old", p.Name, in.now.Sub(u.At).Truncate(time.Second))
 		return nil
 	}
 	hold := defaultFor
@@ -148,19 +139,18 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m
 		if m.Container != "" && ctr.Name != m.Container {
 			continue
 		}
-		ws, ok := u.workingSet[ctr.Name]
+		ws, ok := u.WorkingSet[ctr.Name]
 		if !ok {
 			continue
 		}
 		var threshold int64
-		var limitText string
 		// The prediction aims at the container's limit, where the kernel
 		// kills it; at above when it has none.
 		limit, hasLimit := ctr.Resources.Limits[corev1.ResourceMemory]
 		hasLimit = hasLimit && !limit.IsZero()
 		switch {
 		case m.Above != nil:
-			threshold, limitText = m.Above.Value(), m.Above.String()
+			threshold = m.Above.Value()
 			if !hasLimit {
 				limit = *m.Above
 			}
@@ -169,22 +159,27 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m
 			continue
 		default:
 			threshold = limit.Value() * int64(*m.PercentOfLimit) / 100
-			limitText = fmt.Sprintf("%d%% of %s", *m.PercentOfLimit, limit.String())
 		}
 		if threshold <= 0 {
 			continue
 		}
-		c := needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold),
-			RestartCandidate: deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Container: ctr.Name,
-				Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: mebibytes(ws), Limit: limitText}}
+		c := needCandidate{pod: p, over: float64(ws-threshold) / float64(threshold)}
 		named := predict(in, &c, seriesKey{trigger: trigger, pod: p.Name, container: ctr.Name}, float64(limit.Value()), limit.String())
 		if !named && ws <= threshold {
+			// Most pods, at every evaluation: nothing formatted for them.
 			continue
 		}
+		limitText := fmt.Sprintf("%d%% of %s", ptr.Deref(m.PercentOfLimit, 0), limit.String())
+		if m.Above != nil {
+			limitText = m.Above.String()
+		}
+		c.RestartCandidate = deckhandv1alpha1.RestartCandidate{Pod: p.Name, Workload: workload, Container: ctr.Name,
+			Trigger: deckhandv1alpha1.RestartTriggerMemory, Value: mebibytes(ws), Limit: limitText,
+			PredictedLimitAt: c.PredictedLimitAt, PredictedLimit: c.PredictedLimit, Urgent: c.Urgent}
 		if !named {
 			since, ok := in.since[sinceKey(p.Name, ctr.Name)]
-			if !ok || since.After(u.at) {
-				since = u.at
+			if !ok || since.After(u.At) {
+				since = u.At
 			}
 			c.Since, c.sustainedAt, c.holdFor = ptr.To(metav1.NewTime(since)), since.Add(hold), hold
 		}

@@ -71,7 +71,7 @@ type needInput struct {
 	evicting map[string]map[string]bool
 	// usage is the latest working-set sample of each pod, by pod name;
 	// nil when memory triggers have no data (metricsMissing says why).
-	usage          map[string]podUsage
+	usage          map[string]PodUsage
 	metricsMissing string
 	// staleAfter: an older sample is not acted upon.
 	staleAfter time.Duration
@@ -83,13 +83,6 @@ type needInput struct {
 	// queried is the answer of each query trigger, by its index in
 	// triggers.
 	queried map[int]queryAnswer
-}
-
-// podUsage is one PodMetrics sample.
-type podUsage struct {
-	at time.Time
-	// workingSet of each container, in bytes.
-	workingSet map[string]int64
 }
 
 func sinceKey(pod, container string) string { return pod + "/" + container }

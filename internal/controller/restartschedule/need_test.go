@@ -192,8 +192,8 @@ func TestPlanNeedMemory(t *testing.T) {
 		return p
 	}
 	mi := int64(1 << 20)
-	sample := func(age time.Duration, app int64) podUsage {
-		return podUsage{at: now.Add(-age), workingSet: map[string]int64{"app": app, "sidecar": 1 * mi}}
+	sample := func(age time.Duration, app int64) PodUsage {
+		return PodUsage{At: now.Add(-age), WorkingSet: map[string]int64{"app": app, "sidecar": 1 * mi}}
 	}
 	percent := []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Container: "app", PercentOfLimit: ptr.To[int32](90),
 		For: &metav1.Duration{Duration: 5 * time.Minute}}}}
@@ -229,7 +229,7 @@ func TestPlanNeedMemory(t *testing.T) {
 	cases := map[string]struct {
 		triggers       []deckhandv1alpha1.RestartNeedTrigger
 		pods           []*corev1.Pod
-		usage          map[string]podUsage
+		usage          map[string]PodUsage
 		queried        map[int]queryAnswer
 		since          map[string]time.Time
 		metricsMissing string
@@ -244,47 +244,47 @@ func TestPlanNeedMemory(t *testing.T) {
 	}{
 		"below the threshold: no candidate": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
-			usage: map[string]podUsage{"a": sample(10*time.Second, 900*mi), "b": sample(10*time.Second, 100*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Second, 900*mi), "b": sample(10*time.Second, 100*mi)},
 		},
 		"first sample above: held for `for`": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
-			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
 			want:  want{held: map[string]string{"a": "for 5m0s: above the threshold since 2026-11-27T09:59:50Z"}, recheck: 5*time.Minute - 10*time.Second},
 		},
 		"above since long enough: evicted": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
-			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
 			since: map[string]time.Time{"a/app": now.Add(-6 * time.Minute)},
 			want:  want{evict: "a"},
 		},
 		"a spike: since a later sample than the one above": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
-			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Second, 1000*mi), "b": sample(10*time.Second, 100*mi)},
 			// A since after the sample belongs to an earlier run of samples.
 			since: map[string]time.Time{"a/app": now},
 			want:  want{held: map[string]string{"a": "for 5m0s: above the threshold since 2026-11-27T09:59:50Z"}, recheck: 5*time.Minute - 10*time.Second},
 		},
 		"the worst of two leaking pods first": {
 			triggers: above, pods: []*corev1.Pod{pod("a", ""), pod("b", "")},
-			usage: map[string]podUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 700*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 700*mi)},
 			since: map[string]time.Time{"a/app": now.Add(-time.Hour), "b/app": now.Add(-time.Hour)},
 			want:  want{evict: "b", held: map[string]string{"a": "maxConcurrent 1: after the eviction of b"}},
 		},
 		"no limit for a percentage: nothing done, said": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "")},
-			usage: map[string]podUsage{"a": sample(10*time.Second, 1000*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Second, 1000*mi)},
 			since: map[string]time.Time{"a/app": now.Add(-time.Hour)},
 			want:  want{missing: map[string]string{ReasonNoMemoryLimit: "a/app has no memory limit"}},
 		},
 		"a stale sample: nothing done, said": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage: map[string]podUsage{"a": sample(10*time.Minute, 1000*mi)},
+			usage: map[string]PodUsage{"a": sample(10*time.Minute, 1000*mi)},
 			since: map[string]time.Time{"a/app": now.Add(-time.Hour)},
 			want:  want{missing: map[string]string{ReasonStaleMetrics: "a: the latest sample is 10m0s old"}},
 		},
 		"no sample: nothing done, said": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage: map[string]podUsage{},
+			usage: map[string]PodUsage{},
 			want:  want{missing: map[string]string{ReasonStaleMetrics: "a has no sample"}},
 		},
 		"metrics API unavailable: nothing judged": {
@@ -315,27 +315,27 @@ func TestPlanNeedMemory(t *testing.T) {
 		// latest sample, 96s from now.
 		"predicted within urgency: evicted outside the windows, its `for` not over, the flat pod not": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
-			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 600*mi)},
+			usage:        map[string]PodUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 600*mi)},
 			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(4*mi)), app("b"): rise(4, float64(600*mi), 0)},
 			urgentWithin: 5 * time.Minute, closed: outside,
 			want: want{evict: "a", predicted: map[string]time.Duration{"a": 96 * time.Second}, urgent: "a"},
 		},
 		"predicted beyond urgency, outside the windows: no candidate": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			usage:        map[string]PodUsage{"a": sample(10*time.Second, 600*mi)},
 			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(mi))},
 			urgentWithin: 5 * time.Minute, closed: outside,
 		},
 		"urgency does not override suspend": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			usage:        map[string]PodUsage{"a": sample(10*time.Second, 600*mi)},
 			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(4*mi))},
 			urgentWithin: 5 * time.Minute, closed: "suspended (spec.suspend)", suspended: true,
 			want: want{held: map[string]string{"a": "suspended"}, predicted: map[string]time.Duration{"a": 96 * time.Second}, urgent: "a"},
 		},
 		"urgency still replaces one pod at a time, the sooner first": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi"), pod("b", "1Gi")},
-			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 800*mi)},
+			usage:        map[string]PodUsage{"a": sample(10*time.Second, 600*mi), "b": sample(10*time.Second, 800*mi)},
 			series:       map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(4*mi)), app("b"): rise(4, float64(800*mi), float64(4*mi))},
 			urgentWithin: 5 * time.Minute, closed: outside,
 			want: want{evict: "b", held: map[string]string{"a": "maxConcurrent 1: after the eviction of b"},
@@ -343,13 +343,13 @@ func TestPlanNeedMemory(t *testing.T) {
 		},
 		"too few samples: no prediction": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:        map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			usage:        map[string]PodUsage{"a": sample(10*time.Second, 600*mi)},
 			series:       map[seriesKey][]point{app("a"): rise(2, float64(600*mi), float64(4*mi))},
 			urgentWithin: 5 * time.Minute, closed: outside,
 		},
 		"falling: no prediction": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:        map[string]podUsage{"a": sample(10*time.Second, 1000*mi)},
+			usage:        map[string]PodUsage{"a": sample(10*time.Second, 1000*mi)},
 			series:       map[seriesKey][]point{app("a"): rise(4, float64(1000*mi), -float64(mi))},
 			since:        map[string]time.Time{"a/app": now.Add(-time.Minute)},
 			urgentWithin: 5 * time.Minute, closed: outside,
@@ -359,7 +359,7 @@ func TestPlanNeedMemory(t *testing.T) {
 		// calendar opens again in 12h.
 		"in a window, predicted before the next one opens: replaced now, below the threshold": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:      map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			usage:      map[string]PodUsage{"a": sample(10*time.Second, 600*mi)},
 			series:     map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(mi)/10)},
 			nextReopen: 12 * time.Hour,
 			want:       want{evict: "a", predicted: map[string]time.Duration{"a": 4230 * time.Second}},
@@ -367,13 +367,13 @@ func TestPlanNeedMemory(t *testing.T) {
 		// 0.005Mi/s: 84800s, after the next opening.
 		"in a window, predicted after the next one opens: left to it": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:      map[string]podUsage{"a": sample(10*time.Second, 600*mi)},
+			usage:      map[string]PodUsage{"a": sample(10*time.Second, 600*mi)},
 			series:     map[seriesKey][]point{app("a"): rise(4, float64(600*mi), float64(mi)/200)},
 			nextReopen: 12 * time.Hour,
 		},
 		"above the threshold and rising: the prediction listed, `for` still holds": {
 			triggers: percent, pods: []*corev1.Pod{pod("a", "1Gi")},
-			usage:  map[string]podUsage{"a": sample(10*time.Second, 1000*mi)},
+			usage:  map[string]PodUsage{"a": sample(10*time.Second, 1000*mi)},
 			series: map[seriesKey][]point{app("a"): rise(4, float64(1000*mi), float64(mi))},
 			want:   want{held: map[string]string{"a": "for 5m0s"}, recheck: 5*time.Minute - 10*time.Second, predicted: map[string]time.Duration{"a": 14 * time.Second}},
 		},

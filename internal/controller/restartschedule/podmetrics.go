@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
@@ -12,9 +13,20 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// PodMetricsSource lists the PodMetrics (metrics.k8s.io) of a namespace.
+// PodMetricsSource reads the working sets of a namespace's pods from the
+// resource metrics API (metrics.k8s.io PodMetrics).
 type PodMetricsSource interface {
-	PodMetrics(ctx context.Context, namespace string) ([]metricsv1beta1.PodMetrics, error)
+	// WorkingSets returns each pod's latest sample, by pod name. The map
+	// may be shared with other callers until the next list: read-only.
+	WorkingSets(ctx context.Context, namespace string) (map[string]PodUsage, error)
+}
+
+// PodUsage is one pod's PodMetrics sample, reduced to what memory triggers
+// read.
+type PodUsage struct {
+	At time.Time
+	// WorkingSet of each container, in bytes.
+	WorkingSet map[string]int64
 }
 
 // DefaultMetricsResolution is how long a namespace's PodMetrics list is
@@ -43,7 +55,7 @@ type namespaceMetrics struct {
 	// at once share one request.
 	mu    sync.Mutex
 	at    time.Time
-	items []metricsv1beta1.PodMetrics
+	usage map[string]PodUsage
 }
 
 // NewPodMetricsSource returns a PodMetricsSource reading the resource
@@ -59,7 +71,7 @@ func NewPodMetricsSource(cfg *rest.Config, clk clock.PassiveClock, resolution ti
 	return &podMetricsLister{client: c, clock: clk, resolution: resolution, byNS: map[string]*namespaceMetrics{}}, nil
 }
 
-func (l *podMetricsLister) PodMetrics(ctx context.Context, namespace string) ([]metricsv1beta1.PodMetrics, error) {
+func (l *podMetricsLister) WorkingSets(ctx context.Context, namespace string) (map[string]PodUsage, error) {
 	l.mu.Lock()
 	for ns, m := range l.byNS {
 		// A namespace no schedule asks about any more is forgotten; one
@@ -81,12 +93,31 @@ func (l *podMetricsLister) PodMetrics(ctx context.Context, namespace string) ([]
 	defer n.mu.Unlock()
 	now := l.clock.Now()
 	if !n.at.IsZero() && now.Sub(n.at) < l.resolution {
-		return n.items, nil
+		return n.usage, nil
 	}
 	list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	n.at, n.items = now, list.Items
-	return n.items, nil
+	// Reduced once a list, not kept whole: a PodMetrics carries its pod's
+	// labels and a quantity per resource, several times what the triggers
+	// read, and every evaluation until the next list reads this map.
+	n.at, n.usage = now, workingSets(list.Items)
+	return n.usage, nil
+}
+
+// workingSets reduces PodMetrics to their memory working sets.
+func workingSets(items []metricsv1beta1.PodMetrics) map[string]PodUsage {
+	out := make(map[string]PodUsage, len(items))
+	for i := range items {
+		pm := &items[i]
+		u := PodUsage{At: pm.Timestamp.Time, WorkingSet: make(map[string]int64, len(pm.Containers))}
+		for _, c := range pm.Containers {
+			if q, ok := c.Usage[corev1.ResourceMemory]; ok {
+				u.WorkingSet[c.Name] = q.Value()
+			}
+		}
+		out[pm.Name] = u
+	}
+	return out
 }

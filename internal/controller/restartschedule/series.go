@@ -51,6 +51,11 @@ const forgetAfter = 10 * time.Minute
 // starts it again), and only its samples of the last window(trigger). A
 // sample at the time of the previous one (a metrics list reused) is not
 // added twice.
+//
+// The returned series are read-only and stay valid: a later update only
+// appends past their ends or moves them to a new array, never writes over
+// a sample a caller holds. Copying them instead cost two slices a pod at
+// each evaluation (10,000 pods: 20,000 every 15 seconds).
 func (s *seriesStore) update(uid types.UID, generation int64, now time.Time, observed map[seriesKey]point, window func(trigger int) time.Duration) map[seriesKey][]point {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,20 +73,18 @@ func (s *seriesStore) update(uid types.UID, generation int64, now time.Time, obs
 	}
 	next := &scheduleSeries{generation: generation, at: now, series: make(map[seriesKey][]point, len(observed))}
 	for k, v := range observed {
-		old := prev.series[k]
-		if n := len(old); n == 0 || v.at.After(old[n-1].at) {
-			old = append(old, v)
+		kept := prev.series[k]
+		if n := len(kept); n == 0 || v.at.After(kept[n-1].at) {
+			kept = append(kept, v)
 		}
 		from := now.Add(-window(k.trigger))
-		kept := slices.DeleteFunc(slices.Clone(old), func(x point) bool { return x.at.Before(from) })
+		// Oldest first: the samples before the window are a prefix.
+		old, _ := slices.BinarySearchFunc(kept, from, func(p point, t time.Time) int { return p.at.Compare(t) })
+		kept = kept[old:]
 		next.series[k] = kept[max(0, len(kept)-maxSeriesPoints):]
 	}
 	s.m[uid] = next
-	out := make(map[seriesKey][]point, len(next.series))
-	for k, v := range next.series {
-		out[k] = slices.Clone(v)
-	}
-	return out
+	return next.series
 }
 
 // fitWindow is how far back a trigger's prediction looks: its `for`, at
@@ -119,8 +122,8 @@ func observeSeries(in needInput) map[seriesKey]point {
 						continue
 					}
 					for _, ctr := range p.Spec.Containers {
-						if ws, ok := u.workingSet[ctr.Name]; ok && (t.Memory.Container == "" || t.Memory.Container == ctr.Name) {
-							out[seriesKey{trigger: i, pod: p.Name, container: ctr.Name}] = point{at: u.at, value: float64(ws)}
+						if ws, ok := u.WorkingSet[ctr.Name]; ok && (t.Memory.Container == "" || t.Memory.Container == ctr.Name) {
+							out[seriesKey{trigger: i, pod: p.Name, container: ctr.Name}] = point{at: u.At, value: float64(ws)}
 						}
 					}
 				case t.Query != nil:
