@@ -212,9 +212,9 @@ func planNeed(in needInput) needPlan {
 				c.evict = true
 				chosen = append(chosen, c.Pod)
 			case unavailable >= limit && len(chosen) > 0:
-				c.HeldBy = fmt.Sprintf("maxConcurrent %d: after the eviction of %s", limit, strings.Join(chosen, ", "))
+				c.HeldBy = fmt.Sprintf(holdMaxConcurrent+"%d: after the eviction of %s", limit, strings.Join(chosen, ", "))
 			case unavailable >= limit:
-				c.HeldBy = fmt.Sprintf("maxConcurrent %d: %d pod(s) of %s unavailable", limit, unavailable, w.key)
+				c.HeldBy = fmt.Sprintf(holdMaxConcurrent+"%d: %d pod(s) of %s unavailable", limit, unavailable, w.key)
 			default:
 				c.evict = true
 				chosen = append(chosen, c.Pod)

@@ -81,6 +81,7 @@ type Reconciler struct {
 	patched patchedWorkloads
 	evicted eviction.InFlight[evictedPod]
 	series  seriesStore
+	pods    podSource
 }
 
 const defaultMetricsStaleAfter = 3 * time.Minute
@@ -127,7 +128,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		obj, _ := newWorkload(kind)
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.schedulesFollowing(kind)))
 	}
-	return b.Complete(r)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &deckhandv1alpha1.RestartSchedule{}, awaitingTurnIndex, awaitingTurn); err != nil {
+		return err
+	}
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	r.pods.cache = mgr.GetCache()
+	r.pods.watch = func() error { return c.Watch(r.podTurnSource(mgr.GetCache())) }
+	return nil
 }
 
 // Workers is the number of RestartSchedules reconciled at once. Many

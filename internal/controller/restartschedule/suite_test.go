@@ -48,7 +48,10 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.Options{
 		Full: true,
 		Setup: func(mgr ctrl.Manager) error {
-			if err := (&restartschedule.Reconciler{Clock: testClock, PollInterval: 2 * time.Second}).SetupWithManager(mgr); err != nil {
+			// Polls a minute apart: a test that waits less for a step shows
+			// that an event, not the poll, brought it (the turns of
+			// maxConcurrent come from the pods' readiness).
+			if err := (&restartschedule.Reconciler{Clock: testClock, PollInterval: time.Minute}).SetupWithManager(mgr); err != nil {
 				return err
 			}
 			// PodSets are a target kind: their own controller rolls them out.

@@ -60,7 +60,9 @@ func waitCandidates(t *testing.T, ns, name string, n int, what string, match fun
 // deleted and the candidates say the budget holds them; once the budget is
 // gone, the old pods are evicted one at a time (maxConcurrent 1: never more
 // than one pod of the Deployment unavailable), each recorded in history with
-// its trigger and value.
+// its trigger and value. Each next turn comes when the replacement turns
+// Ready: the three evictions fit in 90 s, polls are a minute apart (seen
+// failing without the pod watch).
 func TestIntegrationPodAgeEvictsThroughBudget(t *testing.T) {
 	needEnv(t)
 	ns := env.Namespace(t)
