@@ -42,6 +42,11 @@ type Options struct {
 	// thousands of pods, Prometheus's scrapes every second take kwok most
 	// of the machine's CPU.
 	ResourceMetricsOnly bool
+	// MetricsResolution, with Metrics, is how often metrics-server scrapes
+	// the fake nodes (0: MetricsServerResolution). A node's scrape may take
+	// most of it: at tens of thousands of pods kwok needs longer than the
+	// shortest resolution allows to compute every pod's usage.
+	MetricsResolution time.Duration
 	// EtcdFsync keeps etcd's disk syncs. Off by default: the data is
 	// throw-away, and fsync latency (about 20 ms a write on these machines)
 	// would otherwise dominate every test and benchmark.
@@ -173,6 +178,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if opts.ResourceMetricsOnly && !opts.Metrics {
 		return nil, errors.New("Options.ResourceMetricsOnly needs Options.Metrics")
+	}
+	if opts.MetricsResolution != 0 && opts.MetricsResolution < MetricsServerResolution {
+		return nil, fmt.Errorf("Options.MetricsResolution %s is shorter than metrics-server accepts (%s)", opts.MetricsResolution, MetricsServerResolution)
 	}
 	c = &Cluster{opts: opts, dir: opts.Dir, procs: map[string]*process{}, specs: map[string]procSpec{}}
 	if c.dir == "" {

@@ -156,6 +156,11 @@ spec:
 // registers it as the APIService v1beta1.metrics.k8s.io; it waits until
 // the API server reports the APIService Available.
 func (c *Cluster) startMetricsServer(ctx context.Context) error {
+	resolution, scrapeTimeout := MetricsServerResolution, 5*time.Second
+	if r := c.opts.MetricsResolution; r > resolution {
+		// metrics-server bounds a scrape by its resolution too.
+		resolution, scrapeTimeout = r, r*8/10
+	}
 	pki := filepath.Join(c.dir, "pki")
 	dir := filepath.Join(pki, "metrics-server")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -204,9 +209,10 @@ func (c *Cluster) startMetricsServer(ctx context.Context) error {
 		"--kubelet-use-node-status-port",
 		"--kubelet-preferred-address-types", "InternalIP",
 		"--kubelet-certificate-authority", filepath.Join(pki, "ca.crt"),
-		// The shortest metrics-server accepts: usage is at most this old.
-		"--metric-resolution", MetricsServerResolution.String(),
-		"--kubelet-request-timeout", "5s",
+		// The shortest metrics-server accepts by default: usage is at most
+		// this old.
+		"--metric-resolution", resolution.String(),
+		"--kubelet-request-timeout", scrapeTimeout.String(),
 		"--v", "1",
 	}
 	c.MetricsServerURL = fmt.Sprintf("https://127.0.0.1:%d", port)
