@@ -180,15 +180,15 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 		switch result {
 		case eviction.Evicted:
 			r.evicted.Add(rs.UID, c.pod.UID, s.now, evictedPod{workload: c.Workload, pod: c.Pod})
-			setLastTriggered(st, c.Workload, s.now)
 			start := metav1.NewTime(s.now)
-			s.record(deckhandv1alpha1.RestartRecord{ScheduledTime: start, Trigger: c.Trigger, Workload: c.Workload, Pod: c.Pod, Value: c.Value,
-				PredictedLimitAt: c.PredictedLimitAt, StartTime: &start, Result: deckhandv1alpha1.RestartSucceeded,
-				Message: "evicted: " + describeNeed(*c, s.now)})
-			s.event(c.pod, corev1.EventTypeNormal, ReasonPodEvicted, "Evict", "evicted %s of %s: %s %s, limit %s", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)
+			events := []pendingEvent{newEvent(c.pod, corev1.EventTypeNormal, ReasonPodEvicted, "Evict", "evicted %s of %s: %s %s, limit %s", c.Pod, c.Workload, c.Trigger, c.Value, c.Limit)}
 			if c.Urgent {
-				s.event(c.pod, corev1.EventTypeNormal, ReasonUrgentRestart, "Evict", "evicted %s of %s at once: %s%s", c.Pod, c.Workload, describeNeed(*c, s.now), outside(in.closed))
+				events = append(events, newEvent(c.pod, corev1.EventTypeNormal, ReasonUrgentRestart, "Evict", "evicted %s of %s at once: %s%s", c.Pod, c.Workload, describeNeed(*c, s.now), outside(in.closed)))
 			}
+			s.recordEviction(evictionRecord{workload: c.Workload, events: events, record: deckhandv1alpha1.RestartRecord{
+				ScheduledTime: start, Trigger: c.Trigger, Workload: c.Workload, Pod: c.Pod, Value: c.Value,
+				PredictedLimitAt: c.PredictedLimitAt, StartTime: &start, CompletionTime: &start, Result: deckhandv1alpha1.RestartSucceeded,
+				Message: "evicted: " + describeNeed(*c, s.now)}})
 			c.HeldBy = "evicted"
 		case eviction.Blocked:
 			// Never forced: the pod stays a candidate and the eviction is

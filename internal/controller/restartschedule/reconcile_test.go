@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -724,5 +725,66 @@ func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
 	h.reconcile("s")
 	if fmt.Sprint(h.evicted) != "[a b]" {
 		t.Fatalf("evicted %v, want b once a is gone and replaced", h.evicted)
+	}
+}
+
+// An eviction whose status write is refused with a conflict (the reconcile
+// read a copy older than its predecessor's write) is recorded, with its
+// Event, by the next reconcile: the pod is gone, so nothing else would.
+func TestUnitEvictionRecordedAfterAConflict(t *testing.T) {
+	d := deployment("web", nil)
+	d.UID = "web"
+	d.Spec.Replicas = ptr.To[int32](1)
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: unitNS, UID: "a", CreationTimestamp: metav1.NewTime(testutil.Time(t, "2026-01-01T00:00:00Z")),
+			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "h"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-h", UID: "web-h", Controller: ptr.To(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	rs := schedule("s", "", "2026-01-01T00:00:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
+		rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}}}}
+		rs.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}}
+	})
+	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
+	conflicts := 1
+	h.r.Client = interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if sub == "status" && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(deckhandv1alpha1.GroupVersion.WithResource("restartschedules").GroupResource(), "s", fmt.Errorf("the object has been modified"))
+			}
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		}})
+
+	h.reconcileOnce("s")
+	if fmt.Sprint(h.evicted) != "[a]" {
+		t.Fatalf("evicted %v, want a", h.evicted)
+	}
+	if got := h.rs("s").Status.History; len(got) != 0 || len(h.drainEvents()) != 0 {
+		t.Fatalf("the conflicting write left history %+v and Events", got)
+	}
+	// The pod is gone by the next reconcile.
+	if err := h.c.Delete(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	h.set("2026-01-02T00:00:01Z")
+	h.reconcileOnce("s")
+	got := h.rs("s").Status.History
+	if len(got) != 1 || got[0].Pod != "a" || got[0].Trigger != deckhandv1alpha1.RestartTriggerPodAge || !got[0].StartTime.Equal(ptr.To(metav1.NewTime(testutil.Time(t, "2026-01-02T00:00:00Z")))) {
+		t.Fatalf("history %+v, want the eviction of a at its time", got)
+	}
+	if evs := h.drainEvents(); !hasEvent(evs, "evicted a of Deployment/web") {
+		t.Fatalf("Events %v, want the eviction's", evs)
+	}
+	if last := h.rs("s").Status.LastTriggered; len(last) != 0 {
+		// No cooldown: the entry is dropped once written.
+		t.Fatalf("lastTriggered %+v", last)
+	}
+	// Told once.
+	h.set("2026-01-02T00:00:02Z")
+	h.reconcileOnce("s")
+	if got := h.rs("s").Status.History; len(got) != 1 {
+		t.Fatalf("history %+v, want the one eviction", got)
 	}
 }

@@ -82,6 +82,7 @@ type Reconciler struct {
 	evicted eviction.InFlight[evictedPod]
 	series  seriesStore
 	pods    podSource
+	untold  untoldEvictions
 }
 
 const defaultMetricsStaleAfter = 3 * time.Minute
@@ -220,6 +221,8 @@ type scope struct {
 	// missing says which pods memory triggers could not judge, by
 	// MetricsUnavailable reason.
 	missing map[string][]string
+	// evictions are the evictions this status records (untold.go).
+	evictions []evictionRecord
 }
 
 // waitUntilEarliest makes the reconcile requeue at t, unless an earlier
@@ -237,7 +240,11 @@ type pendingEvent struct {
 }
 
 func (s *scope) event(related runtime.Object, typ, reason, action, format string, args ...any) {
-	s.events = append(s.events, pendingEvent{related: related, typ: typ, reason: reason, action: action, note: truncateMessage(fmt.Sprintf(format, args...))})
+	s.events = append(s.events, newEvent(related, typ, reason, action, format, args...))
+}
+
+func newEvent(related runtime.Object, typ, reason, action, format string, args ...any) pendingEvent {
+	return pendingEvent{related: related, typ: typ, reason: reason, action: action, note: truncateMessage(fmt.Sprintf(format, args...))}
 }
 
 // Priorities of the controller's queue.
@@ -279,6 +286,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	orig := rs.DeepCopy()
 	s := &scope{rs: rs, now: r.Clock.Now(), unlisted: unlistedOf(&rs.Status)}
 	listPending(s)
+	r.recordUntold(s)
 
 	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.replaceOnNeed, r.summarize)
 	countPending(s)
@@ -293,6 +301,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// previous one. Workload patches made before a conflict are idempotent
 	// per slot, so the retry adopts them instead of restarting again.
 	written, werr := statuspatch.Writer{Client: r.Client, FieldManager: deckhandv1alpha1.FieldManager}.Status(ctx, orig, &rs.Status)
+	if werr != nil || written.RequeueAfter > 0 {
+		// The pods are evicted all the same: the retry records them.
+		r.untold.put(rs.UID, s.now, s.evictions)
+	}
 	if werr != nil {
 		return ctrl.Result{}, werr
 	}
