@@ -96,19 +96,20 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 	if n := len(st.Active) + len(st.Pending); in.workloadScope && n > 0 {
 		in.runInProgress = fmt.Sprintf("%s is in progress (%d workload(s) restarting or waiting)", describeRun(runSlot(st), runTrigger(st)), n)
 	}
-	seen := map[types.UID]*corev1.Pod{}
+	var byWorkload map[string][]*corev1.Pod
+	if len(targets) > 0 {
+		if byWorkload, err = r.podsByWorkload(ctx, rs.Namespace); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing pods: %w", err)
+		}
+	}
 	for _, t := range targets {
-		w, err := r.workloadPods(ctx, rs.Namespace, t)
+		w, err := r.workloadPods(ctx, rs.Namespace, t, byWorkload)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if w == nil {
-			continue
+		if w != nil {
+			in.workloads = append(in.workloads, *w)
 		}
-		for _, p := range w.pods {
-			seen[p.UID] = p
-		}
-		in.workloads = append(in.workloads, *w)
 	}
 	for _, c := range st.LastTriggered {
 		in.lastTriggered[c.Workload] = c.Time.Time
@@ -123,7 +124,16 @@ func (r *Reconciler) replaceOnNeed(ctx context.Context, s *scope) (ctrl.Result, 
 	}
 	// An eviction counts as in progress until the cache shows its pod
 	// terminating or gone.
+	var seen map[types.UID]*corev1.Pod // built for the first in-flight eviction only
 	pending := r.evicted.Sweep(rs.UID, s.now, func(uid types.UID, _ eviction.Record[evictedPod]) bool {
+		if seen == nil {
+			seen = map[types.UID]*corev1.Pod{}
+			for _, w := range in.workloads {
+				for _, p := range w.pods {
+					seen[p.UID] = p
+				}
+			}
+		}
 		p, ok := seen[uid]
 		return !ok || p.DeletionTimestamp != nil
 	})

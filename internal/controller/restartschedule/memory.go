@@ -139,7 +139,7 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m
 		if m.Container != "" && ctr.Name != m.Container {
 			continue
 		}
-		ws, ok := u.WorkingSet[ctr.Name]
+		ws, ok := u.WorkingSet(ctr.Name)
 		if !ok {
 			continue
 		}

@@ -193,7 +193,7 @@ func TestPlanNeedMemory(t *testing.T) {
 	}
 	mi := int64(1 << 20)
 	sample := func(age time.Duration, app int64) PodUsage {
-		return PodUsage{At: now.Add(-age), WorkingSet: map[string]int64{"app": app, "sidecar": 1 * mi}}
+		return PodUsage{At: now.Add(-age), Containers: []ContainerUsage{{"app", app}, {"sidecar", 1 * mi}}}
 	}
 	percent := []deckhandv1alpha1.RestartNeedTrigger{{Memory: &deckhandv1alpha1.RestartMemoryTrigger{Container: "app", PercentOfLimit: ptr.To[int32](90),
 		For: &metav1.Duration{Duration: 5 * time.Minute}}}}

@@ -1,12 +1,16 @@
 package restartschedule
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
@@ -25,8 +29,25 @@ type PodMetricsSource interface {
 // read.
 type PodUsage struct {
 	At time.Time
-	// WorkingSet of each container, in bytes.
-	WorkingSet map[string]int64
+	// Containers' working sets: a slice, where a map a pod was 3.6 MB of
+	// the manager's live heap at 10,000 pods.
+	Containers []ContainerUsage
+}
+
+// ContainerUsage is one container's working set, in bytes.
+type ContainerUsage struct {
+	Name       string
+	WorkingSet int64
+}
+
+// WorkingSet is the named container's working set, if sampled.
+func (u PodUsage) WorkingSet(container string) (int64, bool) {
+	for _, c := range u.Containers {
+		if c.Name == container {
+			return c.WorkingSet, true
+		}
+	}
+	return 0, false
 }
 
 // DefaultMetricsResolution is how long a namespace's PodMetrics list is
@@ -95,29 +116,107 @@ func (l *podMetricsLister) WorkingSets(ctx context.Context, namespace string) (m
 	if !n.at.IsZero() && now.Sub(n.at) < l.resolution {
 		return n.usage, nil
 	}
-	list, err := l.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{})
+	body, err := l.client.RESTClient().Get().Namespace(namespace).Resource("pods").
+		SetHeader("Accept", runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON).DoRaw(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// Reduced once a list, not kept whole: a PodMetrics carries its pod's
 	// labels and a quantity per resource, several times what the triggers
 	// read, and every evaluation until the next list reads this map.
-	n.at, n.usage = now, workingSets(list.Items)
+	usage, err := workingSetsOf(body)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the PodMetrics of %s: %w", namespace, err)
+	}
+	n.at, n.usage = now, usage
 	return n.usage, nil
 }
 
-// workingSets reduces PodMetrics to their memory working sets.
-func workingSets(items []metricsv1beta1.PodMetrics) map[string]PodUsage {
-	out := make(map[string]PodUsage, len(items))
-	for i := range items {
-		pm := &items[i]
-		u := PodUsage{At: pm.Timestamp.Time, WorkingSet: make(map[string]int64, len(pm.Containers))}
-		for _, c := range pm.Containers {
-			if q, ok := c.Usage[corev1.ResourceMemory]; ok {
-				u.WorkingSet[c.Name] = q.Value()
-			}
-		}
-		out[pm.Name] = u
+// workingSetsOf reduces a PodMetricsList, as the API served it, to the
+// memory working sets. A protobuf answer is decoded an item at a time: the
+// whole list decoded at once was 37 MB of allocations at 10,000 pods, most
+// of it alive together until reduced, which raised the heap the runtime
+// lets grow before collecting (the RSS of the trigger cost benchmark).
+func workingSetsOf(body []byte) (map[string]PodUsage, error) {
+	if raw, ok := bytes.CutPrefix(body, protobufEnvelope); ok {
+		return protobufWorkingSets(raw)
 	}
-	return out
+	var list metricsv1beta1.PodMetricsList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, err
+	}
+	out := make(map[string]PodUsage, len(list.Items))
+	for i := range list.Items {
+		addWorkingSet(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// protobufEnvelope begins a Kubernetes protobuf answer, whose message is a
+// runtime.Unknown wrapping the object's own encoding.
+var protobufEnvelope = []byte{'k', '8', 's', 0}
+
+// Field numbers of the messages walked (k8s.io/apimachinery runtime
+// generated.proto, k8s.io/metrics v1beta1 generated.proto).
+const (
+	unknownRawField = 2 // runtime.Unknown.raw
+	listItemsField  = 2 // PodMetricsList.items
+)
+
+func protobufWorkingSets(unknown []byte) (map[string]PodUsage, error) {
+	var list []byte
+	if err := eachField(unknown, unknownRawField, func(b []byte) error { list = b; return nil }); err != nil {
+		return nil, err
+	}
+	out := map[string]PodUsage{}
+	var pm metricsv1beta1.PodMetrics
+	err := eachField(list, listItemsField, func(item []byte) error {
+		pm = metricsv1beta1.PodMetrics{}
+		if err := pm.Unmarshal(item); err != nil {
+			return err
+		}
+		addWorkingSet(out, &pm)
+		return nil
+	})
+	return out, err
+}
+
+// eachField calls fn with the bytes of each length-delimited field number
+// num of the protobuf message msg, skipping the other fields.
+func eachField(msg []byte, num protowire.Number, fn func([]byte) error) error {
+	for len(msg) > 0 {
+		n, typ, l := protowire.ConsumeTag(msg)
+		if l < 0 {
+			return protowire.ParseError(l)
+		}
+		msg = msg[l:]
+		if n == num && typ == protowire.BytesType {
+			v, l := protowire.ConsumeBytes(msg)
+			if l < 0 {
+				return protowire.ParseError(l)
+			}
+			if err := fn(v); err != nil {
+				return err
+			}
+			msg = msg[l:]
+			continue
+		}
+		l = protowire.ConsumeFieldValue(n, typ, msg)
+		if l < 0 {
+			return protowire.ParseError(l)
+		}
+		msg = msg[l:]
+	}
+	return nil
+}
+
+// addWorkingSet adds pm's memory working sets to out.
+func addWorkingSet(out map[string]PodUsage, pm *metricsv1beta1.PodMetrics) {
+	u := PodUsage{At: pm.Timestamp.Time, Containers: make([]ContainerUsage, 0, len(pm.Containers))}
+	for _, c := range pm.Containers {
+		if q, ok := c.Usage[corev1.ResourceMemory]; ok {
+			u.Containers = append(u.Containers, ContainerUsage{Name: c.Name, WorkingSet: q.Value()})
+		}
+	}
+	out[pm.Name] = u
 }

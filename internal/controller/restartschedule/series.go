@@ -122,7 +122,7 @@ func observeSeries(in needInput) map[seriesKey]point {
 						continue
 					}
 					for _, ctr := range p.Spec.Containers {
-						if ws, ok := u.WorkingSet[ctr.Name]; ok && (t.Memory.Container == "" || t.Memory.Container == ctr.Name) {
+						if ws, ok := u.WorkingSet(ctr.Name); ok && (t.Memory.Container == "" || t.Memory.Container == ctr.Name) {
 							out[seriesKey{trigger: i, pod: p.Name, container: ctr.Name}] = point{at: u.At, value: float64(ws)}
 						}
 					}

@@ -52,7 +52,7 @@ func awaitingTurn(o client.Object) []string {
 // "" when none a schedule targets does: a Deployment's pods are controlled
 // by its ReplicaSet, named after it and the pod's template hash.
 func podWorkload(pod *corev1.Pod) string {
-	ref := metav1.GetControllerOf(pod)
+	ref := controllerOf(pod)
 	if ref == nil {
 		return ""
 	}
@@ -68,6 +68,18 @@ func podWorkload(pod *corev1.Pod) string {
 		return workloadKey(ref.Kind, ref.Name)
 	}
 	return ""
+}
+
+// controllerOf is the pod's controller reference, nil when none: what
+// metav1.GetControllerOf answers, without its copy (it runs for every pod
+// of a namespace at each evaluation).
+func controllerOf(pod *corev1.Pod) *metav1.OwnerReference {
+	for i := range pod.OwnerReferences {
+		if ref := &pod.OwnerReferences[i]; ref.Controller != nil && *ref.Controller {
+			return ref
+		}
+	}
+	return nil
 }
 
 // schedulesAwaitingTurn maps a pod to the schedules whose candidates wait

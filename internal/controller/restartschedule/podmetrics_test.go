@@ -1,0 +1,67 @@
+package restartschedule
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+)
+
+// A PodMetricsList reduces to the same working sets whether the API
+// answered in protobuf (decoded an item at a time) or in JSON.
+func TestWorkingSetsOf(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	list := &metricsv1beta1.PodMetricsList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
+	want := map[string]PodUsage{}
+	for i := range 50 {
+		name := fmt.Sprintf("web-%d", i)
+		pm := metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": "web"}},
+			Timestamp: at, Window: metav1.Duration{Duration: 10 * time.Second}}
+		var ws []ContainerUsage
+		for _, c := range []string{"app", "sidecar"} {
+			mem := int64(i+1) << 20
+			if c == "sidecar" {
+				mem = 3 << 20
+			}
+			pm.Containers = append(pm.Containers, metricsv1beta1.ContainerMetrics{Name: c, Usage: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI)}})
+			ws = append(ws, ContainerUsage{c, mem})
+		}
+		list.Items = append(list.Items, pm)
+		want[name] = PodUsage{At: at.Time, Containers: ws}
+	}
+	scheme := runtime.NewScheme()
+	if err := metricsv1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	list.SetGroupVersionKind(metricsv1beta1.SchemeGroupVersion.WithKind("PodMetricsList"))
+	pb, err := runtime.Encode(protobuf.NewSerializer(scheme, scheme), list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"protobuf": pb, "JSON": js} {
+		got, err := workingSetsOf(body)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !maps.EqualFunc(got, want, func(a, b PodUsage) bool { return a.At.Equal(b.At) && slices.Equal(a.Containers, b.Containers) }) {
+			t.Errorf("%s: %d pods %v, want %d", name, len(got), got["web-0"], len(want))
+		}
+	}
+	if _, err := workingSetsOf(pb[:len(pb)-3]); err == nil {
+		t.Error("a truncated protobuf answer decoded without an error")
+	}
+}
