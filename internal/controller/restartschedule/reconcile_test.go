@@ -687,22 +687,34 @@ func TestUnitStartsArePrioritized(t *testing.T) {
 // shows it Ready, so the next reconcile evicts no other pod of the
 // workload; once the cache shows it gone and a Ready replacement, the next
 // pod is evicted.
-func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
+// webPod is a Ready pod of the Deployment web's ReplicaSet, created at
+// created.
+func webPod(t *testing.T, name, created string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, UID: types.UID(name), CreationTimestamp: metav1.NewTime(testutil.Time(t, created)),
+			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "h"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-h", UID: "web-h", Controller: ptr.To(true)}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+}
+
+// podAgeFixture is the Deployment web of replicas pods (webPod) and the
+// schedule "s" replacing its pods older than an hour, one at a time.
+func podAgeFixture(replicas int32) (*appsv1.Deployment, *deckhandv1alpha1.RestartSchedule) {
 	d := deployment("web", nil)
 	d.UID = "web"
+	d.Spec.Replicas = ptr.To(replicas)
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-	pod := func(name, created string) *corev1.Pod {
-		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: unitNS, UID: types.UID(name), CreationTimestamp: metav1.NewTime(testutil.Time(t, created)),
-				Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "h"},
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-h", UID: "web-h", Controller: ptr.To(true)}}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-		}
-	}
 	rs := schedule("s", "", "2026-01-01T00:00:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
 		rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}}}}
 		rs.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}}
 	})
+	return d, rs
+}
+
+func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
+	pod := func(name, created string) *corev1.Pod { return webPod(t, name, created) }
+	d, rs := podAgeFixture(2)
 	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod("a", "2026-01-01T00:00:00Z"), pod("b", "2026-01-01T01:00:00Z"))
 
 	h.reconcile("s")
@@ -732,20 +744,8 @@ func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
 // read a copy older than its predecessor's write) is recorded, with its
 // Event, by the next reconcile: the pod is gone, so nothing else would.
 func TestUnitEvictionRecordedAfterAConflict(t *testing.T) {
-	d := deployment("web", nil)
-	d.UID = "web"
-	d.Spec.Replicas = ptr.To[int32](1)
-	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: unitNS, UID: "a", CreationTimestamp: metav1.NewTime(testutil.Time(t, "2026-01-01T00:00:00Z")),
-			Labels:          map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: "h"},
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-h", UID: "web-h", Controller: ptr.To(true)}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-	}
-	rs := schedule("s", "", "2026-01-01T00:00:00Z", func(rs *deckhandv1alpha1.RestartSchedule) {
-		rs.Spec.Triggers = []deckhandv1alpha1.RestartNeedTrigger{{PodAge: &deckhandv1alpha1.RestartPodAgeTrigger{MaxAge: metav1.Duration{Duration: time.Hour}}}}
-		rs.Spec.Action = deckhandv1alpha1.RestartAction{Scope: deckhandv1alpha1.RestartScopePod, MaxConcurrent: 1, MinPodAge: &metav1.Duration{}}
-	})
+	d, rs := podAgeFixture(1)
+	pod := webPod(t, "a", "2026-01-01T00:00:00Z")
 	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
 	conflicts := 1
 	h.r.Client = interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{

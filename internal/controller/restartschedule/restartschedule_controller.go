@@ -165,18 +165,23 @@ func activeWorkloads(o client.Object) []string {
 // following its rollout.
 func (r *Reconciler) schedulesFollowing(kind string) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		var list deckhandv1alpha1.RestartScheduleList
-		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-			client.MatchingFields{activeWorkloadIndex: workloadKey(kind, o.GetName())}); err != nil {
-			logf.FromContext(ctx).Error(err, "listing RestartSchedules following a workload")
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, rs := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
-		}
-		return reqs
+		return r.schedulesIndexed(ctx, o.GetNamespace(), activeWorkloadIndex, workloadKey(kind, o.GetName()))
 	}
+}
+
+// schedulesIndexed are the requests of the RestartSchedules in namespace
+// whose index holds key.
+func (r *Reconciler) schedulesIndexed(ctx context.Context, namespace, index, key string) []reconcile.Request {
+	var list deckhandv1alpha1.RestartScheduleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{index: key}); err != nil {
+		logf.FromContext(ctx).Error(err, "listing RestartSchedules by index", "index", index, "key", key)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, rs := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
+	}
+	return reqs
 }
 
 // scope is the state of one reconcile.

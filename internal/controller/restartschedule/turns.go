@@ -8,12 +8,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -89,16 +87,7 @@ func (r *Reconciler) schedulesAwaitingTurn(ctx context.Context, pod *corev1.Pod)
 	if key == "" {
 		return nil
 	}
-	var list deckhandv1alpha1.RestartScheduleList
-	if err := r.Client.List(ctx, &list, client.InNamespace(pod.Namespace), client.MatchingFields{awaitingTurnIndex: key}); err != nil {
-		logf.FromContext(ctx).Error(err, "listing RestartSchedules waiting on a workload's pods")
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, rs := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rs.Namespace, Name: rs.Name}})
-	}
-	return reqs
+	return r.schedulesIndexed(ctx, pod.Namespace, awaitingTurnIndex, key)
 }
 
 // readinessChanged passes the pod updates that can end a turn: a pod that
