@@ -64,8 +64,13 @@ const (
 // heap, its CPU seconds and the PodMetrics lists the API server served over
 // Window.
 type triggerCostSample struct {
-	RSSBytes      int64         `json:"rssBytes"`
-	HeapAlloc     float64       `json:"liveHeapBytes"`
+	RSSBytes  int64   `json:"rssBytes"`
+	HeapAlloc float64 `json:"liveHeapBytes"`
+	// RSSAnon and RSSFile split the largest RSS sample; RuntimeSplit is
+	// the Go runtime's account of its memory then (goMemorySplit).
+	RSSAnon       int64         `json:"rssAnonBytes"`
+	RSSFile       int64         `json:"rssFileBytes"`
+	RuntimeSplit  string        `json:"runtimeSplit"`
 	Window        time.Duration `json:"window"`
 	CPUSeconds    float64       `json:"managerCPUSeconds"`
 	PodMetricList float64       `json:"podMetricsLists"`
@@ -153,7 +158,7 @@ func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, 
 	if err != nil {
 		return nil, err
 	}
-	st.Off.RSSBytes, st.Off.HeapAlloc = off.rss, off.heapAlloc
+	st.Off.RSSBytes, st.Off.HeapAlloc, st.Off.RSSAnon, st.Off.RSSFile, st.Off.RuntimeSplit = off.rss, off.heapAlloc, off.rssAnon, off.rssFile, off.runtimeSplit
 	window := time.Duration(cfg.size(8, 2)) * restartschedule.DefaultMetricsResolution
 	if st.Off.CPUSeconds, st.Off.PodMetricList, err = managerWindow(ctx, e, window); err != nil {
 		return nil, err
@@ -190,6 +195,9 @@ func runTriggerCost(ctx context.Context, cfg *config, n int) (*triggerCostStep, 
 	}
 	e.saveProfile(ctx, cfg, "heap?gc=1", profile)
 	st.On.RSSBytes, st.On.HeapAlloc, st.On.Window = on.rss, on.heapAlloc, window
+	st.On.RSSAnon, st.On.RSSFile, st.On.RuntimeSplit = on.rssAnon, on.rssFile, on.runtimeSplit
+	logf("[memory] with the trigger: RSS %.1f MiB (anonymous %.1f, file %.1f), live heap %.1f MiB; at the largest RSS: %s",
+		mib(float64(on.rss)), mib(float64(on.rssAnon)), mib(float64(on.rssFile)), mib(on.heapAlloc), on.runtimeSplit)
 	if st.On.CPUSeconds, st.On.PodMetricList, err = managerWindow(ctx, e, window); err != nil {
 		return nil, err
 	}
