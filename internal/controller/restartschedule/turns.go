@@ -22,11 +22,10 @@ import (
 
 // A candidate held by maxConcurrent waits for its workload's replaced pods
 // to become Ready. Polling for that (PollInterval, 10s) made each turn of a
-// workload whose pods cross the threshold together take a poll: in the
-// leak-fleet benchmark's compressed day, turns 16.6 s apart (median) let
-// the last pods of a fast-leaking Deployment reach their limit waiting. The
-// schedule is woken instead when a pod of such a workload changes
-// readiness, as a ReplicaSet's controller is.
+// workload whose pods cross the threshold together take a poll, however
+// soon the replacements were Ready, while the last pods of a fast leak
+// waited for theirs. The schedule is woken instead when a pod of such a
+// workload changes readiness, as a ReplicaSet's controller is.
 
 // awaitingTurnIndex indexes RestartSchedules by the workloads (workloadKey)
 // whose candidates wait for their turn under maxConcurrent.
