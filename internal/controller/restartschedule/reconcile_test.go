@@ -747,15 +747,7 @@ func TestUnitEvictionRecordedAfterAConflict(t *testing.T) {
 	d, rs := podAgeFixture(1)
 	pod := webPod(t, "a", "2026-01-01T00:00:00Z")
 	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
-	conflicts := 1
-	h.r.Client = interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{
-		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			if sub == "status" && conflicts > 0 {
-				conflicts--
-				return apierrors.NewConflict(deckhandv1alpha1.GroupVersion.WithResource("restartschedules").GroupResource(), "s", fmt.Errorf("the object has been modified"))
-			}
-			return c.SubResource(sub).Apply(ctx, obj, opts...)
-		}})
+	h.conflictOnce()
 
 	h.reconcileOnce("s")
 	if fmt.Sprint(h.evicted) != "[a]" {
@@ -786,5 +778,50 @@ func TestUnitEvictionRecordedAfterAConflict(t *testing.T) {
 	h.reconcileOnce("s")
 	if got := h.rs("s").Status.History; len(got) != 1 {
 		t.Fatalf("history %+v, want the one eviction", got)
+	}
+}
+
+// conflictOnce makes the reconciler's next status write fail with a
+// conflict, as one from a stale cached copy does.
+func (h *harness) conflictOnce() {
+	conflicts := 1
+	h.r.Client = interceptor.NewClient(h.c.(client.WithWatch), interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			if sub == "status" && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(deckhandv1alpha1.GroupVersion.WithResource("restartschedules").GroupResource(), "s", fmt.Errorf("the object has been modified"))
+			}
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		}})
+}
+
+// An eviction the conflicting write lost is still recorded when the next
+// reconcile restarts a workload and leaves its status to the one after.
+func TestUnitEvictionRecordedAcrossADeferredStatus(t *testing.T) {
+	d, rs := podAgeFixture(1)
+	rs.Spec.Schedule = "0 3 * * *"
+	rs.CreationTimestamp = metav1.NewTime(testutil.Time(t, "2026-01-02T00:00:00Z"))
+	pod := webPod(t, "a", "2026-01-01T00:00:00Z")
+	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
+	h.conflictOnce()
+	h.reconcileOnce("s")
+	if fmt.Sprint(h.evicted) != "[a]" {
+		t.Fatalf("evicted %v, want a", h.evicted)
+	}
+	if err := h.c.Delete(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	// The slot: this reconcile restarts the Deployment, the next writes.
+	h.set("2026-01-02T03:00:00Z")
+	if res := h.reconcileOnce("s"); res.RequeueAfter != statusAfterPatchDelay || h.restartedAt("web") == "" {
+		t.Fatalf("the slot's reconcile returned %+v, restarted-at %q: want the Deployment restarted and the status deferred", res, h.restartedAt("web"))
+	}
+	h.reconcile("s")
+	var evicted bool
+	for _, e := range h.rs("s").Status.History {
+		evicted = evicted || (e.Pod == "a" && e.Trigger == deckhandv1alpha1.RestartTriggerPodAge)
+	}
+	if !evicted {
+		t.Fatalf("history %+v lacks the eviction of a", h.rs("s").Status.History)
 	}
 }

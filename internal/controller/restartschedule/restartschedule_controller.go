@@ -296,6 +296,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	res, err := reconcileutil.Run(ctx, s, r.parseSchedule, r.observeSchedule, r.followRollouts, r.fire, r.runNow, r.startPending, r.replaceOnNeed, r.summarize)
 	countPending(s)
 	if err == nil && s.patchedWorkloads {
+		// The status is the next reconcile's to write, evictions included.
+		r.untold.put(rs.UID, s.now, s.evictions)
 		return ctrl.Result{RequeueAfter: statusAfterPatchDelay, Priority: normalPriority}, nil
 	}
 	if err == nil {
