@@ -296,7 +296,8 @@ func reportTriggerCost(r *report, steps []*triggerCostStep) {
 		"created bound to kwok nodes (500 pods a node), flat at 64 MiB of a 256 MiB limit. A manager process started once the pods are Ready and measured as item 3 measures it (*without*); " +
 		"then a RestartSchedule whose memory trigger (90% of the limit) watches every pod, and, once its `for` and two resolutions have passed (every pod's series then holds what it keeps), " +
 		"the same process sampled again (*with*). CPU: the manager's user + system time over the window (/proc); lists: `apiserver_request_total` of `metrics.k8s.io` pods, LIST, over the same window.\n\n")
-	b.WriteString("metrics-server scrapes every 10 s up to 10,000 pods and every 60 s (its default) above: kwok cannot compute more pods' usage within 10 s on this machine.\n\n")
+	fmt.Fprintf(&b, "metrics-server scrapes every %s up to %d pods and every %s (its default) above: kwok cannot compute more pods' usage within %s on this machine.\n\n",
+		localcluster.MetricsServerResolution, costLargeFrom, costLargeResolution, localcluster.MetricsServerResolution)
 	b.WriteString("| pods | nodes | created and Ready | trigger for | RSS without / with | live heap without / with | manager CPU over the window without / with | PodMetrics lists over the window without / with |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range steps {
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %.1f / %.1f MiB | %.1f / %.1f MiB | %.2f / %.2f s (%s) | %.0f / %.0f (%s) |\n", s.Pods, s.Nodes, secs(time.Duration(s.CreateSecs*float64(time.Second))), s.For,
