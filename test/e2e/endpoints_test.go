@@ -293,8 +293,37 @@ func updateBehindService(t *testing.T, ns, svc string, labels map[string]string,
 		return true, nil
 	}, "every pod Ready with %s on %s", container, image)
 	waitReadyEndpoints(t, ns, svc, len(before))
+	rec.catchUp(t, ns, svc)
 	stop()
 	checkPassages(t, rec, before)
+}
+
+// catchUp waits until the record holds every EndpointSlice of Service svc
+// at the version the API server now serves: a watch delivers an event
+// after a read can already see its object, and stopping the record before
+// the last event came would make a pod's return look missing.
+func (r *trafficRecord) catchUp(t *testing.T, ns, svc string) {
+	t.Helper()
+	list, err := suite.clientset.DiscoveryV1().EndpointSlices(ns).List(context.Background(), metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 30*time.Second, func(context.Context) (bool, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i := range list.Items {
+			want, err := strconv.ParseInt(list.Items[i].ResourceVersion, 10, 64)
+			if err != nil {
+				return false, err
+			}
+			if !slices.ContainsFunc(r.events, func(ev trafficEvent) bool {
+				return ev.slice != nil && ev.slice.Name == list.Items[i].Name && ev.rv >= want
+			}) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, "the record holds the EndpointSlices of %s/%s as now served", ns, svc)
 }
 
 // TestInPlaceUpdateLeavesEndpointsFirst changes the image of a PodSet of 2
