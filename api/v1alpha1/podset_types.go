@@ -138,7 +138,10 @@ type PodSetUpdateStrategy struct {
 	// InPlaceIfPossible, when true (the default), updates a pod in place
 	// (patching its container images, keeping its name, UID, IP and node)
 	// when the only difference between its template and the current one is
-	// container images. Any other change recreates the pod.
+	// container images. Any other change recreates the pod. While true, the
+	// pods created list the in-place update readiness gate, which the PodSet
+	// writes once per new pod before it is Ready; false creates pods
+	// without it.
 	// +kubebuilder:default=true
 	// +optional
 	InPlaceIfPossible *bool `json:"inPlaceIfPossible,omitempty"`

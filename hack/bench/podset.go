@@ -23,6 +23,10 @@ type scaleKind string
 const (
 	kindRS     scaleKind = "ReplicaSet (kube-controller-manager)"
 	kindPodSet scaleKind = "PodSet (Deckhand)"
+	// kindPodSetRecreate is a PodSet that never updates in place
+	// (inPlaceIfPossible: false): its pods carry no in-place update gate,
+	// so each is one API write, as a ReplicaSet's.
+	kindPodSetRecreate scaleKind = "PodSet, inPlaceIfPossible: false (Deckhand)"
 	kindPlain  scaleKind = "plain client, 32 workers"
 )
 
@@ -59,7 +63,7 @@ var settleTime = 3 * time.Second
 func settle() { time.Sleep(settleTime) }
 
 // scaleNamespaces names the namespace of each kind's runs.
-var scaleNamespaces = map[scaleKind]string{kindRS: "rs", kindPodSet: "podset", kindPlain: "plain"}
+var scaleNamespaces = map[scaleKind]string{kindRS: "rs", kindPodSet: "podset", kindPodSetRecreate: "podset-recreate", kindPlain: "plain"}
 
 // scaleRounds is how many times each workload kind is scaled up and down.
 const scaleRounds = 3
@@ -100,9 +104,13 @@ func runScale(ctx context.Context, e *env, kind scaleKind, ns string, n int) (*s
 	case kindRS:
 		obj = &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: ns},
 			Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0), Selector: sel, Template: scaleTemplate(app)}}
-	case kindPodSet:
-		obj = &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: ns},
+	case kindPodSet, kindPodSetRecreate:
+		ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "scale", Namespace: ns},
 			Spec: deckhandv1alpha1.PodSetSpec{Replicas: ptr.To[int32](0), Selector: sel, Template: scaleTemplate(app)}}
+		if kind == kindPodSetRecreate {
+			ps.Spec.UpdateStrategy.InPlaceIfPossible = ptr.To(false)
+		}
+		obj = ps
 	}
 	if obj != nil {
 		if err := e.c.Create(ctx, obj); err != nil {
@@ -196,7 +204,7 @@ func summarize(res map[scaleKind][]*scaleResult, kinds ...scaleKind) []scaleSumm
 			up, down = append(up, x.up.Seconds()), append(down, x.down.Seconds())
 			writes = append(writes, x.upCost.apiMutating/n)
 			switch kind {
-			case kindPodSet:
+			case kindPodSet, kindPodSetRecreate:
 				upReq, downReq = append(upReq, x.upCost.mgrRequests/n), append(downReq, x.downCost.mgrRequests/n)
 			case kindRS:
 				ps := res[kindPodSet][i]
@@ -238,27 +246,31 @@ func benchPodSetLimited(ctx context.Context, cfg *config, r *report) error {
 	}
 	defer e.stop()
 	n := cfg.size(1000, 100)
-	res, err := runScales(ctx, e, "a", n, kindRS, kindPodSet)
+	kinds := []scaleKind{kindRS, kindPodSet, kindPodSetRecreate}
+	res, err := runScales(ctx, e, "a", n, kinds...)
 	if err != nil {
 		return err
 	}
 	recordScales(r, "podset-a", res)
-	sum := summarize(res, kindRS, kindPodSet)
-	rs, ps := sum[0], sum[1]
+	sum := summarize(res, kinds...)
+	rs, ps, recreate := sum[0], sum[1], sum[2]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster A: kube-controller-manager at its defaults (`--kube-api-qps 20 --kube-api-burst 30`, a bucket per controller), Deckhand `--kube-api-qps 20 --kube-api-burst 30` (one bucket for the process), "+
 		"kube-scheduler raised to QPS 500/burst 1000 (not the bottleneck), one kwok fake node. Times are from the scale patch until the bench's pod informer sees all %d pods Ready (up) or none left (down). "+
-		"%d rounds, interleaved (%s), each run in a fresh namespace.\n\n", n, scaleRounds, roundOrder([]scaleKind{kindRS, kindPodSet}))
+		"A PodSet's pods carry its in-place update gate unless `inPlaceIfPossible` is false, and such a pod is Ready only once Deckhand has written the gate's condition: a second write a pod, within the same client limit. "+
+		"%d rounds, interleaved (%s), each run in a fresh namespace.\n\n", n, scaleRounds, roundOrder(kinds))
 	summaryTable(&b, sum, rs)
-	costTable(&b, res, kindRS, kindPodSet)
+	costTable(&b, res, kinds...)
 	r.section("2a. PodSet vs ReplicaSet, client limits at kube-controller-manager's defaults", b.String())
 	up, down := ratioFigure(ps.up, rs.up), ratioFigure(ps.down, rs.down)
 	r.target("2a", fmt.Sprintf("PodSet/ReplicaSet time 0 -> %d Ready (medians)", n), "<= 1.0", atMost(1), up, num2,
 		fmt.Sprintf("%.2f (%s vs %s)", up.Median, ps.up.format(secsF), rs.up.format(secsF)))
 	r.target("2a", fmt.Sprintf("PodSet/ReplicaSet time %d -> 0 gone (medians)", n), "<= 1.0", atMost(1), down, num2,
 		fmt.Sprintf("%.2f (%s vs %s)", down.Median, ps.down.format(secsF), rs.down.format(secsF)))
+	r.info("2a", fmt.Sprintf("PodSet with inPlaceIfPossible: false / ReplicaSet time 0 -> %d Ready (medians)", n),
+		fmt.Sprintf("%.2f (%s vs %s)", recreate.up.Median/rs.up.Median, recreate.up.format(secsF), rs.up.format(secsF)))
 	r.info("2a", "API requests per created pod: PodSet (Deckhand's client) vs ReplicaSet (kube-controller-manager's, net)",
-		fmt.Sprintf("PodSet %s; ReplicaSet %s", ps.upReq.format(num2), rs.upReq.format(num2)))
+		fmt.Sprintf("PodSet %s; PodSet with inPlaceIfPossible: false %s; ReplicaSet %s", ps.upReq.format(num2), recreate.upReq.format(num2), rs.upReq.format(num2)))
 	return nil
 }
 

@@ -185,8 +185,9 @@ func (r *Reconciler) evictPods(ctx context.Context, s *scope, pods []*corev1.Pod
 }
 
 // newPod builds a pod from the template: generateName "<podset>-", the
-// template's labels plus the revision label, a controller reference, and
-// the in-place update gate among its readiness gates.
+// template's labels plus the revision label, a controller reference, and,
+// when the PodSet updates pods in place, the in-place update gate among its
+// readiness gates.
 func newPod(ps *deckhandv1alpha1.PodSet, revision, inPlaceHash string) *corev1.Pod {
 	t := ps.Spec.Template.DeepCopy()
 	lbls := map[string]string{}
@@ -200,7 +201,12 @@ func newPod(ps *deckhandv1alpha1.PodSet, revision, inPlaceHash string) *corev1.P
 	}
 	ann[deckhandv1alpha1.PodSetInPlaceHashAnnotation] = inPlaceHash
 	// The gate is the pod's, not the template's: it changes no revision.
-	inplacegate.Add(&t.Spec)
+	// A pod with the gate is Ready only once the controller has written
+	// the gate's condition, a second API write a pod; a PodSet that never
+	// updates in place has no use for it and leaves it out.
+	if updatesInPlace(ps.Spec.UpdateStrategy) {
+		inplacegate.Add(&t.Spec)
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    ps.Name + "-",

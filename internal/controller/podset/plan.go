@@ -22,6 +22,12 @@ type strategy struct {
 	evict bool
 }
 
+// updatesInPlace reports whether the strategy updates pods in place when
+// only their images change (inPlaceIfPossible, true when unset).
+func updatesInPlace(s deckhandv1alpha1.PodSetUpdateStrategy) bool {
+	return s.InPlaceIfPossible == nil || *s.InPlaceIfPossible
+}
+
 // resolveStrategy resolves percentages as Deployments do: maxSurge rounds up,
 // maxUnavailable rounds down, and if both end up zero maxUnavailable becomes 1
 // so that a rollout can always progress.
@@ -47,7 +53,7 @@ func resolveStrategy(s deckhandv1alpha1.PodSetUpdateStrategy, replicas int) stra
 	}
 	out := strategy{
 		rolling:        s.Type != deckhandv1alpha1.OnDeletePodSetStrategyType,
-		inPlace:        s.InPlaceIfPossible == nil || *s.InPlaceIfPossible,
+		inPlace:        updatesInPlace(s),
 		maxSurge:       surge,
 		maxUnavailable: unavail,
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -531,6 +532,33 @@ func TestStatusListsAtMostMaxPodNames(t *testing.T) {
 				if name != fmt.Sprintf("web-%05d", i) {
 					t.Fatalf("podNames[%d] = %s, want the first names in sorted order", i, name)
 				}
+			}
+		})
+	}
+}
+
+// TestNewPodListsTheGateOnlyForInPlaceUpdates: the in-place update gate
+// costs every new pod a second API write before it is Ready; a PodSet that
+// never updates in place leaves it out.
+func TestNewPodListsTheGateOnlyForInPlaceUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inPlace   *bool
+		wantGated bool
+	}{
+		{"inPlaceIfPossible unset (true)", nil, true},
+		{"inPlaceIfPossible true", ptr.To(true), true},
+		{"inPlaceIfPossible false", ptr.To(false), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := &deckhandv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"}}
+			ps.Spec.UpdateStrategy.InPlaceIfPossible = tc.inPlace
+			pod := newPod(ps, "r1", "h1")
+			if got := inplacegate.Gated(pod); got != tc.wantGated {
+				t.Errorf("gated = %t, want %t (readiness gates %v)", got, tc.wantGated, pod.Spec.ReadinessGates)
+			}
+			if len(ps.Spec.Template.Spec.ReadinessGates) != 0 {
+				t.Errorf("the template changed: %v", ps.Spec.Template.Spec.ReadinessGates)
 			}
 		})
 	}
