@@ -27,7 +27,7 @@ const (
 	// (inPlaceIfPossible: false): its pods carry no in-place update gate,
 	// so each is one API write, as a ReplicaSet's.
 	kindPodSetRecreate scaleKind = "PodSet, inPlaceIfPossible: false (Deckhand)"
-	kindPlain  scaleKind = "plain client, 32 workers"
+	kindPlain          scaleKind = "plain client, 32 workers"
 )
 
 type scaleResult struct {

@@ -300,24 +300,16 @@ func gateStatus(pod *corev1.Pod) string { return string(inplacegate.Status(pod))
 // gateOwner is how ps names itself on the gates it closes.
 func gateOwner(ps *deckhandv1alpha1.PodSet) string { return "PodSet " + ps.Name }
 
-// syncInPlaceGates opens the in-place update gate of every pod that is not
-// held for an update in this sync: a new pod's (its condition not written
-// yet) at once, and a closed one once its containers run their spec's
-// images and are ready (an update that is over, or one no longer planned:
-// paused, or the template changed back).
-//
-// A new pod's gate opens before its containers start so that the kubelet
-// finds it open and writes the pod Ready once, when its containers are
-// ready: opened only then, the pod took one more status write of the
-// kubelet's, and a round trip through this controller, to become Ready.
+// syncInPlaceGates opens the in-place update gate of every pod that has it
+// closed (or not yet written: a new pod) and is not held for an update in
+// this sync, once its containers run their spec's images and are ready: an
+// update that is over, a new pod started, or an update no longer planned
+// (paused, or the template changed back).
 func (r *Reconciler) syncInPlaceGates(ctx context.Context, s *scope) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	var errs []error
 	for _, p := range s.pods {
-		if inplacegate.Open(p) || (s.gates != nil && s.gates.held[podKey(p)]) {
-			continue
-		}
-		if inplacegate.Condition(p) != nil && !inplacegate.ContainersReady(p) {
+		if inplacegate.Open(p) || (s.gates != nil && s.gates.held[podKey(p)]) || !inplacegate.ContainersReady(p) {
 			continue
 		}
 		err := inplacegate.Release(ctx, r.PodWriter, p, gateOwner(s.ps), now)

@@ -477,3 +477,24 @@ func waitGraceThroughUpdate(t *testing.T, restart bool) {
 		t.Errorf("pod %s replaced by %s, want it updated in place", before[0].Name, after[0].Name)
 	}
 }
+
+// TestPodSetThatNeverUpdatesInPlaceCreatesPodsWithoutTheGate: with
+// inPlaceIfPossible false the pods list no in-place update gate, and become
+// Ready without the PodSet writing any gate condition; with the default they
+// list it and the PodSet opens it.
+func TestPodSetThatNeverUpdatesInPlaceCreatesPodsWithoutTheGate(t *testing.T) {
+	for _, inPlace := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inPlaceIfPossible %t", inPlace), func(t *testing.T) {
+			ps := createPodSet(t, fmt.Sprintf("gate-%t", inPlace), 2, func(ps *deckhandv1alpha1.PodSet) {
+				ps.Spec.UpdateStrategy.InPlaceIfPossible = ptr.To(inPlace)
+			})
+			for _, p := range mustOwned(t, waitConverged(t, ps, 2, 2*time.Minute)) {
+				c := inplacegate.Condition(&p)
+				if inplacegate.Gated(&p) != inPlace || (c != nil) != inPlace {
+					t.Errorf("pod %s: readiness gates %v, gate condition %+v; want the gate and its condition: %t",
+						p.Name, p.Spec.ReadinessGates, c, inPlace)
+				}
+			}
+		})
+	}
+}
