@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,9 @@ type config struct {
 	only     map[string]bool
 	// costPods are the pod counts of the trigger cost item.
 	costPods []int
+	// scalePods are the pod counts of the scale item (full size), smallest
+	// first.
+	scalePods []int
 }
 
 func (c *config) size(full, quick int) int {
@@ -54,18 +58,20 @@ func main() {
 	flag.StringVar(&cfg.deckhand, "deckhand", "bin/deckhand", "The deckhand manager binary (make build).")
 	flag.StringVar(&cfg.out, "out", "", "Markdown report to write (default docs/benchmarks.md, or docs/benchmarks-quick.md with -quick... see Makefile).")
 	costPods := flag.String("triggercost-pods", "10000,50000", "Comma-separated pod counts of the triggercost item (full size).")
+	scalePods := flag.String("scale-pods", "10000,25000,50000", "Comma-separated pod counts of the scale item (full size), smallest first; Kubernetes' published limit is 150000.")
 	only := flag.String("only", "", "Comma-separated subset of: "+strings.Join(allItems, ","))
 	flag.Parse()
 	if cfg.quick {
 		settleTime = time.Second
 	}
-	for _, s := range strings.Split(*costPods, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "bench: -triggercost-pods: %q is not a pod count\n", s)
-			os.Exit(2)
-		}
-		cfg.costPods = append(cfg.costPods, n)
+	var err error
+	if cfg.costPods, err = podCounts(*costPods); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -triggercost-pods: %v\n", err)
+		os.Exit(2)
+	}
+	if cfg.scalePods, err = podCounts(*scalePods); err != nil || !slices.IsSorted(cfg.scalePods) {
+		fmt.Fprintf(os.Stderr, "bench: -scale-pods: %v (pod counts, smallest first)\n", err)
+		os.Exit(2)
 	}
 	cfg.only = map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -221,4 +227,17 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// podCounts parses a comma-separated list of pod counts.
+func podCounts(list string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a pod count", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

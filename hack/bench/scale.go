@@ -59,12 +59,20 @@ func (s *scaleStep) added() time.Duration {
 }
 
 // scaleSizes: the node count and the pod counts measured, smallest first.
+// A fake node takes at most scalePodsPerNode pods, so that 150,000 pods
+// (Kubernetes' published limit, with 5,000 nodes) spread as a real
+// cluster's would rather than crowding 500 nodes.
 func scaleSizes(cfg *config) (nodes int, steps []int) {
 	if cfg.quick {
 		return 5, []int{500, 1000}
 	}
-	return 500, []int{10000, 25000, 50000}
+	steps = cfg.scalePods
+	return max(500, (steps[len(steps)-1]+scalePodsPerNode-1)/scalePodsPerNode), steps
 }
+
+// scalePodsPerNode is the most pods the scale item puts on one fake node:
+// the kubelet's default maxPods (110), rounded down.
+const scalePodsPerNode = 100
 
 const (
 	scaleNS      = "scale"
