@@ -142,7 +142,7 @@ fuzz: ## Run every fuzz target in test/fuzz for FUZZTIME (default 30s) each; exe
 	@cat $(FUZZ_REPORT)
 
 .PHONY: stress
-stress: k8s-binaries build ## Long fault tests: 300-pod PodSet, >= 20 SIGKILLs per scenario, failovers (about an hour); figures in bin/reliability-figures.txt.
+stress: k8s-binaries build ## Long fault tests: 300-pod PodSet, >= 20 SIGKILLs per scenario, failovers, planned stop, rolling upgrade (about 37 minutes); figures in bin/reliability-figures.txt.
 	@mkdir -p $(dir $(STRESS_REPORT)); { echo "# make stress: source $$(git describe --always --dirty --abbrev=12), started $$(date -u +%Y-%m-%dT%H:%M:%SZ)"; \
 		echo "# machine: $$(nproc) CPUs, $$(go env GOOS)/$$(go env GOARCH), load average at start $$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"; } > $(STRESS_REPORT)
 	rc=0; DECKHAND_STRESS=1 DECKHAND_RELIABILITY_REPORT=$(STRESS_REPORT) go test -count=1 -v -timeout $(STRESS_TIMEOUT) ./test/reliability/ 2>&1 | tee $(STRESS_REPORT).log | grep -E '^(=== RUN|--- |    |PASS|FAIL|ok)' || rc=$$?; \
