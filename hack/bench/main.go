@@ -69,8 +69,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: -triggercost-pods: %v\n", err)
 		os.Exit(2)
 	}
-	if cfg.scalePods, err = podCounts(*scalePods); err != nil || !slices.IsSorted(cfg.scalePods) {
-		fmt.Fprintf(os.Stderr, "bench: -scale-pods: %v (pod counts, smallest first)\n", err)
+	if cfg.scalePods, err = podCounts(*scalePods); err == nil && !slices.IsSorted(cfg.scalePods) {
+		err = fmt.Errorf("%v is not smallest first", cfg.scalePods)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -scale-pods: %v\n", err)
 		os.Exit(2)
 	}
 	cfg.only = map[string]bool{}

@@ -745,14 +745,7 @@ func TestUnitEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
 // Event, by the next reconcile: the pod is gone, so nothing else would.
 func TestUnitEvictionRecordedAfterAConflict(t *testing.T) {
 	d, rs := podAgeFixture(1)
-	pod := webPod(t, "a", "2026-01-01T00:00:00Z")
-	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
-	h.conflictOnce()
-
-	h.reconcileOnce("s")
-	if fmt.Sprint(h.evicted) != "[a]" {
-		t.Fatalf("evicted %v, want a", h.evicted)
-	}
+	h, pod := evictThroughAConflict(t, d, rs)
 	if got := h.rs("s").Status.History; len(got) != 0 || len(h.drainEvents()) != 0 {
 		t.Fatalf("the conflicting write left history %+v and Events", got)
 	}
@@ -781,6 +774,21 @@ func TestUnitEvictionRecordedAfterAConflict(t *testing.T) {
 	}
 }
 
+// evictThroughAConflict runs one reconcile of schedule s over the pod "a"
+// of d, old enough to be evicted, whose status write is refused with a
+// conflict; it returns the harness and the pod, which is evicted.
+func evictThroughAConflict(t *testing.T, d client.Object, rs *deckhandv1alpha1.RestartSchedule) (*harness, *corev1.Pod) {
+	t.Helper()
+	pod := webPod(t, "a", "2026-01-01T00:00:00Z")
+	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
+	h.conflictOnce()
+	h.reconcileOnce("s")
+	if fmt.Sprint(h.evicted) != "[a]" {
+		t.Fatalf("evicted %v, want a", h.evicted)
+	}
+	return h, pod
+}
+
 // conflictOnce makes the reconciler's next status write fail with a
 // conflict, as one from a stale cached copy does.
 func (h *harness) conflictOnce() {
@@ -801,13 +809,7 @@ func TestUnitEvictionRecordedAcrossADeferredStatus(t *testing.T) {
 	d, rs := podAgeFixture(1)
 	rs.Spec.Schedule = "0 3 * * *"
 	rs.CreationTimestamp = metav1.NewTime(testutil.Time(t, "2026-01-02T00:00:00Z"))
-	pod := webPod(t, "a", "2026-01-01T00:00:00Z")
-	h := newHarness(t, "2026-01-02T00:00:00Z", d, rs, pod)
-	h.conflictOnce()
-	h.reconcileOnce("s")
-	if fmt.Sprint(h.evicted) != "[a]" {
-		t.Fatalf("evicted %v, want a", h.evicted)
-	}
+	h, pod := evictThroughAConflict(t, d, rs)
 	if err := h.c.Delete(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
