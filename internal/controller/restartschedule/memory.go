@@ -194,7 +194,7 @@ func evaluateMemory(in needInput, workload string, p *corev1.Pod, trigger int, m
 // spec.urgency.predictedLimitWithin (c.Urgent), or before restarts may
 // start again once the open calendar closes.
 func predict(in needInput, c *needCandidate, key seriesKey, limit float64, limitText string) (named bool) {
-	at, ok := predictLimitAt(in.series[key], limit)
+	at, ok := predictLimitAt(in.series[key].points(), limit)
 	if !ok {
 		return false
 	}

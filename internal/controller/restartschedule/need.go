@@ -61,7 +61,7 @@ type needInput struct {
 	runInProgress string
 	// series are the recent values of each memory and query trigger's
 	// pods, oldest first, which predictions are fitted to.
-	series map[seriesKey][]point
+	series seriesSet
 	// lastTriggered is the time of the last eviction per workload
 	// (status.lastTriggered, and evictions this process made that the
 	// status may not show yet).

@@ -208,7 +208,7 @@ func TestPlanNeedMemory(t *testing.T) {
 		out := make([]point, n)
 		for i := range out {
 			back := float64(n - 1 - i)
-			out[i] = point{at: now.Add(-10*time.Second - time.Duration(back)*10*time.Second), value: last - back*10*perSecond}
+			out[i] = pointAt(now.Add(-10*time.Second-time.Duration(back)*10*time.Second), last-back*10*perSecond)
 		}
 		return out
 	}
@@ -398,7 +398,7 @@ func TestPlanNeedMemory(t *testing.T) {
 			in := needInput{now: now, triggers: tc.triggers, usage: tc.usage, queried: tc.queried, since: tc.since, metricsMissing: tc.metricsMissing, staleAfter: 3 * time.Minute,
 				action:    deckhandv1alpha1.RestartAction{MaxConcurrent: 1, MinPodAge: &metav1.Duration{}},
 				workloads: []needWorkload{{key: "Deployment/web", desired: len(tc.pods), pods: tc.pods}},
-				series:    tc.series, urgentWithin: tc.urgentWithin, closed: tc.closed, calendarClosed: tc.closed != "" && !tc.suspended}
+				series:    seriesOf(tc.series), urgentWithin: tc.urgentWithin, closed: tc.closed, calendarClosed: tc.closed != "" && !tc.suspended}
 			if tc.nextReopen > 0 {
 				in.nextReopen = now.Add(tc.nextReopen)
 			}
@@ -487,4 +487,13 @@ func checkRecheck(t *testing.T, plan needPlan, now time.Time, want time.Duration
 	if recheck != want {
 		t.Errorf("recheck in %s, want %s", recheck, want)
 	}
+}
+
+// seriesOf is a seriesSet holding the given samples.
+func seriesOf(m map[seriesKey][]point) seriesSet {
+	out := seriesSet{}
+	for k, pts := range m {
+		out[k] = series{buf: pts}
+	}
+	return out
 }

@@ -20,11 +20,15 @@ const (
 )
 
 // point is one value of a pod's series (a container's working set, a
-// query's value) and when it was observed.
+// query's value) and when it was observed, in Unix nanoseconds: 16 bytes,
+// where a time.Time made it 32, for each sample of every pod watched.
 type point struct {
-	at    time.Time
+	at    int64
 	value float64
 }
+
+// pointAt is the point of value v observed at t.
+func pointAt(t time.Time, v float64) point { return point{at: t.UnixNano(), value: v} }
 
 // fitLine fits value = intercept + slope * (t - ref) to the samples by
 // least squares, t and ref in seconds, ref the latest sample's time: what
@@ -35,16 +39,11 @@ func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool)
 	if len(samples) < minPredictionSamples {
 		return 0, 0, time.Time{}, false
 	}
-	ref, first := samples[0].at, samples[0].at
+	latest, first := samples[0].at, samples[0].at
 	for _, s := range samples[1:] {
-		if s.at.After(ref) {
-			ref = s.at
-		}
-		if s.at.Before(first) {
-			first = s.at
-		}
+		latest, first = max(latest, s.at), min(first, s.at)
 	}
-	if ref.Sub(first) < minPredictionSpan {
+	if time.Duration(latest-first) < minPredictionSpan {
 		return 0, 0, time.Time{}, false
 	}
 	// Centred sums: a constant series gives a slope of exactly 0, with no
@@ -52,12 +51,12 @@ func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool)
 	n := float64(len(samples))
 	var meanX, meanY float64
 	for _, s := range samples {
-		meanX += s.at.Sub(ref).Seconds() / n
+		meanX += time.Duration(s.at-latest).Seconds() / n
 		meanY += s.value / n
 	}
 	var covXY, varX float64
 	for _, s := range samples {
-		dx := s.at.Sub(ref).Seconds() - meanX
+		dx := time.Duration(s.at-latest).Seconds() - meanX
 		covXY += dx * (s.value - meanY)
 		varX += dx * dx
 	}
@@ -66,7 +65,7 @@ func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool)
 	}
 	slope = covXY / varX
 	intercept = meanY - slope*meanX
-	return slope, intercept, ref, true
+	return slope, intercept, time.Unix(0, latest), true
 }
 
 // predictLimitAt is when the trend of samples reaches limit: the fitted

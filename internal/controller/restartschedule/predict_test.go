@@ -14,7 +14,7 @@ func TestPredictLimitAt(t *testing.T) {
 		// One sample every 10s, the last at ref.
 		out := make([]point, len(values))
 		for i, v := range values {
-			out[i] = point{at: ref.Add(-time.Duration(len(values)-1-i) * 10 * time.Second), value: v}
+			out[i] = pointAt(ref.Add(-time.Duration(len(values)-1-i)*10*time.Second), v)
 		}
 		return out
 	}
@@ -39,7 +39,7 @@ func TestPredictLimitAt(t *testing.T) {
 		// is above the first.
 		"noisy, falling overall": {samples: series(100, 130, 90, 105), limit: 150, none: true},
 		"too few samples":        {samples: series(100, 200), limit: 150, none: true},
-		"all at one time":        {samples: []point{{ref, 1}, {ref, 2}, {ref, 3}}, limit: 150, none: true},
+		"all at one time":        {samples: []point{pointAt(ref, 1), pointAt(ref, 2), pointAt(ref, 3)}, limit: 150, none: true},
 		"a step over 20s":        {samples: series(100, 100, 400), limit: 1000, none: true},
 		"beyond a century":       {samples: series(0, 1e-9, 2e-9), limit: 1e9, none: true},
 	}
