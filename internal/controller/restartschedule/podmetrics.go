@@ -117,6 +117,10 @@ func (l *podMetricsLister) WorkingSets(ctx context.Context, namespace string) (m
 	if !n.at.IsZero() && now.Sub(n.at) < l.resolution {
 		return n.usage, nil
 	}
+	// The previous list's working sets are not kept through the next
+	// one's decoding: the reconciles that read them hold their own
+	// reference, and the map is the largest thing a memory trigger keeps.
+	n.usage = nil
 	body, err := l.client.RESTClient().Get().Namespace(namespace).Resource("pods").
 		SetHeader("Accept", runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON).DoRaw(ctx)
 	if err != nil {

@@ -20,15 +20,30 @@ const (
 )
 
 // point is one value of a pod's series (a container's working set, a
-// query's value) and when it was observed, in Unix nanoseconds: 16 bytes,
-// where a time.Time made it 32, for each sample of every pod watched.
+// query's value) and when it was observed, in 8 bytes: a series keeps
+// every sample of its window (up to maxSeriesPoints) for every pod a
+// trigger watches, and with a time.Time and a float64 a point was 32. A
+// second is as fine as PodMetrics timestamps are, and a float32's 24-bit
+// significand puts a working set of a gibibyte within 64 bytes.
 type point struct {
-	at    int64
-	value float64
+	// at is in seconds since the process started (seriesEpoch): an int32
+	// counts 68 years either side.
+	at    int32
+	value float32
 }
 
-// pointAt is the point of value v observed at t.
-func pointAt(t time.Time, v float64) point { return point{at: t.UnixNano(), value: v} }
+// seriesEpoch is the Unix time points count their seconds from.
+var seriesEpoch = time.Now().Unix()
+
+// pointAt is the point of value v observed at t; a t beyond an int32 of
+// seconds from seriesEpoch (a zero timestamp) is held at its bound.
+func pointAt(t time.Time, v float64) point {
+	at := min(max(t.Unix()-seriesEpoch, math.MinInt32), math.MaxInt32)
+	return point{at: int32(at), value: float32(v)}
+}
+
+// time is when p was observed.
+func (p point) time() time.Time { return time.Unix(seriesEpoch+int64(p.at), 0) }
 
 // fitLine fits value = intercept + slope * (t - ref) to the samples by
 // least squares, t and ref in seconds, ref the latest sample's time: what
@@ -43,7 +58,7 @@ func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool)
 	for _, s := range samples[1:] {
 		latest, first = max(latest, s.at), min(first, s.at)
 	}
-	if time.Duration(latest-first) < minPredictionSpan {
+	if time.Duration(latest-first)*time.Second < minPredictionSpan {
 		return 0, 0, time.Time{}, false
 	}
 	// Centred sums: a constant series gives a slope of exactly 0, with no
@@ -51,13 +66,13 @@ func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool)
 	n := float64(len(samples))
 	var meanX, meanY float64
 	for _, s := range samples {
-		meanX += time.Duration(s.at-latest).Seconds() / n
-		meanY += s.value / n
+		meanX += float64(s.at-latest) / n
+		meanY += float64(s.value) / n
 	}
 	var covXY, varX float64
 	for _, s := range samples {
-		dx := time.Duration(s.at-latest).Seconds() - meanX
-		covXY += dx * (s.value - meanY)
+		dx := float64(s.at-latest) - meanX
+		covXY += dx * (float64(s.value) - meanY)
 		varX += dx * dx
 	}
 	if varX <= 0 {
@@ -65,7 +80,7 @@ func fitLine(samples []point) (slope, intercept float64, ref time.Time, ok bool)
 	}
 	slope = covXY / varX
 	intercept = meanY - slope*meanX
-	return slope, intercept, time.Unix(0, latest), true
+	return slope, intercept, point{at: latest}.time(), true
 }
 
 // predictLimitAt is when the trend of samples reaches limit: the fitted

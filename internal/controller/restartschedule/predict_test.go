@@ -1,6 +1,7 @@
 package restartschedule
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -59,5 +60,22 @@ func TestPredictLimitAt(t *testing.T) {
 				t.Fatalf("predicted %s after the latest sample, want %s", got.Sub(ref), tc.want)
 			}
 		})
+	}
+}
+
+// TestPointAt: a point keeps its time to the second and a working set of a
+// gibibyte to 64 bytes; a zero timestamp is held at the bound, not wrapped
+// round to a recent time.
+func TestPointAt(t *testing.T) {
+	at := time.Date(2026, 11, 27, 10, 0, 0, 900_000_000, time.UTC)
+	p := pointAt(at, float64(1<<30+12345))
+	if !p.time().Equal(at.Truncate(time.Second)) {
+		t.Errorf("time %v, want %v", p.time(), at.Truncate(time.Second))
+	}
+	if d := math.Abs(float64(p.value) - float64(1<<30+12345)); d > 64 {
+		t.Errorf("value off by %.0f bytes", d)
+	}
+	if z := pointAt(time.Time{}, 0); z.at != math.MinInt32 || z.time().After(at) {
+		t.Errorf("a zero time is at %d (%v)", z.at, z.time())
 	}
 }

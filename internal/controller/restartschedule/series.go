@@ -66,7 +66,7 @@ func (s series) points() []point { return s.buf[s.start:] }
 
 // add appends v (when it is newer than the latest sample) and drops the
 // samples before from and past maxSeriesPoints.
-func (s *series) add(v point, from int64) {
+func (s *series) add(v point, from int32) {
 	if n := len(s.buf); n == 0 || v.at > s.buf[n-1].at {
 		if len(s.buf) == cap(s.buf) {
 			kept := s.points()
@@ -81,7 +81,7 @@ func (s *series) add(v point, from int64) {
 	}
 	kept := s.points()
 	// Oldest first: the samples before the window are a prefix.
-	old, _ := slices.BinarySearchFunc(kept, from, func(p point, t int64) int { return cmp.Compare(p.at, t) })
+	old, _ := slices.BinarySearchFunc(kept, from, func(p point, t int32) int { return cmp.Compare(p.at, t) })
 	s.start += int32(max(old, len(kept)-maxSeriesPoints))
 }
 
@@ -124,7 +124,7 @@ func (s *seriesStore) update(uid types.UID, generation int64, now time.Time, obs
 	ss.pass++
 	for k, v := range observed {
 		e := ss.series[k]
-		e.add(v, now.Add(-window(k.trigger)).UnixNano())
+		e.add(v, pointAt(now.Add(-window(k.trigger)), 0).at)
 		e.pass = ss.pass
 		ss.series[k] = e
 	}
