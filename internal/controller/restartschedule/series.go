@@ -28,8 +28,8 @@ type seriesKey struct {
 // A schedule's series are updated in place: the reconciles of one schedule
 // never run at once, and each reads its series only until it returns.
 // Rebuilding them every evaluation (a new map, and the evaluation's
-// samples in a map of their own) was, at 50,000 pods, two thirds of the
-// heap a memory trigger added in the trigger cost benchmark.
+// samples in a map of their own) was, in its heap profile at 50,000 pods,
+// most of what a memory trigger held.
 type seriesStore struct {
 	mu sync.Mutex
 	m  map[types.UID]*scheduleSeries
