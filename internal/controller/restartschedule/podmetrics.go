@@ -189,18 +189,13 @@ const (
 // marking, were most of the heap the trigger added in the trigger cost
 // benchmark. Container names, the same few in every pod, are shared.
 func protobufWorkingSets(unknown []byte) (map[string]PodUsage, error) {
-	var list []byte
-	if err := eachField(unknown, func(num protowire.Number, b []byte, _ uint64) error {
-		if num == unknownRawField {
-			list = b
-		}
-		return nil
-	}); err != nil {
+	list, err := lastBytes(unknown, unknownRawField)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]PodUsage{}
 	names := map[string]string{}
-	err := eachField(list, func(num protowire.Number, item []byte, _ uint64) error {
+	err = eachField(list, func(num protowire.Number, item []byte, _ uint64) error {
 		if num != listItemsField {
 			return nil
 		}
@@ -221,12 +216,9 @@ func protobufPodUsage(msg []byte, names map[string]string) (string, PodUsage, er
 	err := eachField(msg, func(num protowire.Number, b []byte, _ uint64) error {
 		switch num {
 		case podMetadataField:
-			return eachField(b, func(num protowire.Number, b []byte, _ uint64) error {
-				if num == objectMetaNameField {
-					name = string(b)
-				}
-				return nil
-			})
+			n, err := lastBytes(b, objectMetaNameField)
+			name = string(n)
+			return err
 		case podTimestampField:
 			// As metav1.Time decodes it: whole seconds, what JSON carries.
 			var secs int64
@@ -258,28 +250,16 @@ func protobufContainerUsage(msg []byte, names map[string]string) (c ContainerUsa
 		case containerNameField:
 			c.Name = intern(names, b)
 		case containerUsageField:
-			var key, value []byte
-			if err := eachField(b, func(num protowire.Number, b []byte, _ uint64) error {
-				switch num {
-				case mapEntryKeyField:
-					key = b
-				case mapEntryValueField:
-					value = b
-				}
-				return nil
-			}); err != nil {
+			key, err := lastBytes(b, mapEntryKeyField)
+			if err != nil || string(key) != memoryResourceName {
 				return err
 			}
-			if string(key) != memoryResourceName {
-				return nil
+			value, err := lastBytes(b, mapEntryValueField)
+			if err != nil {
+				return err
 			}
-			var text []byte
-			if err := eachField(value, func(num protowire.Number, b []byte, _ uint64) error {
-				if num == quantityStringField {
-					text = b
-				}
-				return nil
-			}); err != nil {
+			text, err := lastBytes(value, quantityStringField)
+			if err != nil {
 				return err
 			}
 			q, err := resource.ParseQuantity(string(text))
@@ -305,6 +285,19 @@ func intern(names map[string]string, b []byte) string {
 		names[s] = s
 	}
 	return s
+}
+
+// lastBytes is the last length-delimited field number num of msg (as a
+// protobuf decoder keeps the last of a field that is not repeated), nil
+// when there is none.
+func lastBytes(msg []byte, num protowire.Number) (last []byte, err error) {
+	err = eachField(msg, func(n protowire.Number, b []byte, _ uint64) error {
+		if n == num {
+			last = b
+		}
+		return nil
+	})
+	return last, err
 }
 
 // eachField calls fn with each field of the protobuf message msg: its
