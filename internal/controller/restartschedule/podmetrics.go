@@ -1,10 +1,16 @@
 package restartschedule
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -122,14 +128,15 @@ func (l *podMetricsLister) WorkingSets(ctx context.Context, namespace string) (m
 	// reference, and the map is the largest thing a memory trigger keeps.
 	n.usage = nil
 	body, err := l.client.RESTClient().Get().Namespace(namespace).Resource("pods").
-		SetHeader("Accept", runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON).DoRaw(ctx)
+		SetHeader("Accept", runtime.ContentTypeProtobuf+", "+runtime.ContentTypeJSON).Stream(ctx)
 	if err != nil {
 		return nil, err
 	}
+	defer func() { _ = body.Close() }()
 	// Reduced once a list, not kept whole: a PodMetrics carries its pod's
 	// labels and a quantity per resource, several times what the triggers
 	// read, and every evaluation until the next list reads this map.
-	usage, err := workingSetsOf(body)
+	usage, err := workingSetsFrom(body)
 	if err != nil {
 		return nil, fmt.Errorf("decoding the PodMetrics of %s: %w", namespace, err)
 	}
@@ -137,17 +144,21 @@ func (l *podMetricsLister) WorkingSets(ctx context.Context, namespace string) (m
 	return n.usage, nil
 }
 
-// workingSetsOf reduces a PodMetricsList, as the API served it, to the
-// memory working sets. A protobuf answer is decoded an item at a time: the
-// whole list decoded at once was 37 MB of allocations at 10,000 pods, most
-// of it alive together until reduced, which raised the heap the runtime
-// lets grow before collecting (the RSS of the trigger cost benchmark).
-func workingSetsOf(body []byte) (map[string]PodUsage, error) {
-	if raw, ok := bytes.CutPrefix(body, protobufEnvelope); ok {
-		return protobufWorkingSets(raw)
+// workingSetsFrom reduces a PodMetricsList, as the API serves it, to the
+// memory working sets. A protobuf answer is read from the connection an
+// item at a time: the whole list decoded at once was 37 MB of allocations
+// at 10,000 pods, and the answer read whole before its items were walked
+// was about 260 bytes a pod, and twice that allocated growing the buffer,
+// at every resolution; either raised the heap the runtime lets grow before
+// collecting (the RSS of the trigger cost benchmark).
+func workingSetsFrom(r io.Reader) (map[string]PodUsage, error) {
+	br := bufio.NewReaderSize(r, 32<<10)
+	if head, err := br.Peek(len(protobufEnvelope)); err == nil && bytes.Equal(head, protobufEnvelope) {
+		_, _ = br.Discard(len(protobufEnvelope))
+		return protobufWorkingSets(&protoStream{r: br, left: -1})
 	}
 	var list metricsv1beta1.PodMetricsList
-	if err := json.Unmarshal(body, &list); err != nil {
+	if err := json.NewDecoder(br).Decode(&list); err != nil {
 		return nil, err
 	}
 	out := make(map[string]PodUsage, len(list.Items))
@@ -181,32 +192,171 @@ const (
 	internedContainerNames = 64
 )
 
+// maxPodMetricsBytes bounds one PodMetrics of an answer: its pod's labels
+// and a quantity per resource of each container come to a few hundred
+// bytes; a larger item is an answer this reader does not trust.
+const maxPodMetricsBytes = 1 << 20
+
 // protobufWorkingSets walks the list's protobuf encoding and keeps only
 // what the triggers read: each item's name, timestamp and memory
 // quantities. Decoding each item into a PodMetrics instead (its labels,
 // a map of quantities per container) allocated several times what is
-// kept; at 10,000 pods those allocations, alive while the collector was
-// marking, were most of the heap the trigger added in the trigger cost
-// benchmark. Container names, the same few in every pod, are shared.
-func protobufWorkingSets(unknown []byte) (map[string]PodUsage, error) {
-	list, err := lastBytes(unknown, unknownRawField)
+// kept. Container names, the same few in every pod, are shared.
+func protobufWorkingSets(s *protoStream) (map[string]PodUsage, error) {
+	out := map[string]PodUsage{}
+	// The runtime.Unknown around the list: the list is its raw field.
+	for s.more() {
+		num, typ, err := s.tag()
+		if err != nil {
+			return nil, err
+		}
+		if num != unknownRawField || typ != protowire.BytesType {
+			if err := s.skip(typ); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		n, err := s.uvarint()
+		if err != nil {
+			return nil, err
+		}
+		list := &protoStream{r: s.r, left: int64(n)}
+		names := map[string]string{}
+		var item []byte
+		for list.more() {
+			num, typ, err := list.tag()
+			if err != nil {
+				return nil, err
+			}
+			if num != listItemsField || typ != protowire.BytesType {
+				if err := list.skip(typ); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if item, err = list.lengthDelimited(item[:0], maxPodMetricsBytes); err != nil {
+				return nil, err
+			}
+			name, u, err := protobufPodUsage(item, names)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = u
+		}
+		// The fields after the list are read too: an answer cut short
+		// is an error, not the pods read so far.
+	}
+	return out, nil
+}
+
+// protoStream reads the fields of a protobuf message from a stream: left
+// bytes of it (a length-delimited field's), or all that follows when left
+// is negative.
+type protoStream struct {
+	r    *bufio.Reader
+	left int64
+}
+
+// more reports whether a field follows.
+func (s *protoStream) more() bool {
+	if s.left >= 0 {
+		return s.left > 0
+	}
+	_, err := s.r.Peek(1)
+	return err == nil
+}
+
+func (s *protoStream) readByte() (byte, error) {
+	if s.left == 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	b, err := s.r.ReadByte()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if s.left > 0 {
+		s.left--
+	}
+	return b, err
+}
+
+func (s *protoStream) uvarint() (uint64, error) {
+	var v uint64
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		b, err := s.readByte()
+		if err != nil {
+			return 0, err
+		}
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, errors.New("protobuf varint overflows 64 bits")
+}
+
+func (s *protoStream) tag() (protowire.Number, protowire.Type, error) {
+	v, err := s.uvarint()
+	num, typ := protowire.DecodeTag(v)
+	if err == nil && num < protowire.MinValidNumber {
+		err = fmt.Errorf("protobuf field number %d", num)
+	}
+	return num, typ, err
+}
+
+// discard skips n bytes.
+func (s *protoStream) discard(n uint64) error {
+	if s.left >= 0 && n > uint64(s.left) {
+		return io.ErrUnexpectedEOF
+	}
+	got, err := s.r.Discard(int(min(n, math.MaxInt32)))
+	if s.left > 0 {
+		s.left -= int64(got)
+	}
+	if err == io.EOF || (err == nil && uint64(got) < n) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// lengthDelimited reads a length-delimited field's bytes into buf, at
+// most limit of them.
+func (s *protoStream) lengthDelimited(buf []byte, limit uint64) ([]byte, error) {
+	n, err := s.uvarint()
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]PodUsage{}
-	names := map[string]string{}
-	err = eachField(list, func(num protowire.Number, item []byte, _ uint64) error {
-		if num != listItemsField {
-			return nil
-		}
-		name, u, err := protobufPodUsage(item, names)
+	if n > limit || (s.left >= 0 && n > uint64(s.left)) {
+		return nil, fmt.Errorf("protobuf field of %d bytes", n)
+	}
+	buf = slices.Grow(buf, int(n))[:n]
+	if _, err := io.ReadFull(s.r, buf); err != nil {
+		return nil, io.ErrUnexpectedEOF
+	}
+	if s.left > 0 {
+		s.left -= int64(n)
+	}
+	return buf, nil
+}
+
+// skip skips the value of a field of wire type typ.
+func (s *protoStream) skip(typ protowire.Type) error {
+	switch typ {
+	case protowire.VarintType:
+		_, err := s.uvarint()
+		return err
+	case protowire.Fixed32Type:
+		return s.discard(4)
+	case protowire.Fixed64Type:
+		return s.discard(8)
+	case protowire.BytesType:
+		n, err := s.uvarint()
 		if err != nil {
 			return err
 		}
-		out[name] = u
-		return nil
-	})
-	return out, err
+		return s.discard(n)
+	}
+	return fmt.Errorf("protobuf wire type %d not read", typ)
 }
 
 // protobufPodUsage reads one PodMetrics message.

@@ -1,11 +1,14 @@
 package restartschedule
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,7 +21,7 @@ import (
 
 // A PodMetricsList reduces to the same working sets whether the API
 // answered in protobuf (decoded an item at a time) or in JSON.
-func TestWorkingSetsOf(t *testing.T) {
+func TestWorkingSetsFrom(t *testing.T) {
 	// Nanoseconds, which metav1.Time drops in both encodings.
 	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 6789, time.UTC))
 	list := &metricsv1beta1.PodMetricsList{ListMeta: metav1.ListMeta{ResourceVersion: "7"}}
@@ -60,8 +63,9 @@ func TestWorkingSetsOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string][]byte{"protobuf": pb, "JSON": js} {
-		got, err := workingSetsOf(body)
+	for name, body := range map[string]io.Reader{"protobuf": bytes.NewReader(pb), "JSON": bytes.NewReader(js),
+		"protobuf, a byte at a time": iotest.OneByteReader(bytes.NewReader(pb))} {
+		got, err := workingSetsFrom(body)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -69,14 +73,25 @@ func TestWorkingSetsOf(t *testing.T) {
 			t.Errorf("%s: %d pods %v, want %d", name, len(got), got["web-0"], len(want))
 		}
 	}
-	if _, err := workingSetsOf(pb[:len(pb)-3]); err == nil {
-		t.Error("a truncated protobuf answer decoded without an error")
+	// Any byte of the answer changed: an error or a map, never a panic nor
+	// an allocation past maxPodMetricsBytes.
+	for i := 4; i < len(pb); i += 7 {
+		for _, b := range []byte{0x00, 0x7f, 0xff} {
+			bad := bytes.Clone(pb)
+			bad[i] = b
+			_, _ = workingSetsFrom(bytes.NewReader(bad))
+		}
+	}
+	for _, cut := range []int{3, 40, len(pb) / 2} {
+		if _, err := workingSetsFrom(bytes.NewReader(pb[:len(pb)-cut])); err == nil {
+			t.Errorf("a protobuf answer cut %d bytes short decoded without an error", cut)
+		}
 	}
 	// The protobuf answer is reduced with an allocation a pod (its name)
 	// and two a memory sample (its quantity's text, the pod's slice), and
-	// a few for the map, not by decoding each PodMetrics (24 allocations a
-	// pod of one container, when measured).
-	if a, bound := testing.AllocsPerRun(5, func() { _, _ = workingSetsOf(pb) }), len(list.Items)+2*100+32; a > float64(bound) {
+	// a few for the map and the reading, not by decoding each PodMetrics
+	// (24 allocations a pod of one container, when measured).
+	if a, bound := testing.AllocsPerRun(5, func() { _, _ = workingSetsFrom(bytes.NewReader(pb)) }), len(list.Items)+2*100+32; a > float64(bound) {
 		t.Errorf("reducing %d pods (100 memory samples) allocated %.0f times, want at most %d", len(list.Items), a, bound)
 	}
 }
