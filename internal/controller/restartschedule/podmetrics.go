@@ -220,6 +220,9 @@ func protobufWorkingSets(s *protoStream) (map[string]PodUsage, error) {
 		if err != nil {
 			return nil, err
 		}
+		if n > math.MaxInt64 {
+			return nil, fmt.Errorf("protobuf field of %d bytes", n)
+		}
 		list := &protoStream{r: s.r, left: int64(n)}
 		names := map[string]string{}
 		var item []byte
