@@ -204,21 +204,13 @@ const maxPodMetricsBytes = 1 << 20
 // kept. Container names, the same few in every pod, are shared.
 func protobufWorkingSets(s *protoStream) (map[string]PodUsage, error) {
 	out := map[string]PodUsage{}
-	// The runtime.Unknown around the list: the list is its raw field.
-	for s.more() {
-		num, typ, err := s.tag()
-		if err != nil {
-			return nil, err
-		}
-		if num != unknownRawField || typ != protowire.BytesType {
-			if err := s.skip(typ); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		n, err := s.uvarint()
-		if err != nil {
-			return nil, err
+	// The runtime.Unknown around the list: the list is its raw field. The
+	// fields after it are read too: an answer cut short is an error, not
+	// the pods read so far.
+	for {
+		n, ok, err := s.nextLengthDelimited(unknownRawField)
+		if err != nil || !ok {
+			return out, err
 		}
 		if n > math.MaxInt64 {
 			return nil, fmt.Errorf("protobuf field of %d bytes", n)
@@ -226,18 +218,15 @@ func protobufWorkingSets(s *protoStream) (map[string]PodUsage, error) {
 		list := &protoStream{r: s.r, left: int64(n)}
 		names := map[string]string{}
 		var item []byte
-		for list.more() {
-			num, typ, err := list.tag()
+		for {
+			n, ok, err := list.nextLengthDelimited(listItemsField)
 			if err != nil {
 				return nil, err
 			}
-			if num != listItemsField || typ != protowire.BytesType {
-				if err := list.skip(typ); err != nil {
-					return nil, err
-				}
-				continue
+			if !ok {
+				break
 			}
-			if item, err = list.lengthDelimited(item[:0], maxPodMetricsBytes); err != nil {
+			if item, err = list.read(item[:0], n, maxPodMetricsBytes); err != nil {
 				return nil, err
 			}
 			name, u, err := protobufPodUsage(item, names)
@@ -246,10 +235,7 @@ func protobufWorkingSets(s *protoStream) (map[string]PodUsage, error) {
 			}
 			out[name] = u
 		}
-		// The fields after the list are read too: an answer cut short
-		// is an error, not the pods read so far.
 	}
-	return out, nil
 }
 
 // protoStream reads the fields of a protobuf message from a stream: left
@@ -322,13 +308,27 @@ func (s *protoStream) discard(n uint64) error {
 	return err
 }
 
-// lengthDelimited reads a length-delimited field's bytes into buf, at
-// most limit of them.
-func (s *protoStream) lengthDelimited(buf []byte, limit uint64) ([]byte, error) {
-	n, err := s.uvarint()
-	if err != nil {
-		return nil, err
+// nextLengthDelimited skips to the next length-delimited field number num
+// and returns its length; ok is false at the end of the message.
+func (s *protoStream) nextLengthDelimited(num protowire.Number) (n uint64, ok bool, err error) {
+	for s.more() {
+		got, typ, err := s.tag()
+		if err != nil {
+			return 0, false, err
+		}
+		if got == num && typ == protowire.BytesType {
+			n, err := s.uvarint()
+			return n, err == nil, err
+		}
+		if err := s.skip(typ); err != nil {
+			return 0, false, err
+		}
 	}
+	return 0, false, nil
+}
+
+// read reads the n bytes of a field into buf, refusing more than limit.
+func (s *protoStream) read(buf []byte, n, limit uint64) ([]byte, error) {
 	if n > limit || (s.left >= 0 && n > uint64(s.left)) {
 		return nil, fmt.Errorf("protobuf field of %d bytes", n)
 	}
