@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -255,7 +254,9 @@ func (s *protoStream) more() bool {
 	return err == nil
 }
 
-func (s *protoStream) readByte() (byte, error) {
+// ReadByte reads a byte of the message (an io.ByteReader, for
+// binary.ReadUvarint).
+func (s *protoStream) ReadByte() (byte, error) {
 	if s.left == 0 {
 		return 0, io.ErrUnexpectedEOF
 	}
@@ -269,20 +270,7 @@ func (s *protoStream) readByte() (byte, error) {
 	return b, err
 }
 
-func (s *protoStream) uvarint() (uint64, error) {
-	var v uint64
-	for i := 0; i < binary.MaxVarintLen64; i++ {
-		b, err := s.readByte()
-		if err != nil {
-			return 0, err
-		}
-		v |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			return v, nil
-		}
-	}
-	return 0, errors.New("protobuf varint overflows 64 bits")
-}
+func (s *protoStream) uvarint() (uint64, error) { return binary.ReadUvarint(s) }
 
 func (s *protoStream) tag() (protowire.Number, protowire.Type, error) {
 	v, err := s.uvarint()

@@ -35,11 +35,13 @@ type point struct {
 // seriesEpoch is the Unix time points count their seconds from.
 var seriesEpoch = time.Now().Unix()
 
-// pointAt is the point of value v observed at t; a t beyond an int32 of
-// seconds from seriesEpoch (a zero timestamp) is held at its bound.
-func pointAt(t time.Time, v float64) point {
-	at := min(max(t.Unix()-seriesEpoch, math.MinInt32), math.MaxInt32)
-	return point{at: int32(at), value: float32(v)}
+// pointAt is the point of value v observed at t.
+func pointAt(t time.Time, v float64) point { return point{at: seriesSeconds(t), value: float32(v)} }
+
+// seriesSeconds is t in seconds since seriesEpoch; a t beyond an int32 of
+// them (a zero timestamp) is held at its bound.
+func seriesSeconds(t time.Time) int32 {
+	return int32(min(max(t.Unix()-seriesEpoch, math.MinInt32), math.MaxInt32))
 }
 
 // time is when p was observed.

@@ -124,7 +124,7 @@ func (s *seriesStore) update(uid types.UID, generation int64, now time.Time, obs
 	ss.pass++
 	for k, v := range observed {
 		e := ss.series[k]
-		e.add(v, pointAt(now.Add(-window(k.trigger)), 0).at)
+		e.add(v, seriesSeconds(now.Add(-window(k.trigger))))
 		e.pass = ss.pass
 		ss.series[k] = e
 	}

@@ -24,7 +24,7 @@ func TestSeriesIsBounded(t *testing.T) {
 	if n := len(pts); n != maxSeriesPoints {
 		t.Fatalf("series holds %d samples, want %d", n, maxSeriesPoints)
 	}
-	if want := pointAt(start.Add(time.Duration(maxSeriesPoints+49)*15*time.Second), 0).at; pts[maxSeriesPoints-1].at != want {
+	if want := seriesSeconds(start.Add(time.Duration(maxSeriesPoints+49) * 15 * time.Second)); pts[maxSeriesPoints-1].at != want {
 		t.Errorf("newest sample at %v, want %v", pts[maxSeriesPoints-1].at, want)
 	}
 }
@@ -74,7 +74,7 @@ func TestSeriesMatchesItsDefinition(t *testing.T) {
 			if n := len(w); n == 0 || v.at > w[n-1].at {
 				w = append(w, v)
 			}
-			from := pointAt(now.Add(-window(k.trigger)), 0).at
+			from := seriesSeconds(now.Add(-window(k.trigger)))
 			w = slices.DeleteFunc(w, func(p point) bool { return p.at < from })
 			want[k] = w[max(0, len(w)-maxSeriesPoints):]
 			most[k] = max(most[k], len(want[k]))
