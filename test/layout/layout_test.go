@@ -167,3 +167,56 @@ func TestAPIReferenceUpToDate(t *testing.T) {
 		}
 	}
 }
+
+// maxFileLines is the most lines a hand-written Go file outside api/ may
+// have: past it a file holds more than one job, and a reader looking for a
+// behaviour by its name has to search inside it.
+const maxFileLines = 400
+
+// TestNoHandWrittenFileOverTheLimit fails naming every hand-written Go file
+// (tests, generated files and the API types, whose markers and field
+// comments are their documentation, aside) longer than maxFileLines.
+func TestNoHandWrittenFileOverTheLimit(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	ignored, err := ignoredFolders(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored["api"] = true
+	checked := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		name := d.Name()
+		if d.IsDir() {
+			if ignored[rel] || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		if n := bytes.Count(data, []byte("\n")); n > maxFileLines {
+			t.Errorf("%s has %d lines, more than %d: split it by what its parts do", rel, n, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 100 {
+		t.Fatalf("only %d Go files checked: the walk missed the tree", checked)
+	}
+}
