@@ -54,6 +54,11 @@ func TestInjectionMismatch(t *testing.T) {
 			p.Annotations[kruiseSidecarSetHash] = kruiseHash
 			return p
 		}(), "want false"},
+		"Deckhand injected in Kruise's run": {admKruise, func() *corev1.Pod {
+			p := kruise(kruiseHash)
+			p.Annotations[deckhandv1alpha1.SidecarSetInjectedAnnotation] = benchMatchSidecarSet
+			return p
+		}(), "Deckhand's injection record names [bench-match], want none"},
 	} {
 		got := injectionMismatch(tc.v, tc.pod)
 		switch {

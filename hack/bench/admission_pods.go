@@ -56,36 +56,51 @@ func benchPod(ns, name string, withSidecar bool) *corev1.Pod {
 	return p
 }
 
-// probeInjection waits until the API server applies (or no longer applies)
-// the pod webhook: it reads its webhook configurations from an informer.
+// probeInjection waits until the API server admits a dry-run pod exactly as
+// variant v injects (injectionMismatch, the check every measured pod passes
+// after its run), probeStreak times in a row. The variant before may still
+// be in effect for a moment: the API server reads its webhook
+// configurations and admission policies from informers, and the manager its
+// SidecarSets; a probe that looked only for the new variant's injection
+// passed while the previous variant's webhook still added its record too,
+// and measured pods carried both.
 func probeInjection(ctx context.Context, e *env, ns string, v admVariant, null *nullWebhook) error {
 	want := 3
 	if v == admNone || v == admNull {
 		want = 2
 	}
 	nullOn := v == admNull || v == admNullInj
-	var got int
+	var got, streak int
+	var mismatch string
 	var lastErr error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		p := benchPod(ns, "probe", v == admPre)
 		calls := null.calls.Load()
 		if lastErr = e.c.Create(ctx, p, client.DryRunAll); lastErr != nil {
+			streak = 0
 			return false, nil
 		}
 		got = len(p.Spec.Containers)
-		if (v == admKruise) != (p.Annotations[kruiseSidecarSetHash] != "") {
-			return false, nil // Kruise injects in its runs only
+		mismatch = injectionMismatch(v, p)
+		if got != want || mismatch != "" || (null.calls.Load() > calls) != nullOn {
+			streak = 0
+			return false, nil
 		}
-		return got == want && (null.calls.Load() > calls) == nullOn, nil
+		streak++
+		return streak >= probeStreak, nil
 	})
 	if err != nil {
 		if lastErr != nil { // the probe never got an answer it could count
 			return fmt.Errorf("probe pod: dry-run create refused (%v): %w", lastErr, err)
 		}
-		return fmt.Errorf("probe pod has %d containers, want %d: %w", got, want, err)
+		return fmt.Errorf("probe pod has %d containers, want %d (%s): %w", got, want, mismatch, err)
 	}
 	return nil
 }
+
+// probeStreak is how many dry-run probes in a row must be admitted as the
+// variant injects before its pods are measured.
+const probeStreak = 3
 
 // createPods creates n pods with w concurrent clients and returns each
 // create's latency and the wall time.
