@@ -265,7 +265,9 @@ func rolloutReport(r *report, results []rolloutResult, n int, k *kruiseManager) 
 		"kruise-manager v1.9.1 at QPS 1000/burst 2000: it cannot turn its limit off, docs/bench-kruise.md), so that the rollouts do not share the machine with cluster B's 10,000 pods. "+
 		"One kwok node makes pods Running and Ready; its stages restart a container whose spec image changed, after 500 ms, with a new `imageID` (what a kubelet does for an in-place update). "+
 		"Deckhand's SidecarSet selects %d pods in one namespace, OpenKruise's %d pods in another (labelled for its webhook); each injected its `log-agent` sidecar at pod creation. "+
-		"Both SidecarSets roll image changes out with `maxUnavailable: %s`, 3 workers each (with 500 ms a restart, ten batches make a floor of about 5 s for both). Then the sidecar image changes on one SidecarSet at a time, in the order %s, "+
+		"Both SidecarSets roll image changes out with `maxUnavailable: %s`, 3 workers each (with 500 ms a restart, ten batches make a floor of about 5 s for OpenKruise; "+
+		"Deckhand takes each pod out of its endpoints first, at its defaults: the readiness gate written False, the pod seen not Ready, `inPlaceUpdateGracePeriodSeconds` 1 s, then the restart, then the gate written True, "+
+		"a floor of about 15 s; OpenKruise's SidecarSet restarts a Ready pod's sidecar without taking it out). Then the sidecar image changes on one SidecarSet at a time, in the order %s, "+
 		"the other manager idle (its pods unchanged). Measured from the image change: until every pod runs the new sidecar image with the container and the pod Ready "+
 		"(the same pod informer for both), and until the SidecarSet's status says so (`observedGeneration` current, `matchedPods` and `updatedReadyPods` at %d: the two status fields mean the same in both). "+
 		"What differs: Kruise runs as the cluster's admin, with every Kruise controller (CloneSet, Advanced StatefulSet, ...) watching as in a real installation; "+
