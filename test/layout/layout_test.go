@@ -94,15 +94,35 @@ func ignoredFolders(root string) (map[string]bool, error) {
 }
 
 // treeFolders lists the folders the map must name: every top-level folder
-// and every folder holding Go files, skipping what the go tool skips
-// (testdata, names starting with "." or "_") below the top level.
+// and every folder holding Go files.
 func treeFolders(root string) ([]string, error) {
 	ignored, err := ignoredFolders(root)
 	if err != nil {
 		return nil, err
 	}
 	var folders []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err = walkTree(root, ignored, func(rel string, d fs.DirEntry) error {
+		if d.IsDir() {
+			if !strings.Contains(rel, "/") {
+				folders = append(folders, rel)
+			}
+			return nil
+		}
+		if dir := filepath.ToSlash(filepath.Dir(rel)); strings.HasSuffix(rel, ".go") && dir != "." {
+			folders = append(folders, dir)
+		}
+		return nil
+	})
+	slices.Sort(folders)
+	return slices.Compact(folders), err
+}
+
+// walkTree calls visit with the slash-separated path, relative to root, of
+// every folder and file below root, skipping the ignored folders and, below
+// the top level, what the go tool skips (testdata, names starting with "."
+// or "_").
+func walkTree(root string, ignored map[string]bool, visit func(rel string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -117,18 +137,9 @@ func treeFolders(root string) ([]string, error) {
 			if ignored[rel] || (!top && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"))) {
 				return filepath.SkipDir
 			}
-			if top {
-				folders = append(folders, rel)
-			}
-			return nil
 		}
-		if dir := filepath.ToSlash(filepath.Dir(rel)); strings.HasSuffix(rel, ".go") && dir != "." {
-			folders = append(folders, dir)
-		}
-		return nil
+		return visit(rel, d)
 	})
-	slices.Sort(folders)
-	return slices.Compact(folders), err
 }
 
 // TestAPIReferenceUpToDate runs `make api-docs` into a scratch file and
@@ -184,26 +195,12 @@ func TestNoHandWrittenFileOverTheLimit(t *testing.T) {
 	}
 	ignored["api"] = true
 	checked := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
+	err = walkTree(root, ignored, func(rel string, d fs.DirEntry) error {
 		name := d.Name()
-		if d.IsDir() {
-			if ignored[rel] || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
-				return filepath.SkipDir
-			}
+		if d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated") {
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") || strings.HasPrefix(name, "zz_generated") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
+		data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		if err != nil {
 			return err
 		}
