@@ -55,6 +55,17 @@ func args(t *testing.T, r rendered, ns string) []string {
 	return out
 }
 
+// wantArgs fails t for each of want the manager container's args lack.
+func wantArgs(t *testing.T, r rendered, ns string, want ...string) {
+	t.Helper()
+	have := args(t, r, ns)
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			t.Errorf("args %v lack %s", have, w)
+		}
+	}
+}
+
 // writers returns the roles (kind/name) of r that grant a verb other than
 // get, list or watch on resource.
 func writers(r rendered, resource string) []string {
@@ -160,9 +171,7 @@ func TestValues(t *testing.T) {
 			if v, _ := env(t, r, ns, "GOMEMLIMIT"); v != "460MiB" {
 				t.Errorf("GOMEMLIMIT %q, want 460MiB (90%% of 512Mi)", v)
 			}
-			if !slices.Contains(args(t, r, ns), "--cert-management=self") {
-				t.Errorf("args %v lack --cert-management=self", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--cert-management=self")
 			if img := manager(t, r, ns)["image"]; img != "ghcr.io/deckhand-dev/deckhand:0.1.0-dev" {
 				t.Errorf("image %v, want the appVersion tag", img)
 			}
@@ -245,9 +254,7 @@ func TestValues(t *testing.T) {
 					t.Errorf("%s inject-ca-from %q", k, a)
 				}
 			}
-			if !slices.Contains(args(t, r, ns), "--cert-management=external") {
-				t.Errorf("args %v lack --cert-management=external", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--cert-management=external")
 			vol := podSpec(t, r)["volumes"].([]any)[0].(map[string]any)
 			if vol["secret"] == nil {
 				t.Errorf("webhook-certs volume %v is not the Secret", vol)
@@ -290,9 +297,7 @@ func TestValues(t *testing.T) {
 		name: "controllers restartschedule only",
 		set:  []string{"controllers={restartschedule}"},
 		check: func(t *testing.T, r rendered) {
-			if !slices.Contains(args(t, r, ns), "--controllers=restartschedule") {
-				t.Errorf("args %v lack --controllers=restartschedule", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--controllers=restartschedule")
 			if got := webhookPaths(r); !slices.Equal(got, []string{"/validate-apps-deckhand-dev-v1alpha1-restartschedule"}) {
 				t.Errorf("webhooks %v, want the RestartSchedule one only", got)
 			}
@@ -314,9 +319,7 @@ func TestValues(t *testing.T) {
 		name: "controllers without sidecarset",
 		set:  []string{"controllers={webserver,podset}", "sidecarSet.policyInjection=true"},
 		check: func(t *testing.T, r rendered) {
-			if !slices.Contains(args(t, r, ns), "--controllers=podset,webserver") {
-				t.Errorf("args %v lack --controllers=podset,webserver", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--controllers=podset,webserver")
 			want := []string{"/mutate-apps-deckhand-dev-v1alpha1-podset", "/validate-apps-deckhand-dev-v1alpha1-podset",
 				"/validate-apps-deckhand-dev-v1alpha1-podset-scale", "/validate-apps-deckhand-dev-v1alpha1-webserver"}
 			if got := webhookPaths(r); !slices.Equal(got, want) {
@@ -404,19 +407,13 @@ func TestValues(t *testing.T) {
 			if meta["annotations"].(map[string]any)["team"] != "platform" || meta["labels"].(map[string]any)["tier"] != "ops" {
 				t.Errorf("pod metadata %v", meta)
 			}
-			for _, want := range []string{"--leader-elect", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=2s"} {
-				if !slices.Contains(args(t, r, ns), want) {
-					t.Errorf("args %v lack %s", args(t, r, ns), want)
-				}
-			}
+			wantArgs(t, r, ns, "--leader-elect", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=2s")
 		},
 	}, {
 		name: "Policy mode by default",
 		set:  []string{"sidecarSet.injectionMode=Policy"},
 		check: func(t *testing.T, r rendered) {
-			if !slices.Contains(args(t, r, ns), "--sidecarset-injection-mode=Policy") {
-				t.Errorf("args %v lack --sidecarset-injection-mode=Policy", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--sidecarset-injection-mode=Policy")
 			podWebhook(t, r) // still served: SidecarSets may choose Webhook mode
 			// A Policy default injects by policy: the manager may write them.
 			if got := writers(r, "mutatingadmissionpolicies"); !slices.Equal(got, []string{"ClusterRole/deckhand-manager-policy-role"}) {
@@ -427,9 +424,7 @@ func TestValues(t *testing.T) {
 		name: "policy injection",
 		set:  []string{"sidecarSet.policyInjection=true"},
 		check: func(t *testing.T, r rendered) {
-			if !slices.Contains(args(t, r, ns), "--sidecarset-policy-injection") {
-				t.Errorf("args %v lack --sidecarset-policy-injection", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--sidecarset-policy-injection")
 			for _, res := range []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"} {
 				if got := writers(r, res); !slices.Equal(got, []string{"ClusterRole/deckhand-manager-policy-role"}) {
 					t.Errorf("roles writing %s: %v, want deckhand-manager-policy-role", res, got)
@@ -468,9 +463,7 @@ func TestValues(t *testing.T) {
 		name: "no pod webhook",
 		set:  []string{"sidecarSet.injectionMode=Policy", "sidecarSet.podWebhook=false"},
 		check: func(t *testing.T, r rendered) {
-			if !slices.Contains(args(t, r, ns), "--sidecarset-pod-webhook=false") {
-				t.Errorf("args %v lack --sidecarset-pod-webhook=false", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--sidecarset-pod-webhook=false")
 			hooks := nested(t, r.get(t, "MutatingWebhookConfiguration/deckhand-mutating-webhook-configuration"), "webhooks").([]any)
 			for _, h := range hooks {
 				if name := h.(map[string]any)["name"]; name == "msidecarset-pod.apps.deckhand.dev" {
@@ -485,9 +478,7 @@ func TestValues(t *testing.T) {
 		name: "SidecarSet pod metadata allowlist",
 		set:  []string{"sidecarSet.podMetadataAllowlist[0]=example.com/*", "sidecarSet.podMetadataAllowlist[1]=team.io/owner"},
 		check: func(t *testing.T, r rendered) {
-			if want := "--sidecarset-pod-metadata-allowlist=example.com/*,team.io/owner"; !slices.Contains(args(t, r, ns), want) {
-				t.Errorf("args %v lack %s", args(t, r, ns), want)
-			}
+			wantArgs(t, r, ns, "--sidecarset-pod-metadata-allowlist=example.com/*,team.io/owner")
 		},
 	}, {
 		name: "CRDs: templates kept on uninstall",
@@ -554,9 +545,7 @@ func TestValues(t *testing.T) {
 					}
 				}
 			}
-			if !slices.Contains(args(t, r, ns), "--webhook-port=10260") {
-				t.Errorf("args %v lack --webhook-port=10260", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--webhook-port=10260")
 			if p := manager(t, r, ns)["ports"].([]any)[0].(map[string]any); p["containerPort"] != int64(10260) || p["name"] != "webhook-server" {
 				t.Errorf("webhook port %v, want webhook-server 10260", p)
 			}
@@ -611,9 +600,7 @@ func TestValues(t *testing.T) {
 		name: "leader election off",
 		set:  []string{"leaderElection.enabled=false", "replicas=1"},
 		check: func(t *testing.T, r rendered) {
-			if !slices.Contains(args(t, r, ns), "--leader-elect=false") {
-				t.Errorf("args %v lack --leader-elect=false", args(t, r, ns))
-			}
+			wantArgs(t, r, ns, "--leader-elect=false")
 		},
 	}}
 	t.Run("no pod webhook without Policy mode is refused", func(t *testing.T) {
