@@ -104,6 +104,19 @@ func Time(t testing.TB, s string) time.Time {
 	return v
 }
 
+// WantError fails t unless err is nil when want is empty, or an error whose
+// message contains want otherwise: the check of a table of valid and
+// invalid inputs, whose invalid cases name the field they get wrong.
+func WantError(t testing.TB, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("unexpected error: %v", err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("error %v, want one containing %q", err, want)
+	}
+}
+
 // Get reads the object at key into obj with c and returns obj, failing t if
 // the API server does not return it.
 func Get[T client.Object](ctx context.Context, t testing.TB, c client.Client, key client.ObjectKey, obj T) T {

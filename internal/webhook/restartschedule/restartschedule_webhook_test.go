@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 func valid() *deckhandv1alpha1.RestartSchedule {
@@ -188,12 +189,7 @@ func TestValidate(t *testing.T) {
 			rs := valid()
 			tc.mutate(rs)
 			_, err := v.ValidateCreate(t.Context(), rs)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v, want one containing %q", err, tc.want)
-			}
+			testutil.WantError(t, err, tc.want)
 		})
 	}
 }

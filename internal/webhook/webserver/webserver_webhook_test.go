@@ -2,7 +2,6 @@ package webserver
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/test/testutil"
 )
 
 // The end-to-end table (internal/controller/webserver) runs these against the
@@ -93,12 +93,7 @@ func TestValidate(t *testing.T) {
 			ws := &deckhandv1alpha1.WebServer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "web"}, Spec: deckhandv1alpha1.WebServerSpec{Image: "nginx", Port: 80}}
 			tc.mutate(&ws.Spec)
 			_, err := (&Validator{}).ValidateCreate(context.Background(), ws)
-			switch {
-			case tc.field == "" && err != nil:
-				t.Errorf("valid WebServer refused: %v", err)
-			case tc.field != "" && (err == nil || !strings.Contains(err.Error(), tc.field)):
-				t.Errorf("error %v does not name %s", err, tc.field)
-			}
+			testutil.WantError(t, err, tc.field)
 		})
 	}
 	// Renaming is impossible anyway; updates do not re-check the name.
