@@ -69,21 +69,23 @@ var scaleNamespaces = map[scaleKind]string{kindRS: "rs", kindPodSet: "podset", k
 const scaleRounds = 3
 
 // runScales runs runScale scaleRounds times for each of kinds, interleaved,
-// each run in a namespace of its own (cluster-kind-round), and returns the
-// results of each kind in the order of its rounds.
-func runScales(ctx context.Context, e *env, cluster string, n int, kinds ...scaleKind) (map[scaleKind][]*scaleResult, error) {
+// each run in a namespace of its own (cluster-kind-round), keeps every run's
+// raw figures in r under podset-cluster, and returns the results of each
+// kind in the order of its rounds and their summary in the order of kinds.
+func runScales(ctx context.Context, e *env, r *report, cluster string, n int, kinds ...scaleKind) (map[scaleKind][]*scaleResult, []scaleSummary, error) {
 	out := map[scaleKind][]*scaleResult{}
 	for i := range scaleRounds {
 		for _, kind := range interleaved(kinds, i) {
 			res, err := runScale(ctx, e, kind, fmt.Sprintf("%s-%s-%d", cluster, scaleNamespaces[kind], i), n)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			res.round = i
 			out[kind] = append(out[kind], res)
 		}
 	}
-	return out, nil
+	recordScales(r, "podset-"+cluster, out)
+	return out, summarize(out, kinds...), nil
 }
 
 // runScale scales one workload kind 0 -> n until every pod is Ready, then
@@ -247,12 +249,10 @@ func benchPodSetLimited(ctx context.Context, cfg *config, r *report) error {
 	defer e.stop()
 	n := cfg.size(1000, 100)
 	kinds := []scaleKind{kindRS, kindPodSet, kindPodSetRecreate}
-	res, err := runScales(ctx, e, "a", n, kinds...)
+	res, sum, err := runScales(ctx, e, r, "a", n, kinds...)
 	if err != nil {
 		return err
 	}
-	recordScales(r, "podset-a", res)
-	sum := summarize(res, kinds...)
 	rs, ps, recreate := sum[0], sum[1], sum[2]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster A: kube-controller-manager at its defaults (`--kube-api-qps 20 --kube-api-burst 30`, a bucket per controller), Deckhand `--kube-api-qps 20 --kube-api-burst 30` (one bucket for the process), "+
@@ -278,12 +278,10 @@ func benchPodSetLimited(ctx context.Context, cfg *config, r *report) error {
 func benchPodSetUnlimited(ctx context.Context, cfg *config, e *env, r *report) error {
 	n := cfg.size(1000, 200)
 	kinds := []scaleKind{kindPlain, kindRS, kindPodSet}
-	res, err := runScales(ctx, e, "b", n, kinds...)
+	res, sum, err := runScales(ctx, e, r, "b", n, kinds...)
 	if err != nil {
 		return err
 	}
-	recordScales(r, "podset-b", res)
-	sum := summarize(res, kinds...)
 	plain, rs, ps := sum[0], sum[1], sum[2]
 	var b strings.Builder
 	fmt.Fprintf(&b, "Cluster B: kube-controller-manager and kube-scheduler at QPS 1000/burst 2000, Deckhand without a client-side limit. "+
