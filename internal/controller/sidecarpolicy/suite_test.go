@@ -11,13 +11,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/operator"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/localcluster"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 var env *testenv.Env
@@ -59,16 +57,10 @@ func TestMain(m *testing.M) {
 				opts.SidecarSetInjectionMode = deckhandv1alpha1.PolicyInjection
 			}
 			if webhooksOnly.Load() {
-				lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+				_, err := testenv.SidecarSetWebhooks(mgr, sidecarcontrol.Options{
 					Modes: sidecarcontrol.Modes{Default: opts.SidecarSetInjectionMode, PolicyServed: policyAPIServed.Load()},
 				})
-				if err != nil {
-					return err
-				}
-				if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
-					return err
-				}
-				return inject.SetupWithManager(mgr, lister)
+				return err
 			}
 			return operator.Setup(mgr, opts)
 		},

@@ -1,7 +1,6 @@
 package sidecarset_test
 
 import (
-	"context"
 	"os"
 	"sync"
 	"testing"
@@ -11,10 +10,8 @@ import (
 
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
 	"github.com/deckhand-dev/deckhand/internal/expectations"
-	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 var env *testenv.Env
@@ -64,7 +61,7 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return err
 			}
-			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+			lister, err := testenv.SidecarSetWebhooks(mgr, sidecarcontrol.Options{
 				PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: allow, Labels: allow},
 				Revisions:   mgr,
 			})
@@ -72,13 +69,7 @@ func TestMain(m *testing.M) {
 				return err
 			}
 			suiteLister = lister
-			if err := (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr); err != nil {
-				return err
-			}
-			if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
-				return err
-			}
-			return inject.SetupWithManager(mgr, lister)
+			return (&sidecarsetctrl.Reconciler{Expectations: updateExpectations, Lister: lister}).SetupWithManager(mgr)
 		},
 	}))
 }

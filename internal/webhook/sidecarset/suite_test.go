@@ -16,11 +16,9 @@ import (
 
 	deckhandv1alpha1 "github.com/deckhand-dev/deckhand/api/v1alpha1"
 	sidecarsetctrl "github.com/deckhand-dev/deckhand/internal/controller/sidecarset"
-	"github.com/deckhand-dev/deckhand/internal/inject"
 	"github.com/deckhand-dev/deckhand/internal/sidecarcontrol"
 	"github.com/deckhand-dev/deckhand/internal/test/testenv"
 	"github.com/deckhand-dev/deckhand/internal/test/testutil"
-	sidecarsetwebhook "github.com/deckhand-dev/deckhand/internal/webhook/sidecarset"
 )
 
 var env *testenv.Env
@@ -53,17 +51,11 @@ func TestMain(m *testing.M) {
 			if err := (&sidecarsetctrl.Reconciler{}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			lister, err := sidecarcontrol.ListerFromCache(context.Background(), mgr.GetCache(), sidecarcontrol.Options{
+			_, err := testenv.SidecarSetWebhooks(mgr, sidecarcontrol.Options{
 				PodMetadata: sidecarcontrol.PodMetadataAllowlists{Annotations: testMetadataAllowlist, Labels: testLabelAllowlist},
 				Revisions:   mgr,
 			})
-			if err != nil {
-				return err
-			}
-			if err := sidecarsetwebhook.SetupWebhookWithLister(mgr, lister); err != nil {
-				return err
-			}
-			return inject.SetupWithManager(mgr, lister)
+			return err
 		},
 	}))
 }
