@@ -389,7 +389,8 @@ func TestValues(t *testing.T) {
 		name: "image, pull secrets, pod metadata, replicas, leader election",
 		set: []string{"image.repository=registry.example/deckhand", "image.tag=v9", "image.pullPolicy=Always",
 			"imagePullSecrets[0].name=regcred", "podAnnotations.team=platform", "podLabels.tier=ops", "replicas=3",
-			"leaderElection.leaseDuration=30s", "leaderElection.renewDeadline=20s", "leaderElection.retryPeriod=2s"},
+			"leaderElection.leaseDuration=30s", "leaderElection.renewDeadline=20s", "leaderElection.retryPeriod=2s",
+			"leaderElection.warmStandby=false"},
 		check: func(t *testing.T, r rendered) {
 			c := manager(t, r, ns)
 			if c["image"] != "registry.example/deckhand:v9" || c["imagePullPolicy"] != "Always" {
@@ -407,7 +408,8 @@ func TestValues(t *testing.T) {
 			if meta["annotations"].(map[string]any)["team"] != "platform" || meta["labels"].(map[string]any)["tier"] != "ops" {
 				t.Errorf("pod metadata %v", meta)
 			}
-			wantArgs(t, r, ns, "--leader-elect", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=2s")
+			wantArgs(t, r, ns, "--leader-elect", "--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=2s",
+				"--leader-election-warm-standby=false")
 		},
 	}, {
 		name: "Policy mode by default",

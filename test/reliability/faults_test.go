@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -273,10 +274,38 @@ func TestLeaderFailover(t *testing.T) {
 		proxyRefused, _ := proxy.Failed()
 		t.Logf("round %d: %s took the lease %s after the kill (was %s), scaled up %s after, status counted the misses %s after; %d pods (%d before the kill, %d until the standby acted): %d without their sidecar; %d RestartSchedule creates, %d refused; proxy: %d connections to the killed replica, %d to the standby, %d refused in all",
 			round, newID, took, leaderID, acted, reported, made, atKill, atActed-atKill, notInjected, schedMade, schedRefused, proxy.Served(leader.port), proxy.Served(standby.port), proxyRefused)
+		if err := warmedBeforeLeading(standby.Logs(1 << 20)); err != nil {
+			t.Errorf("round %d: %v", round, err)
+		}
 		leader, leaderID = standby, newID
 	}
 	figure(t, "%d leader failover(s) (SIGKILL) behind a kube-proxy-like proxy (endpoint dropped %s after the process dies): lease taken over after %v, the standby acted (scale-up started) after %v (bound %s); %d pods created at 10/s: %d admitted without their sidecar (per round %v), all counted in status.notInjectedPods %v after the kill; %d RestartSchedule creates, %d refused",
 		rounds, endpointDelay, takeovers, acts, failoverBound, pods, missed, perRound, reports, schedules, refused)
+}
+
+// warmedBeforeLeading checks, from a replica's log, that it started the
+// PodSet controller's sources (informers and queue) before it took the
+// Lease: a warm standby (--leader-election-warm-standby, the default) only
+// starts its workers on taking it, where a cold one first lists every pod.
+func warmedBeforeLeading(log string) error {
+	warmed, led := -1, -1
+	for i, line := range strings.Split(log, "\n") {
+		switch {
+		case warmed < 0 && strings.Contains(line, `"msg":"Starting EventSource"`) && strings.Contains(line, `"controller":"podset"`):
+			warmed = i
+		case led < 0 && strings.Contains(line, `"msg":"Successfully acquired lease"`):
+			led = i
+		}
+	}
+	switch {
+	case led < 0:
+		return errors.New("the standby's log has no \"Successfully acquired lease\" line")
+	case warmed < 0:
+		return errors.New("the standby's log never starts the podset controller's sources")
+	case warmed > led:
+		return fmt.Errorf("the standby started the podset controller's sources after it took the Lease (log lines %d and %d): it was not warm", warmed+1, led+1)
+	}
+	return nil
 }
 
 // TestAPIServerRestart stops kube-apiserver while a manager is creating a
