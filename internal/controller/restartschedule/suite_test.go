@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -164,9 +165,32 @@ func waitRS(t *testing.T, ns, name string, timeout time.Duration, what string, c
 		if rs, err = getRS(ctx, ns, name); err != nil {
 			return false, err
 		}
-		return cond(rs), nil
+		if cond(rs) {
+			return true, nil
+		}
+		// What a timeout prints: the status as last seen.
+		return false, fmt.Errorf("status as last seen: %s", statusSummary(rs))
 	}, "RestartSchedule %s/%s: %s", ns, name, what)
 	return rs
+}
+
+// statusSummary is what a failed wait shows of a RestartSchedule: its
+// generation, suspension and the status fields the waits read.
+func statusSummary(rs *deckhandv1alpha1.RestartSchedule) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "generation %d, suspend %t, observedGeneration %d; history:", rs.Generation, rs.Spec.Suspend, rs.Status.ObservedGeneration)
+	for _, h := range rs.Status.History {
+		fmt.Fprintf(&b, " [%s %s %s %q]", formatRFC3339(h.ScheduledTime), h.Workload, h.Result, h.Message)
+	}
+	b.WriteString("; pending:")
+	for _, p := range rs.Status.Pending {
+		fmt.Fprintf(&b, " [%s %s]", formatRFC3339(p.ScheduledTime), p.Name)
+	}
+	b.WriteString("; conditions:")
+	for _, c := range rs.Status.Conditions {
+		fmt.Fprintf(&b, " [%s=%s %s]", c.Type, c.Status, c.Reason)
+	}
+	return b.String()
 }
 
 // waitHistory waits until the RestartSchedule's history has an entry that
