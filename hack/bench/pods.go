@@ -19,6 +19,11 @@ import (
 type podTracker struct {
 	mu   sync.Mutex
 	pods map[string]bool // name -> Ready
+	// ready counts the true values of pods, kept as they change: the waits
+	// poll counts() every 20 ms, and a walk of the map at each poll cost
+	// the benchmark's own client 7.5 million map reads a second at 150,000
+	// pods, on the 2 CPUs the cluster under test needs.
+	ready int
 	// last is when the informer last delivered a pod event.
 	last    time.Time
 	stop    chan struct{}
@@ -43,11 +48,7 @@ func trackPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, done
 		if !ok {
 			return
 		}
-		ready := done(p)
-		t.mu.Lock()
-		t.pods[p.Name] = ready
-		t.last = time.Now()
-		t.mu.Unlock()
+		t.set(p.Name, done(p))
 	}
 	_, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    set,
@@ -57,10 +58,7 @@ func trackPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, done
 				obj = d.Obj
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
-				t.mu.Lock()
-				delete(t.pods, p.Name)
-				t.last = time.Now()
-				t.mu.Unlock()
+				t.remove(p.Name)
 			}
 		},
 	})
@@ -75,16 +73,37 @@ func trackPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, done
 	return t, nil
 }
 
+// set records a pod's readiness as the informer last delivered it.
+func (t *podTracker) set(name string, ready bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if was, ok := t.pods[name]; ok && was {
+		t.ready--
+	}
+	if ready {
+		t.ready++
+	}
+	t.pods[name] = ready
+	t.last = time.Now()
+}
+
+// remove forgets a deleted pod.
+func (t *podTracker) remove(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if was, ok := t.pods[name]; ok {
+		if was {
+			t.ready--
+		}
+		delete(t.pods, name)
+	}
+	t.last = time.Now()
+}
+
 func (t *podTracker) counts() (total, ready int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, r := range t.pods {
-		total++
-		if r {
-			ready++
-		}
-	}
-	return
+	return len(t.pods), t.ready
 }
 
 // waitFor polls the counts until cond holds and returns the time since start.
