@@ -306,15 +306,13 @@ func gateOwner(ps *deckhandv1alpha1.PodSet) string { return "PodSet " + ps.Name 
 // update that is over, a new pod started, or an update no longer planned
 // (paused, or the template changed back).
 func (r *Reconciler) syncInPlaceGates(ctx context.Context, s *scope) (ctrl.Result, error) {
-	var opening []*corev1.Pod
+	now := r.Clock.Now()
+	var errs []error
 	for _, p := range s.pods {
 		if inplacegate.Open(p) || (s.gates != nil && s.gates.held[podKey(p)]) || !inplacegate.ContainersReady(p) {
 			continue
 		}
-		opening = append(opening, p)
-	}
-	var errs []error
-	for _, err := range inplacegate.ReleaseAll(ctx, r.PodWriter, opening, gateOwner(s.ps), r.Clock.Now()) {
+		err := inplacegate.Release(ctx, r.PodWriter, p, gateOwner(s.ps), now)
 		podOps.WithLabelValues("inplace_gate", result(err)).Inc()
 		// A conflict: the pod changed since the cache's copy; its event
 		// brings the next sync.

@@ -141,16 +141,12 @@ func gateOwner(name string) string { return "SidecarSet " + name }
 // or an update no longer planned (paused, or the revision changed back).
 func (r *Reconciler) syncInPlaceGates(ctx context.Context, sc *scope) (ctrl.Result, error) {
 	var out outcome
-	var opening []*corev1.Pod
 	for _, p := range sc.pods {
 		if !p.injected() || p.pending || sc.held[p.pod.UID] || inplacegate.Open(p.pod) || !inplacegate.ContainersReady(p.pod) {
 			continue
 		}
-		opening = append(opening, p.pod)
-	}
-	for _, err := range inplacegate.ReleaseAll(ctx, r.Client, opening, gateOwner(sc.set.Name), sc.now) {
+		err := inplacegate.Release(ctx, r.Client, p.pod, gateOwner(sc.set.Name), sc.now)
 		switch {
-		case err == nil:
 		case apierrors.IsConflict(err):
 			// The pod changed since the cache's copy: look again soon.
 			out.retryAfter(time.Second)
