@@ -106,7 +106,7 @@ func main() {
 	// controllers) and only then reconciles: a fresh manager's caches took
 	// 1.3 s to sync at 10,000 pods and 4.7 s at 50,000 (benchmark item 8).
 	flag.BoolVar(&o.warmStandby, "leader-election-warm-standby", true,
-		"A standby replica starts its controllers' informers and queues before it leads, so that it reconciles as soon as it takes the Lease; it holds the same cache, and so about the same memory, as the leader. false: informers start on taking the Lease.")
+		"A standby replica starts its controllers' informers and queues before it leads, so that it reconciles as soon as it takes the Lease; it holds the same cache as the leader (its memory was not measured apart). false: informers start on taking the Lease.")
 	flag.StringVar(&o.webhookHost, "webhook-host", "", "Address the webhook server binds to (default: all interfaces).")
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "Port the webhook server listens on.")
 	flag.StringVar(&o.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
