@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -187,7 +188,10 @@ func main() {
 	controllers := flag.String("controllers", "all",
 		"Comma-separated kinds the manager runs: sidecarset, podset, webserver, restartschedule, or all (\"*\"). A kind left out has no controller, no webhook (its webhook paths refuse its objects) and no informer; the pod webhook and the pod informer come with sidecarset (and podset, which owns pods).")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
-	zapOpts := zap.Options{Development: false}
+	// Millisecond timestamps by default: a failover, a drain or a webhook
+	// stall is a matter of seconds, and whole-second stamps cannot order
+	// the steps inside one. --zap-time-encoding still overrides it.
+	zapOpts := zap.Options{Development: false, TimeEncoder: zapcore.TimeEncoderOfLayout("2006-01-02T15:04:05.000Z07:00")}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	given := map[string]bool{}
