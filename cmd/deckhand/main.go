@@ -188,10 +188,8 @@ func main() {
 	controllers := flag.String("controllers", "all",
 		"Comma-separated kinds the manager runs: sidecarset, podset, webserver, restartschedule, or all (\"*\"). A kind left out has no controller, no webhook (its webhook paths refuse its objects) and no informer; the pod webhook and the pod informer come with sidecarset (and podset, which owns pods).")
 	printVersion := flag.Bool("version", false, "Print the version and exit.")
-	// Millisecond timestamps by default: a failover, a drain or a webhook
-	// stall is a matter of seconds, and whole-second stamps cannot order
-	// the steps inside one. --zap-time-encoding still overrides it.
-	zapOpts := zap.Options{Development: false, TimeEncoder: zapcore.TimeEncoderOfLayout("2006-01-02T15:04:05.000Z07:00")}
+	// --zap-time-encoding still overrides logTimeEncoder.
+	zapOpts := zap.Options{Development: false, TimeEncoder: logTimeEncoder}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	given := map[string]bool{}
@@ -345,4 +343,11 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// logTimeEncoder stamps log lines in UTC to the millisecond: a failover, a
+// drain or a webhook stall lasts seconds, and whole-second stamps cannot
+// order the steps inside one.
+func logTimeEncoder(t time.Time, enc zapcore.PrimitiveArrayEncoder) {
+	enc.AppendString(t.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 }
