@@ -216,6 +216,10 @@ fmt: ## gofmt the tree.
 vet: ## go vet the tree.
 	go vet ./...
 
+.PHONY: duplicates
+duplicates: ## List the places that repeat six or more lines, Go import blocks passed over (hack/duplicates.sh; needs the duplicates tool on PATH).
+	@hack/duplicates.sh --most 200
+
 .PHONY: verify
 verify: k8s-binaries $(CONTROLLER_GEN) $(CRD_REF_DOCS) $(GOLANGCI_LINT) ## Regenerate code, manifests and docs/api.md and fail on drift; gofmt, go vet, module checks, golangci-lint.
 	@$(MAKE) --no-print-directory manifests generate build-installer api-docs >/dev/null
