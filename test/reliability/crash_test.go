@@ -621,7 +621,7 @@ func TestCrashPodSetScaleAndRollingUpdate(t *testing.T) {
 	}
 	// Each kill also waits for the restarted manager to take the leader
 	// Lease, which the killed one left to expire.
-	cycleDeadline := time.Duration(minKills+1) * (maxGap + failoverBound) * 4
+	cycleDeadline := time.Duration(minKills+1) * (maxGap + leaseTakenBound) * 4
 	keepManagerLog(t)
 	surge, unavailable := max(1, n/10), max(1, n/10)
 	ns := namespace(t)

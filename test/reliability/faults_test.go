@@ -42,12 +42,16 @@ const (
 	// apiCallAllowance is what one API call may take on the loaded test
 	// cluster.
 	apiCallAllowance = 500 * time.Millisecond
-	// actBound is how soon after taking the Lease the new leader must act:
-	// its controllers are warm, so the PodSet's first sync only confirms
-	// its pod cache with one consistent list and creates a pod.
-	actBound = 5 * time.Second
-	// failoverBound is how soon after the leader dies the standby must act.
-	failoverBound = leaseTakenBound + actBound
+	// actTimeout is how long after taking the Lease the new leader may take
+	// to act before the test gives up: a liveness bound, not a figure. Its
+	// part (its controllers are warm, so the PodSet's first sync confirms
+	// its pod cache with one consistent list and creates a pod) is two API
+	// calls, whose time is the loaded API server's; the test reports it
+	// (docs/reliability.md, "Where a failover's time goes").
+	actTimeout = 30 * time.Second
+	// failoverBound is how long after the leader dies the test waits for
+	// the standby to act.
+	failoverBound = leaseTakenBound + actTimeout
 	leaseName     = "deckhand.apps.deckhand.dev"
 )
 
@@ -178,9 +182,9 @@ const notInjectedBound = 5 * time.Second
 // kubeProxy, which stands in for their Service, and SIGKILLs the leader
 // while pods a SidecarSet selects (podLoad, 10 a second) and
 // RestartSchedules (every 200ms) are created. The standby must take the
-// Lease within leaseTakenBound of the kill and act as leader (the PodSet
-// scale-up requested right after the kill starts) within actBound of
-// taking it.
+// Lease within leaseTakenBound of the kill and then act as leader (the
+// PodSet scale-up requested right after the kill starts); how soon after
+// taking the Lease it acts is reported, not bounded.
 //
 // A SIGKILL leaves no time to drain: until the dead replica's endpoint is
 // dropped (endpointDelay), new connections sent to it are refused, and the
@@ -224,7 +228,7 @@ func TestLeaderFailover(t *testing.T) {
 		scalePodSet(t, ps, 5) // work only a leader does
 		var took, acted time.Duration
 		var newID string
-		testutil.Eventually(t, 2*failoverBound, func(ctx context.Context) (bool, error) {
+		testutil.Eventually(t, failoverBound, func(ctx context.Context) (bool, error) {
 			if took == 0 {
 				h, err := leaseHolder(ctx)
 				if err != nil {
@@ -270,9 +274,6 @@ func TestLeaderFailover(t *testing.T) {
 		if took > leaseTakenBound {
 			t.Errorf("round %d: the standby took the Lease %s after the kill; want within %s (lease duration %s, two jittered retry periods of %s, two API calls)", round, took, leaseTakenBound, leaseDuration, retryPeriod)
 		}
-		if acted-took > actBound {
-			t.Errorf("round %d: the standby acted as leader %s after it was seen taking the Lease; want within %s", round, acted-took, actBound)
-		}
 		made, notInjected, failed, first := load.Result()
 		if notInjected != roundMissed {
 			t.Errorf("round %d: %d pod(s) were admitted without their sidecar once the standby led (%d before), first %s", round, notInjected-roundMissed, roundMissed, first)
@@ -301,8 +302,8 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		leader, leaderID = standby, newID
 	}
-	figure(t, "%d leader failover(s) (SIGKILL) behind a kube-proxy-like proxy (endpoint dropped %s after the process dies): lease taken over after %v (bound %s), the standby acted (scale-up started) after %v, %v after taking the Lease (bound %s); %d pods created at 10/s: %d admitted without their sidecar (per round %v), all counted in status.notInjectedPods %v after the kill; %d RestartSchedule creates, %d refused",
-		rounds, endpointDelay, takeovers, leaseTakenBound, acts, leaseToAct, actBound, pods, missed, perRound, reports, schedules, refused)
+	figure(t, "%d leader failover(s) (SIGKILL) behind a kube-proxy-like proxy (endpoint dropped %s after the process dies): lease taken over after %v (bound %s), the standby acted (scale-up started) after %v, %v after taking the Lease; %d pods created at 10/s: %d admitted without their sidecar (per round %v), all counted in status.notInjectedPods %v after the kill; %d RestartSchedule creates, %d refused",
+		rounds, endpointDelay, takeovers, leaseTakenBound, acts, leaseToAct, pods, missed, perRound, reports, schedules, refused)
 }
 
 // warmedBeforeLeading checks, from a replica's log, that it started the
