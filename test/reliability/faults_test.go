@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/client-go/tools/leaderelection"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,11 +108,18 @@ func scalePodSet(t *testing.T, ps *deckhandv1alpha1.PodSet, n int32) {
 }
 
 func leaseHolder(ctx context.Context) (string, error) {
-	l := &coordinationv1.Lease{}
-	if err := suite.client.Get(ctx, types.NamespacedName{Namespace: localcluster.ManagerNamespace, Name: leaseName}, l); err != nil {
+	l, err := managerLease(ctx)
+	if err != nil {
 		return "", err
 	}
 	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
+}
+
+// managerLease is the managers' leader-election Lease.
+func managerLease(ctx context.Context) (*coordinationv1.Lease, error) {
+	l := &coordinationv1.Lease{}
+	err := suite.client.Get(ctx, types.NamespacedName{Namespace: localcluster.ManagerNamespace, Name: leaseName}, l)
+	return l, err
 }
 
 // scheduleLoad creates a RestartSchedule every 200ms and counts the
@@ -205,6 +212,15 @@ func TestLeaderFailover(t *testing.T) {
 		leaderID = h
 		return h != "", err
 	}, "the first manager holds the lease")
+	// leaseTakenBound is computed from leaseDuration: it must be the one the
+	// binary runs with, as its holder writes it into the Lease.
+	l, err := managerLease(testutil.Context(t, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 0)) * time.Second; got != leaseDuration {
+		t.Fatalf("the managers run with a %s Lease, the test's bounds assume %s", got, leaseDuration)
+	}
 
 	injected := map[string]string{"app": "failover-injected"}
 	s := createSidecarSet(t, "failover-"+ns, ns, injected)
