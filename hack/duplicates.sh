@@ -12,8 +12,10 @@ command -v duplicates >/dev/null || { echo "hack/duplicates.sh: the duplicates t
 cd "$(git rev-parse --show-toplevel)"
 copy=$(mktemp -d)
 trap 'rm -rf "$copy"' EXIT
+# One tar reads the whole list (xargs could split it into several archives,
+# and the extracting tar stops at the first one's end).
 git ls-files -z --cached --others --exclude-standard |
-	xargs -0 tar -cf - --ignore-failed-read 2>/dev/null | tar -xf - -C "$copy"
+	tar --null -T - -cf - --ignore-failed-read 2>/dev/null | tar -xf - -C "$copy"
 find "$copy" -name '*.go' -exec perl -0pi -e \
 	's{^import \(\n.*?^\)\n}{my $m = $&; "\n" x ($m =~ tr/\n//)}gmse' {} +
 duplicates --repo "$copy" "$@"
